@@ -1,0 +1,45 @@
+# Two entry points for a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# torch's CPU build must be installed before anything that depends on torch: an unpinned torch
+# pulls a multi-GB CUDA build. Override TORCH_SPEC for other machines.
+TORCH_SPEC ?= torch==2.13.0
+
+.PHONY: demo test lint typecheck pytest install install-dev bench clean
+
+$(VENV)/.core: pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.dev: pyproject.toml $(VENV)/.core
+	$(PIP) install -q "$(TORCH_SPEC)"
+	$(PIP) install -q -e ".[dev,tts,dask,export]"
+	touch $@
+
+install: $(VENV)/.core
+install-dev: $(VENV)/.dev
+
+demo: $(VENV)/.core
+	$(VENV)/bin/duetflow demo --out ./duetflow-demo
+
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+
+typecheck: $(VENV)/.dev
+	$(VENV)/bin/mypy
+
+pytest: $(VENV)/.dev
+	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/pytest -q
+
+test: lint typecheck pytest
+
+bench: $(VENV)/.dev
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf duetflow-demo .pytest_cache .mypy_cache .ruff_cache

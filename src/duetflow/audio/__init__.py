@@ -1,0 +1,1 @@
+"""Audio core: frame-range I/O, resampling, VAD, loudness. Plain numpy, no Prefect."""

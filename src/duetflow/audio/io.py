@@ -1,0 +1,158 @@
+"""Reading only the frames a stage needs, resampling, and deterministic writing.
+
+Samples are float32 in [-1, 1], shape ``(frames,)`` for mono or ``(frames, channels)``.
+Every failure to read is an :class:`~duetflow.errors.InputError` naming the file, so an adapter
+can quarantine the item and go on.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import soundfile as sf
+import soxr
+
+from duetflow.errors import InputError
+
+Audio = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class AudioInfo:
+    path: str
+    sample_rate: int
+    channels: int
+    frames: int
+    subtype: str
+    format: str
+
+    @property
+    def duration_s(self) -> float:
+        return self.frames / self.sample_rate if self.sample_rate else 0.0
+
+
+def audio_info(path: str | Path) -> AudioInfo:
+    """Header facts of an audio file; raises InputError for missing, empty or unreadable files."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(p, "file not found", reason="missing_file")
+    if p.stat().st_size == 0:
+        raise InputError(p, "zero-byte audio file", reason="bad_audio")
+    try:
+        info = sf.info(str(p))
+    except (RuntimeError, sf.LibsndfileError) as e:
+        raise InputError(p, f"unreadable audio: {e}", reason="bad_audio") from None
+    if info.frames <= 0 or info.samplerate <= 0:
+        raise InputError(p, "audio has no frames", reason="bad_audio")
+    return AudioInfo(str(p), info.samplerate, info.channels, info.frames, info.subtype, info.format)
+
+
+def read_frames(
+    path: str | Path,
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    channel: int | None = None,
+    mono: bool = False,
+) -> tuple[Audio, int]:
+    """Read frames ``[start, stop)`` by seeking, never decoding the rest of the file.
+
+    ``channel`` selects one channel; ``mono`` averages all channels. Returns ``(samples, sr)``.
+    A file shorter than its header claims (truncated) raises InputError.
+    """
+    p = Path(path)
+    info = audio_info(p)
+    stop = info.frames if stop is None else min(stop, info.frames)
+    start = max(0, start)
+    if stop < start:
+        raise InputError(p, f"frame range [{start}, {stop}) is empty or reversed", reason="bad_range")
+    if channel is not None and not 0 <= channel < info.channels:
+        raise InputError(
+            p, f"channel {channel} requested, file has {info.channels}", reason="bad_channels"
+        )
+    try:
+        with sf.SoundFile(str(p)) as f:
+            f.seek(start)
+            data = f.read(stop - start, dtype="float32", always_2d=True)
+    except (RuntimeError, sf.LibsndfileError) as e:
+        raise InputError(p, f"unreadable audio: {e}", reason="bad_audio") from None
+    if data.shape[0] < stop - start:
+        raise InputError(
+            p,
+            f"truncated: expected {stop - start} frames from {start}, got {data.shape[0]}",
+            reason="truncated_audio",
+        )
+    if not np.isfinite(data).all():
+        raise InputError(p, "audio contains NaN or infinite samples", reason="bad_audio")
+    out: Audio
+    if channel is not None:
+        out = np.ascontiguousarray(data[:, channel])
+    elif mono or data.shape[1] == 1:
+        out = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0].copy()
+    else:
+        out = data
+    return out, info.sample_rate
+
+
+def read_seconds(
+    path: str | Path,
+    start_s: float = 0.0,
+    end_s: float | None = None,
+    *,
+    channel: int | None = None,
+    mono: bool = False,
+    sample_rate: int | None = None,
+) -> tuple[Audio, int]:
+    """Read a time range (seconds); optionally resample to ``sample_rate``."""
+    info = audio_info(path)
+    start = int(round(start_s * info.sample_rate))
+    stop = None if end_s is None else int(round(end_s * info.sample_rate))
+    data, sr = read_frames(path, start, stop, channel=channel, mono=mono)
+    if sample_rate is not None and sample_rate != sr:
+        data, sr = resample(data, sr, sample_rate), sample_rate
+    return data, sr
+
+
+def resample(samples: Audio, sr_in: int, sr_out: int, quality: str = "HQ") -> Audio:
+    """Band-limited resampling with soxr (deterministic, fast)."""
+    if sr_in == sr_out or samples.shape[0] == 0:
+        return samples.astype(np.float32, copy=False)
+    out = soxr.resample(samples, sr_in, sr_out, quality=quality)
+    return np.asarray(out, dtype=np.float32)
+
+
+def write_audio(
+    path: str | Path,
+    samples: Audio,
+    sample_rate: int,
+    *,
+    subtype: str = "PCM_16",
+    audio_format: str | None = None,
+) -> Path:
+    """Write WAV or FLAC atomically (temp file + rename); same samples → same bytes.
+
+    Samples are clipped to [-1, 1) before integer conversion; callers are expected to have
+    applied a peak ceiling already, clipping only guards against float rounding.
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fmt = (audio_format or p.suffix.lstrip(".") or "wav").upper()
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    data = np.clip(samples, -1.0, 1.0 - 1.0 / 32768).astype(np.float32, copy=False)
+    try:
+        sf.write(str(tmp), data, sample_rate, subtype=subtype, format=fmt)
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return p
+
+
+def to_mono(samples: Audio) -> Audio:
+    """Average channels (no-op for mono)."""
+    if samples.ndim == 1:
+        return samples
+    return samples.mean(axis=1, dtype=np.float32)

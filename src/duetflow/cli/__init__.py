@@ -1,0 +1,67 @@
+"""The ``duetflow`` command. Each subcommand lives in its own module under ``duetflow.cli``.
+
+A module exports ``command`` (a click command or group); :data:`COMMAND_MODULES` lists them in
+help order. Modules are imported eagerly so a broken one fails loudly in tests.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+import click
+
+from duetflow import __version__
+from duetflow.errors import DuetflowError
+
+COMMAND_MODULES = (
+    "samples",
+    "corpora",
+    "ingest",
+    "process",
+    "synthesize",
+    "publish",
+    "releases",
+    "validate",
+    "pull",
+    "report",
+    "run",
+    "demo",
+    "deploy",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="duetflow")
+@click.option("-v", "--verbose", count=True, help="More logging (-v info, -vv debug).")
+def main(verbose: int) -> None:
+    """Build two-speaker dialogue audio datasets (HH / HM / PH) with Prefect flows."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+for _name in COMMAND_MODULES:
+    try:
+        _mod = importlib.import_module(f"duetflow.cli.{_name}")
+    except ModuleNotFoundError as _e:
+        if _e.name != f"duetflow.cli.{_name}":
+            raise
+        continue
+    main.add_command(_mod.command)
+
+
+def run() -> None:
+    """Entry point: turn library errors into one readable line and exit code 2."""
+    try:
+        main.main(standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        sys.exit(130)
+    except DuetflowError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(2)

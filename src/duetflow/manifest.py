@@ -1,0 +1,374 @@
+"""Manifest tables: column contracts and streaming Parquet I/O.
+
+Every stage reads and writes the same three tables in a work directory — ``dialogues.parquet``,
+``turns.parquet``, ``rejections.parquet`` — so ``ingest → process → publish`` compose on the
+command line and in flows. Writers flush a row group per batch and readers walk row groups, so
+memory follows the batch size, not the corpus size. Dialogues and turns are written in lockstep
+(same order), which lets a reader zip them without an index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from duetflow.errors import ManifestError
+from duetflow.model import (
+    AudioSource,
+    Category,
+    Dialogue,
+    MixedMonoSource,
+    MultichannelSource,
+    PerSpeakerSource,
+    PerTurnSource,
+    Rejection,
+    Role,
+    Speaker,
+    Stage,
+    Turn,
+    TurnKind,
+)
+
+DIALOGUES = "dialogues.parquet"
+TURNS = "turns.parquet"
+REJECTIONS = "rejections.parquet"
+
+# Columns shared by intake and rendered dialogue rows.
+_DIALOGUE_BASE = [
+    ("dialogue_id", pa.string()),
+    ("source_id", pa.string()),
+    ("corpus", pa.string()),
+    ("category", pa.string()),
+    ("language", pa.string()),
+    ("topic", pa.string()),
+    ("speaker_a", pa.string()),
+    ("speaker_b", pa.string()),
+]
+
+INTAKE_DIALOGUE_SCHEMA = pa.schema(
+    [
+        *_DIALOGUE_BASE,
+        ("duration_s", pa.float64()),
+        ("window_start_s", pa.float64()),
+        ("window_end_s", pa.float64()),
+        ("speakers", pa.string()),  # JSON list of Speaker
+        ("source", pa.string()),  # JSON AudioSource
+        ("provenance", pa.string()),  # JSON object
+    ]
+)
+
+INTAKE_TURN_SCHEMA = pa.schema(
+    [
+        ("dialogue_id", pa.string()),
+        ("turn_index", pa.int32()),
+        ("speaker", pa.string()),
+        ("kind", pa.string()),
+        ("start_s", pa.float64()),
+        ("end_s", pa.float64()),
+        ("text", pa.string()),
+        ("labels", pa.string()),  # JSON object
+    ]
+)
+
+REJECTION_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("corpus", pa.string()),
+        ("source_path", pa.string()),
+        ("stage", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+
+RENDERED_DIALOGUE_SCHEMA = pa.schema(
+    [
+        *_DIALOGUE_BASE,
+        ("audio_path", pa.string()),
+        ("sha256", pa.string()),
+        ("duration_s", pa.float64()),
+        ("sample_rate", pa.int32()),
+        ("num_channels", pa.int32()),
+        ("n_turns", pa.int32()),
+        ("loudness_lufs_a", pa.float64()),
+        ("loudness_lufs_b", pa.float64()),
+        ("gain_db_a", pa.float64()),
+        ("gain_db_b", pa.float64()),
+        ("gap_ms_min", pa.float64()),
+        ("gap_ms_max", pa.float64()),
+        ("provenance", pa.string()),
+    ]
+)
+
+RENDERED_TURN_SCHEMA = pa.schema(
+    [
+        ("dialogue_id", pa.string()),
+        ("turn_index", pa.int32()),
+        ("speaker", pa.string()),
+        ("kind", pa.string()),
+        ("start_s", pa.float64()),
+        ("end_s", pa.float64()),
+        ("orig_start_s", pa.float64()),
+        ("orig_end_s", pa.float64()),
+        ("text", pa.string()),
+    ]
+)
+
+
+def dumps(obj: Any) -> str:
+    """Canonical JSON (sorted keys, no spaces) so that equal content gives equal bytes."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- model <-> rows -----------------------------------------------------------------------------
+
+
+def source_to_json(source: AudioSource) -> str:
+    data = asdict(source)
+    if isinstance(source, PerTurnSource):
+        data["paths"] = list(source.paths)
+    return dumps(data)
+
+
+def source_from_json(text: str) -> AudioSource:
+    data = json.loads(text)
+    kind = data.pop("kind")
+    if kind == "multichannel":
+        return MultichannelSource(path=data["path"], channels=dict(data["channels"]))
+    if kind == "per_speaker":
+        return PerSpeakerSource(paths=dict(data["paths"]), channels=dict(data.get("channels", {})))
+    if kind == "per_turn":
+        return PerTurnSource(paths=tuple(data["paths"]))
+    if kind == "mixed_mono":
+        return MixedMonoSource(path=data["path"], channel=data.get("channel"))
+    raise ManifestError(f"unknown audio source kind {kind!r}")
+
+
+def dialogue_to_rows(d: Dialogue) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Intake rows (one dialogue row, its turn rows) for a dialogue."""
+    row = {
+        "dialogue_id": d.id,
+        "source_id": d.source_id,
+        "corpus": d.corpus,
+        "category": str(d.category),
+        "language": d.language,
+        "topic": d.topic,
+        "speaker_a": d.speaker_a.id,
+        "speaker_b": d.speaker_b.id,
+        "duration_s": float(d.duration_s),
+        "window_start_s": d.window[0] if d.window else None,
+        "window_end_s": d.window[1] if d.window else None,
+        "speakers": dumps([asdict(s) for s in d.speakers]),
+        "source": source_to_json(d.source),
+        "provenance": dumps(dict(d.provenance)),
+    }
+    turns = [
+        {
+            "dialogue_id": d.id,
+            "turn_index": i,
+            "speaker": t.speaker,
+            "kind": str(t.kind),
+            "start_s": float(t.start),
+            "end_s": float(t.end),
+            "text": t.text,
+            "labels": dumps(dict(t.labels)),
+        }
+        for i, t in enumerate(d.turns)
+    ]
+    return row, turns
+
+
+def dialogue_from_rows(row: Mapping[str, Any], turn_rows: Sequence[Mapping[str, Any]]) -> Dialogue:
+    speakers = [
+        Speaker(
+            id=s["id"],
+            role=Role(s.get("role", "human")),
+            gender=s.get("gender"),
+            language=s.get("language"),
+        )
+        for s in json.loads(row["speakers"])
+    ]
+    turns = tuple(
+        Turn(
+            speaker=t["speaker"],
+            start=float(t["start_s"]),
+            end=float(t["end_s"]),
+            text=t["text"] or "",
+            kind=TurnKind(t["kind"]),
+            labels=json.loads(t["labels"]) if t.get("labels") else {},
+        )
+        for t in sorted(turn_rows, key=lambda t: int(t["turn_index"]))
+    )
+    ws, we = row.get("window_start_s"), row.get("window_end_s")
+    return Dialogue(
+        id=row["dialogue_id"],
+        corpus=row["corpus"],
+        source_id=row["source_id"],
+        category=Category(row["category"]),
+        language=row["language"],
+        topic=row["topic"] or "",
+        speakers=(speakers[0], speakers[1]),
+        turns=turns,
+        source=source_from_json(row["source"]),
+        duration_s=float(row["duration_s"]),
+        window=(float(ws), float(we)) if ws is not None and we is not None else None,
+        provenance=json.loads(row["provenance"]) if row.get("provenance") else {},
+    )
+
+
+def rejection_to_row(r: Rejection) -> dict[str, Any]:
+    return {
+        "item_id": r.item_id,
+        "corpus": r.corpus,
+        "source_path": r.source_path,
+        "stage": str(r.stage),
+        "reason": r.reason,
+        "detail": r.detail,
+    }
+
+
+def rejection_from_row(row: Mapping[str, Any]) -> Rejection:
+    return Rejection(
+        item_id=row["item_id"],
+        stage=Stage(row["stage"]),
+        reason=row["reason"],
+        detail=row["detail"] or "",
+        corpus=row["corpus"] or "",
+        source_path=row["source_path"] or "",
+    )
+
+
+# --- streaming Parquet --------------------------------------------------------------------------
+
+
+class TableWriter:
+    """Append rows, flush one row group per ``batch_rows``; atomic rename on close.
+
+    An empty table is still written (with its schema), so readers never have to guess whether a
+    stage ran.
+    """
+
+    def __init__(self, path: str | Path, schema: pa.Schema, batch_rows: int = 4096) -> None:
+        self.path = Path(path)
+        self.schema = schema
+        self.batch_rows = batch_rows
+        self.rows_written = 0
+        self._buf: list[dict[str, Any]] = []
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
+
+    def write(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        self._buf.extend(dict(r) for r in rows)
+        if len(self._buf) >= self.batch_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buf:
+            self._writer.write_table(pa.Table.from_pylist(self._buf, schema=self.schema))
+            self.rows_written += len(self._buf)
+            self._buf = []
+
+    def close(self) -> None:
+        self.flush()
+        self._writer.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        self._writer.close()
+        self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> TableWriter:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if et is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def write_table(path: str | Path, schema: pa.Schema, rows: Iterable[Mapping[str, Any]]) -> int:
+    with TableWriter(path, schema) as w:
+        w.write(rows)
+    return w.rows_written
+
+
+def iter_rows(path: str | Path, columns: Sequence[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Rows of a Parquet file, one row group in memory at a time."""
+    pf = pq.ParquetFile(path)
+    for i in range(pf.num_row_groups):
+        yield from pf.read_row_group(i, columns=list(columns) if columns else None).to_pylist()
+
+
+class IntakeWriter:
+    """Writes the three intake tables of a work directory in lockstep."""
+
+    def __init__(self, workdir: str | Path, batch_rows: int = 2048) -> None:
+        self.workdir = Path(workdir)
+        self.dialogues = TableWriter(self.workdir / DIALOGUES, INTAKE_DIALOGUE_SCHEMA, 256)
+        self.turns = TableWriter(self.workdir / TURNS, INTAKE_TURN_SCHEMA, batch_rows)
+        self.rejections = TableWriter(self.workdir / REJECTIONS, REJECTION_SCHEMA, batch_rows)
+
+    def add(self, item: Dialogue | Rejection) -> None:
+        if isinstance(item, Rejection):
+            self.rejections.write([rejection_to_row(item)])
+        else:
+            row, turns = dialogue_to_rows(item)
+            self.dialogues.write([row])
+            self.turns.write(turns)
+
+    def close(self) -> None:
+        for w in (self.dialogues, self.turns, self.rejections):
+            w.close()
+
+    def __enter__(self) -> IntakeWriter:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if et is None:
+            self.close()
+        else:
+            for w in (self.dialogues, self.turns, self.rejections):
+                w.abort()
+
+
+def iter_dialogues(workdir: str | Path) -> Iterator[Dialogue]:
+    """Stream intake dialogues of a work directory (turns zipped in lockstep)."""
+    wd = Path(workdir)
+    turn_iter = iter_rows(wd / TURNS)
+    pending: dict[str, Any] | None = None
+    for row in iter_rows(wd / DIALOGUES):
+        rows: list[dict[str, Any]] = []
+        if pending is not None:
+            if pending["dialogue_id"] != row["dialogue_id"]:
+                yield dialogue_from_rows(row, rows)  # a dialogue without turns
+                continue
+            rows.append(pending)
+            pending = None
+        for t in turn_iter:
+            if t["dialogue_id"] == row["dialogue_id"]:
+                rows.append(t)
+            else:
+                pending = t
+                break
+        yield dialogue_from_rows(row, rows)
+
+
+def iter_rejections(workdir: str | Path) -> Iterator[Rejection]:
+    path = Path(workdir) / REJECTIONS
+    if path.exists():
+        for row in iter_rows(path):
+            yield rejection_from_row(row)

@@ -1,0 +1,189 @@
+"""Typed records that flow through every stage.
+
+All records are frozen dataclasses: a stage never mutates what it was given, it returns new
+records. Times are seconds on the *source* dialogue's timeline unless a field says otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal, TypeAlias
+
+
+class Category(StrEnum):
+    """Who talks: human-human, human-machine, pseudo-human (voice-cloned TTS)."""
+
+    HH = "HH"
+    HM = "HM"
+    PH = "PH"
+
+
+class Role(StrEnum):
+    HUMAN = "human"
+    MACHINE = "machine"
+    SYNTHETIC = "synthetic"
+
+
+class TurnKind(StrEnum):
+    TURN = "turn"
+    BACKCHANNEL = "backchannel"
+    NONSPEECH = "nonspeech"
+
+
+class Stage(StrEnum):
+    """Pipeline stage that produced a rejection."""
+
+    INGEST = "ingest"
+    SEGMENT = "segment"
+    WINDOW = "window"
+    FILTER = "filter"
+    RENDER = "render"
+    SYNTHESIZE = "synthesize"
+    PUBLISH = "publish"
+
+
+@dataclass(frozen=True)
+class Speaker:
+    """A party of a dialogue. ``id`` is the corpus's own speaker id (``Ses01_F``, ``G0001``)."""
+
+    id: str
+    role: Role = Role.HUMAN
+    gender: Literal["M", "F"] | None = None
+    language: str | None = None
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One vocalisation of one speaker; ``start``/``end`` in seconds on the dialogue timeline."""
+
+    speaker: str
+    start: float
+    end: float
+    text: str = ""
+    kind: TurnKind = TurnKind.TURN
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+# --- where the samples live -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MultichannelSource:
+    """One file, one speaker per channel (IEMOCAP dialog wavs, studio stereo)."""
+
+    path: str
+    channels: Mapping[str, int]  # speaker id -> channel index
+    kind: Literal["multichannel"] = "multichannel"
+
+
+@dataclass(frozen=True)
+class PerSpeakerSource:
+    """One file per speaker (studio mic track + system line-out); same timeline for all."""
+
+    paths: Mapping[str, str]  # speaker id -> file
+    channels: Mapping[str, int] = field(default_factory=dict)  # optional channel inside each file
+    kind: Literal["per_speaker"] = "per_speaker"
+
+
+@dataclass(frozen=True)
+class PerTurnSource:
+    """One file per turn (DailyTalk, TTS output); ``paths[i]`` holds turn ``i``.
+
+    The dialogue timeline is the clips laid end to end in turn order, so a turn's ``start`` is the
+    sum of the previous clips' durations.
+    """
+
+    paths: tuple[str, ...]
+    kind: Literal["per_turn"] = "per_turn"
+
+
+@dataclass(frozen=True)
+class MixedMonoSource:
+    """Both speakers mixed in one channel (RAMC mono, studio mono mix)."""
+
+    path: str
+    channel: int | None = None  # None: downmix all channels
+    kind: Literal["mixed_mono"] = "mixed_mono"
+
+
+AudioSource: TypeAlias = MultichannelSource | PerSpeakerSource | PerTurnSource | MixedMonoSource
+
+
+@dataclass(frozen=True)
+class Dialogue:
+    """A two-party dialogue (or a window of one) with its turns and where its audio lives.
+
+    ``speakers[0]`` is speaker A (the initiator), ``speakers[1]`` speaker B (the responder a judge
+    listens to). ``window`` is the excerpt's ``(start, end)`` on the source timeline; ``None``
+    means the whole source.
+    """
+
+    id: str
+    corpus: str
+    source_id: str
+    category: Category
+    language: str
+    topic: str
+    speakers: tuple[Speaker, Speaker]
+    turns: tuple[Turn, ...]
+    source: AudioSource
+    duration_s: float
+    window: tuple[float, float] | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def speaker_a(self) -> Speaker:
+        return self.speakers[0]
+
+    @property
+    def speaker_b(self) -> Speaker:
+        return self.speakers[1]
+
+    def speaker(self, speaker_id: str) -> Speaker:
+        for s in self.speakers:
+            if s.id == speaker_id:
+                return s
+        raise KeyError(speaker_id)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why an item was dropped; kept forever so that inputs = kept + rejected."""
+
+    item_id: str
+    stage: Stage
+    reason: str
+    detail: str = ""
+    corpus: str = ""
+    source_path: str = ""
+
+
+# --- stable ids -------------------------------------------------------------------------------
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_id(text: str) -> str:
+    """Make ``text`` usable as a file name, keeping it readable; add a hash if anything changed."""
+    cleaned = _UNSAFE.sub("-", text).strip("-.") or "x"
+    if cleaned != text:
+        cleaned += "-" + hashlib.sha256(text.encode()).hexdigest()[:6]
+    return cleaned
+
+
+def dialogue_id(corpus: str, original_id: str) -> str:
+    """Stable id of a whole source dialogue: derived from the corpus and its own id, never random."""
+    return f"{safe_id(corpus)}__{safe_id(original_id)}"
+
+
+def window_id(source_dialogue_id: str, index: int, start_s: float) -> str:
+    """Stable id of an excerpt: source id + window index + start offset in milliseconds."""
+    return f"{source_dialogue_id}__w{index:03d}_{round(start_s * 1000):08d}"
