@@ -32,7 +32,9 @@ class _Section(BaseModel):
 class CorpusSpec(_Section):
     """One corpus (or studio root) to ingest."""
 
-    name: str = Field(description="registered adapter name: dailytalk, iemocap, magicdata_ramc, studio")
+    name: str = Field(
+        description="registered adapter name: dailytalk, iemocap, magicdata_ramc, studio"
+    )
     root: Path
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -142,7 +144,14 @@ class StudioConfig(_Section):
                 "i'm a chatbot",
                 "i am a virtual assistant",
             ],
-            "zh": ["我是人工智能", "作为一个人工智能", "我是ai", "我是一个语言模型", "我是机器人", "我是助手"],
+            "zh": [
+                "我是人工智能",
+                "作为一个人工智能",
+                "我是ai",
+                "我是一个语言模型",
+                "我是机器人",
+                "我是助手",
+            ],
         }
     )
 
@@ -171,13 +180,19 @@ class SynthConfig(_Section):
 class ReleaseConfig(_Section):
     """Splits and publication."""
 
-    store: str = Field("./duetflow-demo/store", description="local path, file:// or s3://bucket/prefix")
+    store: str = Field(
+        "./duetflow-demo/store", description="local path, file:// or s3://bucket/prefix"
+    )
     endpoint_url: str | None = None
     region: str | None = None
     release_id: str | None = Field(None, description="None: derived from content hash")
     group_by: Literal["source", "speaker"] = "source"
     ratios: dict[str, tuple[float, float, float]] = Field(
-        default_factory=lambda: {"HH": (0.8, 0.1, 0.1), "HM": (0.8, 0.1, 0.1), "PH": (0.0, 0.0, 1.0)}
+        default_factory=lambda: {
+            "HH": (0.8, 0.1, 0.1),
+            "HM": (0.8, 0.1, 0.1),
+            "PH": (0.0, 0.0, 1.0),
+        }
     )
     balance_test: bool = False
     multipart_threshold_mb: int = 8

@@ -180,7 +180,7 @@ def safe_id(text: str) -> str:
 
 
 def dialogue_id(corpus: str, original_id: str) -> str:
-    """Stable id of a whole source dialogue: derived from the corpus and its own id, never random."""
+    """Stable id of a source dialogue: derived from corpus and its own id, never random."""
     return f"{safe_id(corpus)}__{safe_id(original_id)}"
 
 

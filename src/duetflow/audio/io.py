@@ -8,6 +8,7 @@ can quarantine the item and go on.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,8 @@ import soxr
 from duetflow.errors import InputError
 
 Audio = npt.NDArray[np.float32]
+
+_TRUNCATED_DATA = re.compile(r"^data\s*:\s*(\d+)\s*\(should be (\d+)\)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,15 @@ def audio_info(path: str | Path) -> AudioInfo:
         raise InputError(p, f"unreadable audio: {e}", reason="bad_audio") from None
     if info.frames <= 0 or info.samplerate <= 0:
         raise InputError(p, "audio has no frames", reason="bad_audio")
+    # libsndfile silently shortens a WAV whose data chunk runs past the end of the file; its
+    # header log says so ("data : 64000 (should be 31978)"), which is how truncation shows.
+    m = _TRUNCATED_DATA.search(info.extra_info or "")
+    if m and int(m.group(2)) < int(m.group(1)):
+        raise InputError(
+            p,
+            f"truncated: data chunk declares {m.group(1)} bytes, file holds {m.group(2)}",
+            reason="truncated_audio",
+        )
     return AudioInfo(str(p), info.samplerate, info.channels, info.frames, info.subtype, info.format)
 
 
@@ -69,7 +81,9 @@ def read_frames(
     stop = info.frames if stop is None else min(stop, info.frames)
     start = max(0, start)
     if stop < start:
-        raise InputError(p, f"frame range [{start}, {stop}) is empty or reversed", reason="bad_range")
+        raise InputError(
+            p, f"frame range [{start}, {stop}) is empty or reversed", reason="bad_range"
+        )
     if channel is not None and not 0 <= channel < info.channels:
         raise InputError(
             p, f"channel {channel} requested, file has {info.channels}", reason="bad_channels"
@@ -155,4 +169,5 @@ def to_mono(samples: Audio) -> Audio:
     """Average channels (no-op for mono)."""
     if samples.ndim == 1:
         return samples
-    return samples.mean(axis=1, dtype=np.float32)
+    mono: Audio = samples.mean(axis=1, dtype=np.float32)
+    return mono

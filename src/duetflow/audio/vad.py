@@ -28,6 +28,7 @@ class VadParams:
     hangover_ms: int = 150
     min_speech_ms: int = 120
     min_silence_ms: int = 300
+    refine: bool = True  # snap region edges to the signal's energy envelope (10 ms resolution)
 
 
 def _to_pcm16(samples: Audio) -> bytes:
@@ -86,10 +87,61 @@ def smooth(
     return [(round(a, 6), round(b, 6)) for a, b in merged if b - a >= min_speech_ms / 1000.0]
 
 
+def frame_energy_db(
+    samples: Audio, sample_rate: int, hop_s: float = 0.01
+) -> npt.NDArray[np.float64]:
+    """Mean-square energy in dB of consecutive ``hop_s`` frames."""
+    x = to_mono(samples).astype(np.float64)
+    n = max(1, int(round(sample_rate * hop_s)))
+    count = len(x) // n
+    if count == 0:
+        return np.zeros(0)
+    ms = np.mean(x[: count * n].reshape(count, n) ** 2, axis=1)
+    return np.asarray(10 * np.log10(ms + 1e-12), dtype=np.float64)
+
+
+def refine_edges(
+    regions: list[Region], samples: Audio, sample_rate: int, slack_s: float = 0.15
+) -> list[Region]:
+    """Snap VAD region edges to where the energy envelope crosses a level between floor and speech.
+
+    WebRTC VAD decides on 10–30 ms frames and keeps its own hangover, so its edges run late by up
+    to ~100 ms. Within ``slack_s`` of each edge we take the first/last 10 ms frame whose energy is
+    above ``floor + max(6 dB, 25% of (speech level − floor))``. A region with no frame above that
+    level is dropped (a VAD false alarm on noise).
+    """
+    hop = 0.01
+    e = frame_energy_db(samples, sample_rate, hop)
+    if len(e) == 0 or not regions:
+        return regions
+    floor = float(np.percentile(e, 10))
+    out: list[Region] = []
+    for a, b in regions:
+        ia, ib = int(a / hop), min(len(e), int(np.ceil(b / hop)))
+        if ib <= ia:
+            continue
+        level = float(np.median(e[ia:ib]))
+        thr = floor + max(6.0, 0.25 * (level - floor))
+        lo = max(0, int((a - 0.03) / hop))
+        hi = min(len(e), int(np.ceil((b + 0.03) / hop)))
+        head = np.nonzero(e[lo : min(hi, ia + int(slack_s / hop))] > thr)[0]
+        tail = np.nonzero(e[max(lo, ib - int(slack_s / hop)) : hi] > thr)[0]
+        if not np.any(e[ia:ib] > thr):
+            continue  # no frame stands out of the noise floor: not speech after all
+        if len(head) == 0 or len(tail) == 0:
+            out.append((a, b))
+            continue
+        na = (lo + int(head[0])) * hop
+        nb = (max(lo, ib - int(slack_s / hop)) + int(tail[-1]) + 1) * hop
+        out.append((round(na, 6), round(nb, 6)) if nb > na else (a, b))
+    return out
+
+
 def detect_speech(
     samples: Audio, sample_rate: int, params: VadParams | None = None
 ) -> list[Region]:
     """Speech regions ``(start_s, end_s)`` of a signal."""
     p = params or VadParams()
     flags, frame_s = voiced_frames(samples, sample_rate, p.aggressiveness, p.frame_ms)
-    return smooth(flags, frame_s, p.hangover_ms, p.min_speech_ms, p.min_silence_ms)
+    regions = smooth(flags, frame_s, p.hangover_ms, p.min_speech_ms, p.min_silence_ms)
+    return refine_edges(regions, samples, sample_rate) if p.refine else regions

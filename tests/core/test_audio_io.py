@@ -1,0 +1,93 @@
+"""Audio core on real files written in the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+from duetflow.audio.io import audio_info, read_frames, read_seconds, resample, write_audio
+from duetflow.errors import InputError
+
+
+def _sine(freq: float, sr: int, seconds: float, amp: float = 0.5) -> np.ndarray:
+    t = np.arange(int(sr * seconds)) / sr
+    return (amp * np.sin(2 * np.pi * freq * t)).astype(np.float32)
+
+
+def _dominant_hz(x: np.ndarray, sr: int) -> float:
+    spec = np.abs(np.fft.rfft(x * np.hanning(len(x))))
+    return float(np.argmax(spec) * sr / len(x))
+
+
+@pytest.mark.parametrize("fmt", ["wav", "flac"])
+def test_frame_range_matches_full_read(tmp_path: Path, fmt: str) -> None:
+    sr = 16000
+    stereo = np.stack([_sine(220, sr, 3.0), _sine(330, sr, 3.0, 0.3)], axis=1)
+    path = write_audio(tmp_path / f"a.{fmt}", stereo, sr)
+    full, _ = read_frames(path)
+    part, got_sr = read_frames(path, 12345, 23456)
+    assert got_sr == sr
+    np.testing.assert_array_equal(part, full[12345:23456])
+    ch1, _ = read_frames(path, 100, 200, channel=1)
+    np.testing.assert_array_equal(ch1, full[100:200, 1])
+    mono, _ = read_frames(path, 0, 10, mono=True)
+    np.testing.assert_allclose(mono, full[:10].mean(axis=1), atol=1e-7)
+    secs, _ = read_seconds(path, 1.0, 1.5)
+    np.testing.assert_array_equal(secs, full[16000:24000])
+
+
+def test_resampling_preserves_frequency() -> None:
+    x = _sine(1000, 44100, 1.0)
+    y = resample(x, 44100, 16000)
+    assert len(y) == 16000
+    assert abs(_dominant_hz(y, 16000) - 1000) < 2.0
+
+
+def test_write_is_deterministic(tmp_path: Path) -> None:
+    x = _sine(440, 16000, 1.0)
+    a = write_audio(tmp_path / "a.flac", x, 16000).read_bytes()
+    b = write_audio(tmp_path / "b.flac", x, 16000).read_bytes()
+    assert a == b
+    assert not list(tmp_path.glob(".*tmp"))
+
+
+def test_bad_files_raise_input_error_naming_file(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    junk = tmp_path / "junk.wav"
+    junk.write_bytes(b"RIFF\x00\x00\x00\x00not really a wave file")
+    missing = tmp_path / "missing.wav"
+    for path, reason in ((empty, "bad_audio"), (junk, "bad_audio"), (missing, "missing_file")):
+        with pytest.raises(InputError) as err:
+            read_frames(path)
+        assert str(path) in str(err.value)
+        assert err.value.reason == reason
+
+
+def test_truncated_wav_is_detected(tmp_path: Path) -> None:
+    path = write_audio(tmp_path / "t.wav", _sine(440, 16000, 2.0), 16000)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])  # header still claims 2 s
+    with pytest.raises(InputError) as err:
+        read_frames(path)
+    assert err.value.reason in {"truncated_audio", "bad_audio"}
+    assert "t.wav" in str(err.value)
+
+
+def test_nan_samples_rejected(tmp_path: Path) -> None:
+    x = _sine(440, 16000, 0.5)
+    x[100] = np.nan
+    path = tmp_path / "nan.wav"
+    sf.write(path, x, 16000, subtype="FLOAT")
+    with pytest.raises(InputError, match="NaN"):
+        read_frames(path)
+
+
+def test_channel_out_of_range(tmp_path: Path) -> None:
+    path = write_audio(tmp_path / "m.wav", _sine(440, 16000, 0.5), 16000)
+    with pytest.raises(InputError, match="channel 1"):
+        read_frames(path, channel=1)
+    assert audio_info(path).channels == 1
