@@ -7,7 +7,7 @@ PIP := $(PY) -m pip
 # pulls a multi-GB CUDA build. Override TORCH_SPEC for other machines.
 TORCH_SPEC ?= torch==2.13.0
 
-.PHONY: demo test lint typecheck pytest install install-dev bench clean
+.PHONY: demo test lint typecheck pytest install install-dev bench clean browser
 
 $(VENV)/.core: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -33,7 +33,13 @@ lint: $(VENV)/.dev
 typecheck: $(VENV)/.dev
 	$(VENV)/bin/mypy
 
-pytest: $(VENV)/.dev
+# The report test loads the HTML in a real headless Chromium (Debian package).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	  || echo "warning: could not install chromium; the browser test will fail"; }
+
+pytest: $(VENV)/.dev browser
 	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/pytest -q
 
 test: lint typecheck pytest
