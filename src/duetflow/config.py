@@ -64,6 +64,9 @@ class TurnsConfig(_Section):
         0.5, gt=0, description="floor taken if the speaker stops within this after overlap onset"
     )
     min_overlap_s: float = Field(0.05, ge=0, description="overlaps shorter than this are ignored")
+    same_speaker_join_s: float = Field(
+        0.3, ge=0, description="a speaker's own pauses shorter than this do not end their floor"
+    )
     balance_excludes_backchannels: bool = True
 
 
@@ -103,6 +106,10 @@ class FilterConfig(_Section):
     languages: list[str] | None = Field(None, description="allowed languages; None: any")
     unintelligible_max_share: float = Field(
         0.5, ge=0, le=1, description="max share of turns that are only [*] / unintelligible"
+    )
+    collection_header_patterns: list[str] = Field(
+        default_factory=lambda: [r"^\s*爱数智慧语音采集"],
+        description="regexes of spoken corpus collection headers (MagicData-RAMC's first segment)",
     )
 
 

@@ -1,0 +1,150 @@
+"""Select stage: one source dialogue → kept windows + rejections + statistics.
+
+Windows first (``duetflow.windows``), then the configured filters (``duetflow.filters``) on
+each window. Every window ends up either kept or rejected, and a source dialogue that yields no
+window is itself one rejection, so inputs = kept + rejected holds at every step. Kept windows
+carry backchannel marks (``TurnKind.BACKCHANNEL``) the renderer relies on.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+from duetflow.config import RunConfig
+from duetflow.errors import InputError
+from duetflow.filters import FilterContext, apply_filters
+from duetflow.manifest import dumps
+from duetflow.model import Dialogue, Rejection, Stage
+from duetflow.stats import DialogueStats, overlap_counts
+from duetflow.turns import (
+    OverlapEvent,
+    balance,
+    classify_overlaps,
+    floor_transfer_offsets,
+    mark_backchannels,
+)
+from duetflow.windows import make_windows
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Selection", "select", "validate_turns"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What selection made of one source dialogue."""
+
+    kept: list[Dialogue]
+    rejected: list[Rejection]
+    stats: DialogueStats
+
+
+def _source_path(d: Dialogue) -> str:
+    path = getattr(d.source, "path", None)
+    if isinstance(path, str):
+        return path
+    return str(d.provenance.get("source_path", ""))
+
+
+def validate_turns(d: Dialogue) -> None:
+    """Raise ``InputError`` when a turn's times are not finite or end before they start."""
+    for i, t in enumerate(d.turns):
+        if not (math.isfinite(t.start) and math.isfinite(t.end)):
+            raise InputError(
+                _source_path(d) or d.id, f"turn {i} has non-finite times", reason="bad_turns"
+            )
+        if t.end < t.start:
+            raise InputError(
+                _source_path(d) or d.id,
+                f"turn {i} ends before it starts ({t.start:.3f} > {t.end:.3f})",
+                reason="bad_turns",
+            )
+
+
+def _rejection(d: Dialogue, stage: Stage, reason: str, detail: dict[str, Any]) -> Rejection:
+    return Rejection(
+        item_id=d.id,
+        stage=stage,
+        reason=reason,
+        detail=dumps(detail),
+        corpus=d.corpus,
+        source_path=_source_path(d),
+    )
+
+
+def select(dialogue: Dialogue, config: RunConfig) -> Selection:
+    """Cut ``dialogue`` into windows and filter them; every window is kept or rejected."""
+    tc = config.turns
+    speakers = [s.id for s in dialogue.speakers]
+    try:
+        validate_turns(dialogue)
+    except InputError as e:
+        log.warning("%s", e)
+        rej = _rejection(dialogue, Stage.WINDOW, e.reason, {"error": str(e)})
+        empty = DialogueStats.empty(dialogue, balance((), tc, speakers))
+        return Selection(kept=[], rejected=[rej], stats=empty)
+
+    windows = make_windows(dialogue, config.window, tc, config.filters.collection_header_patterns)
+    kept: list[Dialogue] = []
+    rejected: list[Rejection] = []
+    kept_ftos: list[float] = []
+    kept_events: list[OverlapEvent] = []
+    b_shares: list[tuple[float, bool]] = []
+    b_id = dialogue.speaker_b.id
+    if not windows:
+        starts = [t.start for t in dialogue.turns]
+        ends = [t.end for t in dialogue.turns]
+        span = (max(ends) - min(starts)) if dialogue.turns else 0.0
+        rejected.append(
+            _rejection(
+                dialogue,
+                Stage.WINDOW,
+                "no_window",
+                {
+                    "span_s": round(span, 3),
+                    "min_s": config.window.min_s,
+                    "max_s": config.window.max_s,
+                    "policy": config.window.policy,
+                    "n_turns": len(dialogue.turns),
+                },
+            )
+        )
+    for w in windows:
+        marked = replace(w, turns=mark_backchannels(w.turns, tc))
+        ctx = FilterContext(marked, config)
+        res = apply_filters(marked, config, ctx)
+        b_shares.append((ctx.balance.utterance_share.get(b_id, 0.0), res.kept))
+        if res.kept:
+            kept.append(marked)
+            kept_events.extend(ctx.events)
+            kept_ftos.extend(floor_transfer_offsets(marked.turns, tc))
+        else:
+            detail = {"window": list(w.window or ()), **res.detail()}
+            rejected.append(_rejection(marked, Stage.FILTER, res.reason or "filtered", detail))
+
+    stats = DialogueStats(
+        dialogue_id=dialogue.id,
+        corpus=dialogue.corpus,
+        category=str(dialogue.category),
+        duration_s=dialogue.duration_s,
+        n_windows=len(windows),
+        n_kept=len(kept),
+        ftos=tuple(floor_transfer_offsets(dialogue.turns, tc)),
+        overlaps=overlap_counts(classify_overlaps(dialogue.turns, tc)),
+        balance=balance(dialogue.turns, tc, speakers),
+        kept_ftos=tuple(kept_ftos),
+        kept_overlaps=overlap_counts(kept_events),
+        window_b_shares=tuple(b_shares),
+        kept_duration_s=sum(k.duration_s for k in kept),
+    )
+    log.debug(
+        "%s: %d windows, %d kept, %d rejected",
+        dialogue.id,
+        len(windows),
+        len(kept),
+        len(rejected),
+    )
+    return Selection(kept=kept, rejected=rejected, stats=stats)

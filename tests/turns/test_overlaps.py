@@ -1,0 +1,204 @@
+"""Overlap classification, FTOs and balance on hand-built timelines."""
+
+from __future__ import annotations
+
+import pytest
+
+from duetflow.config import TurnsConfig
+from duetflow.model import Turn, TurnKind
+from duetflow.turns import (
+    OverlapClass,
+    balance,
+    classify_overlaps,
+    floor_transfer_offsets,
+    mark_backchannels,
+)
+
+from .helpers import turns
+
+CFG = TurnsConfig()
+BC, INT, NFI = (
+    OverlapClass.BACKCHANNEL,
+    OverlapClass.INTERRUPTION,
+    OverlapClass.NON_FLOOR_INTERRUPTION,
+)
+
+
+def classes(ts: tuple[Turn, ...], cfg: TurnsConfig = CFG) -> list[tuple[int, int, OverlapClass]]:
+    return [(e.listener_turn_index, e.host_turn_index, e.klass) for e in classify_overlaps(ts, cfg)]
+
+
+def test_backchannel_inside_host_turn() -> None:
+    ts = turns(("A", 0.0, 5.0), ("B", 2.0, 2.4, "mm-hm"), ("B", 5.2, 8.0))
+    [ev] = classify_overlaps(ts, CFG)
+    assert (ev.listener, ev.speaker, ev.klass) == ("B", "A", BC)
+    assert (ev.start, ev.end) == (2.0, 2.4)
+    assert (ev.host_turn_index, ev.listener_turn_index) == (0, 1)
+
+
+def test_floor_taking_interruption() -> None:
+    # B starts at 3.0, A stops 0.3 s later, B talks on: B took the floor.
+    ts = turns(("A", 0.0, 3.3), ("B", 3.0, 7.0))
+    assert classes(ts) == [(1, 0, INT)]
+
+
+def test_non_floor_interruption_long_listener_inside() -> None:
+    # B talks 1.5 s over A; A keeps talking: not a backchannel (too long), floor kept.
+    ts = turns(("A", 0.0, 8.0), ("B", 2.0, 3.5))
+    assert classes(ts) == [(1, 0, NFI)]
+
+
+def test_non_floor_interruption_host_holds_on() -> None:
+    # B starts, A keeps going for 2 s before stopping: A did not yield within 0.5 s.
+    ts = turns(("A", 0.0, 5.0), ("B", 3.0, 8.0))
+    assert classes(ts) == [(1, 0, NFI)]
+
+
+def test_interruption_threshold_is_configurable() -> None:
+    ts = turns(("A", 0.0, 5.0), ("B", 3.0, 8.0))
+    assert classes(ts, TurnsConfig(interruption_stop_s=2.5)) == [(1, 0, INT)]
+
+
+def test_short_overlap_at_end_then_host_continues_is_backchannel() -> None:
+    # "yeah" overlapping the end of A's turn, then A speaks again: A kept the floor.
+    ts = turns(("A", 0.0, 4.0), ("B", 3.8, 4.3, "yeah"), ("A", 4.6, 9.0))
+    assert classes(ts) == [(1, 0, BC)]
+
+
+def test_short_overlap_at_end_then_listener_continues_is_interruption() -> None:
+    ts = turns(("A", 0.0, 4.0), ("B", 3.8, 4.3, "no"), ("B", 4.4, 9.0))
+    assert classes(ts) == [(1, 0, INT)]
+
+
+def test_touching_turns_are_not_overlaps() -> None:
+    ts = turns(("A", 0.0, 3.0), ("B", 3.0, 6.0), ("A", 6.0, 6.5))
+    assert classify_overlaps(ts, CFG) == []
+    assert floor_transfer_offsets(ts, CFG) == [0.0, 0.0]
+
+
+def test_overlap_below_min_is_a_transition_not_an_event() -> None:
+    ts = turns(("A", 0.0, 3.0), ("B", 2.97, 6.0))
+    assert classify_overlaps(ts, CFG) == []
+    assert floor_transfer_offsets(ts, CFG) == pytest.approx([-0.03])
+    assert classes(ts, TurnsConfig(min_overlap_s=0.0)) == [(1, 0, INT)]
+
+
+def test_zero_length_turns_are_ignored() -> None:
+    ts = turns(("A", 0.0, 5.0), ("B", 2.0, 2.0), ("B", 5.2, 8.0))
+    assert classify_overlaps(ts, CFG) == []
+    assert floor_transfer_offsets(ts, CFG) == pytest.approx([0.2])
+    b = balance(ts, CFG)
+    assert b.counts == {"A": 1, "B": 1}
+
+
+def test_nonspeech_turns_are_ignored() -> None:
+    ts = (
+        Turn("A", 0.0, 5.0),
+        Turn("G00000000", 1.0, 4.0, "[MUSIC]", kind=TurnKind.NONSPEECH),
+        Turn("B", 5.3, 7.0),
+    )
+    assert classify_overlaps(ts, CFG) == []
+    assert floor_transfer_offsets(ts, CFG) == pytest.approx([0.3])
+    assert set(balance(ts, CFG).counts) == {"A", "B"}
+
+
+def test_simultaneous_start_longer_turn_is_host() -> None:
+    ts = turns(("A", 0.0, 0.5, "oh"), ("B", 0.0, 4.0))
+    assert classes(ts) == [(0, 1, BC)]
+
+
+def test_simultaneous_identical_turns_first_index_hosts() -> None:
+    ts = turns(("A", 0.0, 2.0), ("B", 0.0, 2.0))
+    [ev] = classify_overlaps(ts, CFG)
+    assert (ev.host_turn_index, ev.listener_turn_index) == (0, 1)
+    assert ev.klass is NFI  # long, host does not stop before the listener
+
+
+def test_three_way_ambiguity_floor_taking_reading_wins() -> None:
+    # A is cut off by B (A stops 0.2 s after B starts); A then barges back in during B's turn
+    # and outlasts B. Both overlaps are events: B's is an interruption (A yielded at once), A's
+    # comeback is non-floor (B held on for 2 s).
+    ts = turns(("A", 0.0, 5.0), ("B", 4.8, 8.0), ("A", 6.0, 10.0))
+    assert classes(ts) == [(1, 0, INT), (2, 1, NFI)]
+
+
+def test_listener_turn_overlapping_a_backchannel_is_not_its_listener() -> None:
+    # B's "mm" overlaps A1's end; A2 starts inside the "mm" but the "mm" never held the floor.
+    ts = turns(("A", 0.0, 3.2), ("B", 3.0, 3.5, "mm"), ("A", 3.4, 8.0))
+    assert classes(ts) == [(1, 0, BC)]
+
+
+def test_same_speaker_consecutive_turns_bridge_short_pause() -> None:
+    # A pauses 0.2 s between two turns while B talks over the pause: A kept the floor.
+    ts = turns(("A", 0.0, 3.0), ("B", 2.9, 4.5), ("A", 3.2, 6.0))
+    assert classes(ts) == [(1, 0, NFI)]
+    # With a long pause A's first turn really ended: B interrupted and took over.
+    long_pause = turns(("A", 0.0, 3.0), ("B", 2.9, 4.5), ("A", 4.0, 6.0))
+    assert classes(long_pause)[0] == (1, 0, INT)
+
+
+def test_host_is_the_latest_ending_candidate() -> None:
+    # Two of A's turns overlap each other (annotation quirk); B's backchannel sits in both.
+    ts = turns(("A", 0.0, 3.0), ("A", 1.0, 6.0), ("B", 2.0, 2.5))
+    [ev] = classify_overlaps(ts, CFG)
+    assert ev.host_turn_index == 1 and ev.klass is BC
+
+
+def test_input_order_does_not_matter() -> None:
+    ts = turns(("B", 3.0, 7.0), ("A", 0.0, 3.3), ("B", 1.0, 1.3))
+    assert classes(ts) == [(2, 1, BC), (0, 1, INT)]
+
+
+def test_mark_backchannels_sets_kind_only_where_classified() -> None:
+    ts = turns(("A", 0.0, 5.0), ("B", 2.0, 2.4), ("B", 5.2, 8.0), ("A", 7.9, 8.2))
+    marked = mark_backchannels(ts, CFG)
+    assert [t.kind for t in marked] == [
+        TurnKind.TURN,
+        TurnKind.BACKCHANNEL,
+        TurnKind.TURN,
+        TurnKind.BACKCHANNEL,
+    ]
+    assert [(t.start, t.end, t.speaker) for t in marked] == [
+        (t.start, t.end, t.speaker) for t in ts
+    ]
+
+
+def test_fto_signs_and_backchannels_skipped() -> None:
+    ts = turns(
+        ("A", 0.0, 4.0),
+        ("B", 1.0, 1.3, "mm"),  # backchannel: no floor transfer
+        ("B", 4.25, 7.0),  # gap 0.25
+        ("A", 6.8, 9.0),  # overlap 0.2 (interruption, still a transfer)
+        ("A", 9.5, 10.0),  # same speaker: no transfer
+        ("B", 10.1, 12.0),  # gap 0.1 from the run's end
+    )
+    assert floor_transfer_offsets(ts, CFG) == pytest.approx([0.25, -0.2, 0.1])
+
+
+def test_fto_skips_turn_inside_the_other_party_turn() -> None:
+    ts = turns(("A", 0.0, 8.0), ("B", 2.0, 4.0), ("B", 8.5, 10.0))
+    assert floor_transfer_offsets(ts, CFG) == pytest.approx([0.5])
+
+
+def test_balance_shares_exclude_backchannels_by_default() -> None:
+    ts = turns(("A", 0.0, 6.0), ("B", 1.0, 1.2), ("B", 3.0, 3.2), ("B", 6.5, 8.5))
+    b = balance(ts, CFG, ["A", "B"])
+    assert b.counts == {"A": 1, "B": 1}
+    assert b.utterance_share == {"A": 0.5, "B": 0.5}
+    assert b.time_share["A"] == pytest.approx(6.0 / 8.4)
+    incl = balance(ts, TurnsConfig(balance_excludes_backchannels=False))
+    assert incl.counts == {"A": 1, "B": 3}
+    assert incl.utterance_share["B"] == pytest.approx(0.75)
+
+
+def test_balance_reports_silent_speakers_and_empty_input() -> None:
+    b = balance(turns(("A", 0.0, 1.0)), CFG, ["A", "B"])
+    assert b.utterance_share == {"A": 1.0, "B": 0.0}
+    empty = balance((), CFG, ["A", "B"])
+    assert empty.utterance_share == {"A": 0.0, "B": 0.0}
+    assert empty.time_share == {"A": 0.0, "B": 0.0}
+
+
+def test_balance_time_counts_own_overlap_once() -> None:
+    ts = turns(("A", 0.0, 4.0), ("A", 2.0, 6.0), ("B", 6.0, 8.0))
+    assert balance(ts, CFG).time_share == pytest.approx({"A": 0.75, "B": 0.25})
