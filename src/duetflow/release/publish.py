@@ -1,0 +1,338 @@
+"""Publish rendered work directories as a versioned release in a store.
+
+Order matters, because readers trust what they see: validate everything first (a bad row →
+:class:`ManifestError` with the failure table, nothing sent), assign splits, stage the manifests
+locally, upload the audio (content-addressed, skipped when already there), the manifests, the
+reports, then ``RELEASE.json`` and only then ``releases/LATEST``. A publish killed midway
+leaves no visible release; running it again sends only what is missing.
+
+The default release id is derived from the staged manifests' bytes, the config hash and the code
+version, so the same inputs + config give the same id and the same bytes, and re-publishing
+them uploads nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from duetflow import __version__
+from duetflow.config import RunConfig
+from duetflow.errors import ManifestError, StorageError
+from duetflow.manifest import (
+    DIALOGUES,
+    REJECTION_SCHEMA,
+    REJECTIONS,
+    RENDERED_TURN_SCHEMA,
+    TURNS,
+    TableWriter,
+    iter_rows,
+)
+from duetflow.model import Stage, safe_id
+from duetflow.release.layout import (
+    LATEST_KEY,
+    MANIFEST_NAMES,
+    RELEASE_DIALOGUE_SCHEMA,
+    RELEASE_FORMAT,
+    check_release_id,
+    manifest_key,
+    release_json_key,
+    release_prefix,
+)
+from duetflow.release.splits import (
+    SplitItem,
+    format_split_report,
+    plan_splits,
+    split_report,
+)
+from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
+from duetflow.schemas.tables import SPLITS
+from duetflow.storage import Store, audio_key, open_store, sha256_file
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """Outcome of a publish: the release, its counts and what was actually sent."""
+
+    release_id: str
+    uri: str
+    counts: Mapping[str, Any] = field(default_factory=dict)
+    uploaded_objects: int = 0
+    skipped_objects: int = 0
+
+
+@dataclass(frozen=True)
+class _Upload:
+    key: str
+    path: Path
+    sha256: str
+    size: int
+
+
+def _json_bytes(obj: Any) -> bytes:
+    return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def _validate_all(workdirs: Sequence[Path], config: RunConfig) -> None:
+    failures: list[Failure] = []
+    for wd in workdirs:
+        found = collect_workdir_failures(wd, config)
+        if len(workdirs) > 1:
+            found = [
+                Failure(f"{wd.name}/{f.table}", f.row_id, f.column, f.check, f.value) for f in found
+            ]
+        failures += found
+    raise_if_failures(", ".join(str(w) for w in workdirs), failures)
+
+
+def _split_items(workdirs: Sequence[Path]) -> list[SplitItem]:
+    cols = [
+        "dialogue_id",
+        "source_id",
+        "corpus",
+        "category",
+        "language",
+        "speaker_a",
+        "speaker_b",
+        "duration_s",
+    ]
+    items: list[SplitItem] = []
+    origin: dict[str, Path] = {}
+    dups: list[Failure] = []
+    for wd in workdirs:
+        for row in iter_rows(wd / DIALOGUES, cols):
+            did = row["dialogue_id"]
+            if did in origin:
+                dups.append(Failure(f"{wd.name}/dialogues", did, "dialogue_id", "unique", did))
+                continue
+            origin[did] = wd
+            items.append(SplitItem(**{c: row[c] for c in cols}))
+    raise_if_failures("dialogue ids repeat across work directories", dups)
+    return items
+
+
+def _iter_report_files(report_dir: Path) -> Iterator[tuple[str, Path]]:
+    for p in sorted(report_dir.rglob("*")):
+        if p.is_file():
+            yield p.relative_to(report_dir).as_posix(), p
+
+
+class _Publisher:
+    """Plans every object first (for RELEASE.json), then uploads them in order."""
+
+    def __init__(self, store: Store, workers: int) -> None:
+        self.store = store
+        self.workers = workers
+        self.files: list[_Upload] = []
+        self.blobs: list[tuple[str, bytes]] = []
+        self.uploaded = 0
+        self.skipped = 0
+
+    def add_file(self, key: str, path: Path, sha256: str | None = None) -> None:
+        digest = sha256 or sha256_file(path)
+        self.files.append(_Upload(key, path, digest, path.stat().st_size))
+
+    def add_bytes(self, key: str, data: bytes) -> None:
+        self.blobs.append((key, data))
+
+    def records(self) -> list[dict[str, Any]]:
+        """``{key, sha256, size}`` of every planned object, sorted by key."""
+        recs = {u.key: {"key": u.key, "sha256": u.sha256, "size": u.size} for u in self.files}
+        for key, data in self.blobs:
+            recs[key] = {"key": key, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+        return [recs[k] for k in sorted(recs)]
+
+    def _count(self, sent: bool) -> None:
+        if sent:
+            self.uploaded += 1
+        else:
+            self.skipped += 1
+
+    def upload(self) -> None:
+        """Send the planned files (in parallel), then the planned small objects."""
+        if self.files:
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                for sent in pool.map(
+                    lambda u: self.store.put_file(u.key, u.path, u.sha256), self.files
+                ):
+                    self._count(sent)
+        for key, data in self.blobs:
+            self._count(self.store.put_bytes(key, data))
+        self.files, self.blobs = [], []
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self._count(self.store.put_bytes(key, data))
+
+
+def _stage_manifests(
+    workdirs: Sequence[Path], staging: Path, splits: Mapping[str, str], dropped: Mapping[str, str]
+) -> tuple[dict[str, int], list[_Upload]]:
+    """Write the release manifests into ``staging``; return row counts and the audio uploads."""
+    writers = {
+        name: TableWriter(staging / f"{name}.parquet", RELEASE_DIALOGUE_SCHEMA, 1024)
+        for name in (*SPLITS, "dialogues")
+    }
+    turns = TableWriter(staging / "turns.parquet", RENDERED_TURN_SCHEMA, 8192)
+    rejections = TableWriter(staging / "rejections.parquet", REJECTION_SCHEMA, 8192)
+    uploads: dict[str, _Upload] = {}
+    try:
+        for wd in workdirs:
+            for row in iter_rows(wd / DIALOGUES):
+                did = row["dialogue_id"]
+                if did in dropped:
+                    continue
+                ext = PurePosixPath(row["audio_path"]).suffix.lstrip(".") or "flac"
+                key = audio_key(row["sha256"], ext)
+                if key not in uploads:
+                    path = wd / row["audio_path"]
+                    uploads[key] = _Upload(key, path, row["sha256"], path.stat().st_size)
+                out = {**row, "split": splits[did], "audio_key": key, "audio_path": key}
+                writers["dialogues"].write([out])
+                writers[splits[did]].write([out])
+            for trow in iter_rows(wd / TURNS):
+                if trow["dialogue_id"] not in dropped:
+                    turns.write([trow])
+            for rrow in iter_rows(wd / REJECTIONS):
+                rejections.write([rrow])
+        rejections.write(
+            {
+                "item_id": did,
+                "corpus": "",
+                "source_path": "",
+                "stage": str(Stage.PUBLISH),
+                "reason": "test_balance_surplus",
+                "detail": detail,
+            }
+            for did, detail in sorted(dropped.items())
+        )
+    except BaseException:
+        for w in (*writers.values(), turns, rejections):
+            w.abort()
+        raise
+    counts = {}
+    for name, w in writers.items():
+        w.close()
+        counts[name] = w.rows_written
+    turns.close()
+    rejections.close()
+    counts["turns"] = turns.rows_written
+    counts["rejections"] = rejections.rows_written
+    return counts, sorted(uploads.values(), key=lambda u: u.key)
+
+
+def default_release_id(manifest_digests: Mapping[str, str], config: RunConfig) -> str:
+    """Release id from content: manifests' sha256 + config hash + code version."""
+    blob = json.dumps(
+        {"manifests": dict(manifest_digests), "config": config.config_hash(), "code": __version__},
+        sort_keys=True,
+    )
+    return "rel-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def publish(
+    workdirs: Sequence[Path | str],
+    store_uri: str,
+    config: RunConfig | None = None,
+    release_id: str | None = None,
+    report_dir: Path | str | None = None,
+    *,
+    store: Store | None = None,
+    workers: int = 8,
+) -> ReleaseInfo:
+    """Validate, split and upload rendered work directories as one release (module docstring).
+
+    ``store`` overrides opening ``store_uri`` (e.g. an S3Store built with a Prefect block's
+    boto3 session).
+    """
+    cfg = config or RunConfig()
+    wds = [Path(w) for w in workdirs]
+    if not wds:
+        raise ManifestError("publish: no work directory given")
+    _validate_all(wds, cfg)
+    items = _split_items(wds)
+    plan = plan_splits(items, cfg.release)
+    st = store or open_store(store_uri, cfg.release)
+    pub = _Publisher(st, workers)
+
+    with tempfile.TemporaryDirectory(prefix="duetflow-publish-") as tmp:
+        staging = Path(tmp)
+        counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped)
+        digests = {
+            name: sha256_file(staging / f"{name}.parquet")
+            for name in ("dialogues", "turns", "rejections")
+        }
+        rid = check_release_id(
+            release_id or cfg.release.release_id or default_release_id(digests, cfg)
+        )
+        prefix = release_prefix(rid)
+        report_rows = split_report(items, plan.splits)
+
+        for up in audio:
+            pub.add_file(up.key, up.path, up.sha256)
+        for name in (*SPLITS, "dialogues", "turns", "rejections"):
+            pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
+        pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
+        pub.add_bytes(prefix + "splits.md", format_split_report(report_rows).encode())
+        if report_dir is not None:
+            for rel, path in _iter_report_files(Path(report_dir)):
+                pub.add_file(prefix + "report/" + rel, path)
+        for i, wd in enumerate(wds):
+            stats = wd / "stats.json"
+            if stats.is_file():
+                pub.add_file(prefix + f"stats/{i:02d}-{safe_id(wd.name)}.json", stats)
+
+        by_cat: dict[str, dict[str, int]] = {s: {} for s in SPLITS}
+        for it in items:
+            split = plan.splits.get(it.dialogue_id)
+            if split is not None:
+                by_cat[split][it.category] = by_cat[split].get(it.category, 0) + 1
+        full_counts = {
+            **counts,
+            "by_split_category": by_cat,
+            "hours": {
+                s: round(sum(r.hours for r in report_rows if r.split == s), 6) for s in SPLITS
+            },
+            "audio_objects": len(audio),
+        }
+        doc = _json_bytes(
+            {
+                "format": RELEASE_FORMAT,
+                "release_id": rid,
+                "code_version": __version__,
+                "config_hash": cfg.config_hash(),
+                "release_config": cfg.release.model_dump(mode="json", exclude={"store"}),
+                "workdirs": [wd.name for wd in wds],
+                "counts": full_counts,
+                "manifests": {n: manifest_key(rid, n) for n in MANIFEST_NAMES},
+                "objects": pub.records(),
+            }
+        )
+        key = release_json_key(rid)
+        if st.exists(key) and st.get_bytes(key) != doc:
+            raise StorageError(
+                f"{st.uri}: release {rid} already exists with different content; "
+                "publish under another release id"
+            )
+        pub.upload()  # audio, manifests, reports: everything RELEASE.json lists
+        pub.put_bytes(key, doc)  # the release becomes visible ...
+        pub.put_bytes(LATEST_KEY, f"{rid}\n".encode())  # ... and then the newest
+
+    uri = f"{st.uri.rstrip('/')}/releases/{rid}"
+    log.info(
+        "published %s: %d dialogues (%s), %d object(s) uploaded, %d already present",
+        uri,
+        counts["dialogues"],
+        ", ".join(f"{s} {counts[s]}" for s in SPLITS),
+        pub.uploaded,
+        pub.skipped,
+    )
+    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped)

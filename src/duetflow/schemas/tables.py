@@ -1,0 +1,217 @@
+"""Pandera schemas of every manifest table a release is built from.
+
+Column contracts come from :mod:`duetflow.manifest` (the Parquet schemas); these add what a
+trainer relies on: ranges, allowed values and cross-field checks inside one row. Checks that
+span rows or tables (turns inside their dialogue's audio, speaker-change gaps, audio checksums,
+disjoint split groups) live in :mod:`duetflow.schemas.checks`.
+
+Semantics the checks pin down (the renderer must follow them):
+
+* ``loudness_lufs_a`` / ``loudness_lufs_b`` are the *output* loudness of each speaker (after
+  ``gain_db_*``), so both must lie within ``render.loudness_tolerance_lu`` of each other.
+* ``gap_ms_min`` / ``gap_ms_max`` are the smallest / largest speaker-change gap of the rendered
+  dialogue; null only when it has no speaker change without overlap.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pandera.pandas as pa
+
+from duetflow.config import RunConfig
+from duetflow.model import Category, Stage, TurnKind
+
+SPLITS = ("train", "val", "test")
+SHA256_RE = r"^[0-9a-f]{64}$"
+AUDIO_KEY_RE = re.compile(r"^audio/([0-9a-f]{2})/([0-9a-f]{64})\.([a-z0-9]+)$")
+
+#: Rounding slack for times (seconds) and gaps (milliseconds): one frame at 1 kHz.
+TIME_TOL_S = 0.002
+GAP_TOL_MS = 1.0
+
+#: For a check over several columns, the column a failure is reported against.
+CHECK_COLUMN = {
+    "speakers_differ": "speaker_b",
+    "loudness_within_tolerance": "loudness_lufs_b",
+    "gap_min_in_window": "gap_ms_min",
+    "gap_max_in_window": "gap_ms_max",
+    "gap_min_le_max": "gap_ms_max",
+    "start_lt_end": "end_s",
+    "orig_start_le_end": "orig_end_s",
+    "audio_key_matches_sha256": "audio_key",
+    "split_groups_disjoint": "split",
+}
+
+_NONEMPTY = pa.Check.str_length(min_value=1)
+
+
+def _str(nullable: bool = False, *checks: pa.Check, unique: bool = False) -> pa.Column:
+    return pa.Column(str, list(checks), nullable=nullable, unique=unique)
+
+
+def _safe_relative(series: pd.Series) -> pd.Series:
+    """Relative POSIX path that stays inside its root (no absolute path, no ``..``)."""
+    return series.map(
+        lambda p: (
+            isinstance(p, str)
+            and bool(p)
+            and not p.startswith(("/", "\\"))
+            and ":" not in p.split("/")[0]
+            and ".." not in p.replace("\\", "/").split("/")
+        )
+    )
+
+
+def _dialogue_columns() -> dict[str, pa.Column]:
+    return {
+        "dialogue_id": _str(False, _NONEMPTY),
+        "source_id": _str(False, _NONEMPTY),
+        "corpus": _str(False, _NONEMPTY),
+        "category": _str(False, pa.Check.isin([c.value for c in Category])),
+        "language": _str(False, _NONEMPTY),
+        "topic": _str(True),
+        "speaker_a": _str(False, _NONEMPTY),
+        "speaker_b": _str(False, _NONEMPTY),
+        "audio_path": _str(False, pa.Check(_safe_relative, name="relative_path_inside_root")),
+        "sha256": _str(False, pa.Check.str_matches(SHA256_RE)),
+        "duration_s": pa.Column("float64", pa.Check.gt(0)),
+        "sample_rate": pa.Column("int32", pa.Check.in_range(1000, 384000)),
+        "num_channels": pa.Column("int32", pa.Check.in_range(1, 8)),
+        "n_turns": pa.Column("int32", pa.Check.ge(1)),
+        "loudness_lufs_a": pa.Column("float64", pa.Check.in_range(-120.0, 0.0)),
+        "loudness_lufs_b": pa.Column("float64", pa.Check.in_range(-120.0, 0.0)),
+        "gain_db_a": pa.Column("float64", pa.Check.in_range(-120.0, 120.0)),
+        "gain_db_b": pa.Column("float64", pa.Check.in_range(-120.0, 120.0)),
+        "gap_ms_min": pa.Column("float64", pa.Check.ge(0), nullable=True),
+        "gap_ms_max": pa.Column("float64", pa.Check.ge(0), nullable=True),
+        "provenance": _str(True),
+    }
+
+
+def _dialogue_checks(config: RunConfig) -> list[pa.Check]:
+    r = config.render
+    lo, hi = r.gap_ms_min - GAP_TOL_MS, r.gap_ms_max + GAP_TOL_MS
+    tol = r.loudness_tolerance_lu
+    return [
+        pa.Check(lambda df: df["speaker_a"] != df["speaker_b"], name="speakers_differ"),
+        pa.Check(
+            lambda df: (df["loudness_lufs_a"] - df["loudness_lufs_b"]).abs() <= tol + 1e-9,
+            name="loudness_within_tolerance",
+            error=f"|loudness_lufs_a - loudness_lufs_b| <= {tol} LU",
+        ),
+        pa.Check(
+            lambda df: df["gap_ms_min"].isna() | (df["gap_ms_min"] >= lo),
+            name="gap_min_in_window",
+            error=f"gap_ms_min >= {r.gap_ms_min} ms",
+        ),
+        pa.Check(
+            lambda df: df["gap_ms_max"].isna() | (df["gap_ms_max"] <= hi),
+            name="gap_max_in_window",
+            error=f"gap_ms_max <= {r.gap_ms_max} ms",
+        ),
+        pa.Check(
+            lambda df: (
+                df["gap_ms_min"].isna()
+                | df["gap_ms_max"].isna()
+                | (df["gap_ms_min"] <= df["gap_ms_max"])
+            ),
+            name="gap_min_le_max",
+        ),
+    ]
+
+
+def dialogue_schema(config: RunConfig | None = None) -> pa.DataFrameSchema:
+    """Rendered dialogue rows (``RENDERED_DIALOGUE_SCHEMA``) of a work directory."""
+    cfg = config or RunConfig()
+    return pa.DataFrameSchema(
+        _dialogue_columns(),
+        checks=_dialogue_checks(cfg),
+        unique=["dialogue_id"],
+        strict=False,
+        name="dialogues",
+    )
+
+
+def turn_schema() -> pa.DataFrameSchema:
+    """Rendered turn rows (``RENDERED_TURN_SCHEMA``); times on the rendered timeline."""
+    return pa.DataFrameSchema(
+        {
+            "dialogue_id": _str(False, _NONEMPTY),
+            "turn_index": pa.Column("int32", pa.Check.ge(0)),
+            "speaker": _str(False, _NONEMPTY),
+            "kind": _str(False, pa.Check.isin([k.value for k in TurnKind])),
+            "start_s": pa.Column("float64", pa.Check.ge(0)),
+            "end_s": pa.Column("float64", pa.Check.gt(0)),
+            "orig_start_s": pa.Column("float64", pa.Check.ge(0), nullable=True),
+            "orig_end_s": pa.Column("float64", pa.Check.ge(0), nullable=True),
+            "text": _str(True),
+        },
+        checks=[
+            pa.Check(lambda df: df["start_s"] < df["end_s"], name="start_lt_end"),
+            pa.Check(
+                lambda df: (
+                    df["orig_start_s"].isna()
+                    | df["orig_end_s"].isna()
+                    | (df["orig_start_s"] <= df["orig_end_s"])
+                ),
+                name="orig_start_le_end",
+            ),
+        ],
+        unique=["dialogue_id", "turn_index"],
+        name="turns",
+    )
+
+
+def rejection_schema() -> pa.DataFrameSchema:
+    """Rejection rows: every dropped item with the stage and a reason code."""
+    return pa.DataFrameSchema(
+        {
+            "item_id": _str(False, _NONEMPTY),
+            "corpus": _str(True),
+            "source_path": _str(True),
+            "stage": _str(False, pa.Check.isin([s.value for s in Stage])),
+            "reason": _str(False, _NONEMPTY),
+            "detail": _str(True),
+        },
+        name="rejections",
+    )
+
+
+def _key_matches(df: pd.DataFrame) -> pd.Series:
+    def ok(key: object, sha: object) -> bool:
+        m = AUDIO_KEY_RE.match(key) if isinstance(key, str) else None
+        return bool(m) and m is not None and m.group(2) == sha and m.group(1) == str(sha)[:2]
+
+    return pd.Series(
+        [ok(k, s) for k, s in zip(df["audio_key"], df["sha256"], strict=True)], index=df.index
+    )
+
+
+def release_index_schema(config: RunConfig | None = None) -> pa.DataFrameSchema:
+    """Dialogue rows of a release: rendered columns + ``split`` and ``audio_key``.
+
+    ``audio_key`` must be the content address of ``sha256``; with ``release.group_by ==
+    "source"`` a source recording's windows must all share one split.
+    """
+    cfg = config or RunConfig()
+    cols = _dialogue_columns()
+    cols["split"] = _str(False, pa.Check.isin(list(SPLITS)))
+    cols["audio_key"] = _str(False, pa.Check.str_matches(AUDIO_KEY_RE.pattern))
+    cols["audio_path"] = _str(False, pa.Check(_safe_relative, name="relative_path_inside_root"))
+    checks = [
+        *_dialogue_checks(cfg),
+        pa.Check(_key_matches, name="audio_key_matches_sha256"),
+    ]
+    if cfg.release.group_by == "source":
+        checks.append(
+            pa.Check(
+                lambda df: df.groupby("source_id")["split"].transform("nunique") == 1,
+                name="split_groups_disjoint",
+                error="all windows of one source recording share one split",
+            )
+        )
+    return pa.DataFrameSchema(
+        cols, checks=checks, unique=["dialogue_id"], strict=False, name="release_dialogues"
+    )

@@ -1,0 +1,123 @@
+"""The store interface shared by the local directory and S3 implementations.
+
+A store is a flat key → bytes map with a sha256 per object. Both implementations share one
+layout (docs/releases.md): content-addressed audio under ``audio/<aa>/<sha256>.<ext>`` and one
+folder per release under ``releases/<id>/``. Writers pass the sha256 they expect; a store skips
+an object that is already present with that checksum (idempotent, resumable publishing) and
+readers verify it (a corrupted object fails loudly, naming its key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from duetflow.errors import StorageError
+
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What a store knows about one object without reading it."""
+
+    key: str
+    size: int
+    sha256: str | None  # None when the store has no recorded checksum for the object
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks so memory stays flat."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def audio_key(sha256: str, ext: str = "flac") -> str:
+    """Content-addressed key of an audio object: ``audio/<aa>/<sha256>.<ext>``."""
+    return f"audio/{sha256[:2]}/{sha256}.{ext.lstrip('.').lower()}"
+
+
+def check_key(key: str) -> str:
+    """Refuse keys that could escape the store root or are not normalised."""
+    if (
+        not key
+        or key.startswith("/")
+        or "\\" in key
+        or posixpath.normpath(key) != key
+        or key.split("/")[0] == ".."
+    ):
+        raise StorageError(f"invalid object key {key!r}: must be a normalised relative path")
+    return key
+
+
+class Store(ABC):
+    """One interface over a local directory and an S3 prefix.
+
+    ``put_*`` return True when bytes were sent and False when an identical object (same
+    sha256) was already there. ``get_*`` verify the sha256 (the one given, else the stored one)
+    and raise :class:`StorageError` naming the key on a mismatch.
+    """
+
+    uri: str
+
+    @abstractmethod
+    def put_file(self, key: str, path: str | Path, sha256: str | None = None) -> bool:
+        """Upload a local file under ``key`` unless an object with the same sha256 is there."""
+
+    @abstractmethod
+    def put_bytes(self, key: str, data: bytes, sha256: str | None = None) -> bool:
+        """Upload bytes under ``key`` unless an object with the same sha256 is there."""
+
+    @abstractmethod
+    def get_file(self, key: str, dest: str | Path, sha256: str | None = None) -> Path:
+        """Download ``key`` to ``dest`` atomically (temp file + rename), verifying its sha256."""
+
+    @abstractmethod
+    def get_bytes(self, key: str, sha256: str | None = None) -> bytes:
+        """Read a (small) object, verifying its sha256."""
+
+    @abstractmethod
+    def head(self, key: str) -> ObjectInfo | None:
+        """Size and recorded sha256 of ``key``; None when absent."""
+
+    @abstractmethod
+    def list(self, prefix: str = "") -> Iterator[str]:
+        """Keys under ``prefix`` (a plain string prefix), in sorted order."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove an object (no error when absent)."""
+
+    def exists(self, key: str) -> bool:
+        return self.head(key) is not None
+
+    def verify(self, key: str, sha256: str) -> None:
+        """Read the object's bytes and compare with ``sha256`` (deep check, not metadata)."""
+        actual = self.content_sha256(key)
+        if actual != sha256:
+            raise StorageError(
+                f"{self.uri}: checksum mismatch for {key}: expected sha256 {sha256}, got {actual}"
+            )
+
+    @abstractmethod
+    def content_sha256(self, key: str) -> str:
+        """sha256 of the object's actual bytes (streams the object)."""
+
+
+def check_digest(uri: str, key: str, expected: str | None, actual: str) -> None:
+    """Raise a StorageError naming the key when a digest does not match."""
+    if expected is not None and expected != actual:
+        raise StorageError(
+            f"{uri}: checksum mismatch for {key}: expected sha256 {expected}, got {actual}"
+        )
