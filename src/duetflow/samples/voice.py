@@ -208,4 +208,5 @@ def room_tone(duration_s: float, sr: int, level_dbfs: float, rng: np.random.Gene
     x = 0.5 * white / (np.std(white) + 1e-12) + brown / (np.std(brown) + 1e-12)
     x = x - np.mean(x)
     x *= db_to_amp(level_dbfs) / (_rms(x) + 1e-12)
-    return x.astype(np.float32)
+    tone: Signal = x.astype(np.float32)
+    return tone
