@@ -36,6 +36,18 @@ _BUILTIN: dict[str, str] = {
 }
 
 
+class SynthesisError(BackendError):
+    """One item could not be synthesized acceptably (guard exhausted its retries, no tokens).
+
+    Unlike other :class:`BackendError` (a missing model stops the run), this rejects only the
+    dialogue at hand; ``reason`` becomes the rejection reason code.
+    """
+
+    def __init__(self, message: str, reason: str = "synthesis_failed") -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
 @dataclass(frozen=True)
 class Voice:
     """A reference speaker to clone: clip + transcript + what was measured about it.

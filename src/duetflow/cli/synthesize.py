@@ -1,0 +1,83 @@
+"""``duetflow synthesize --scripts PATH --voices WORKDIR --backend NAME --out WORKDIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from duetflow.config import load_config
+
+
+@click.command("synthesize")
+@click.option(
+    "--scripts",
+    "scripts",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Script .json/.jsonl file or folder; default: synth.scripts from the config.",
+)
+@click.option(
+    "--voices",
+    "voices",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Rendered or intake work directory whose kept dialogues provide reference voices.",
+)
+@click.option(
+    "--backend",
+    default=None,
+    help="TTS backend (default, dia, spark, or any registered one); default: synth.backend.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Rendered PH work directory to write (audio/, dialogues/turns/rejections.parquet).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Run config YAML (seed, render bands, synth section).",
+)
+@click.option(
+    "--from-hh/--no-from-hh",
+    default=None,
+    help="Also derive scripts from the voices workdir's kept HH transcripts.",
+)
+@click.option(
+    "--qa/--no-qa",
+    default=None,
+    help="Clone-similarity QA (Resemblyzer); default: on when the tts extra is installed.",
+)
+def command(
+    scripts: Path | None,
+    voices: Path,
+    backend: str | None,
+    out_dir: Path,
+    config_path: Path | None,
+    from_hh: bool | None,
+    qa: bool | None,
+) -> None:
+    """Speak two-speaker scripts in the voices of real speakers: a rendered PH work directory."""
+    from duetflow.tts.pipeline import synthesize
+
+    overrides = {} if from_hh is None else {"synth": {"from_hh_transcripts": from_hh}}
+    config = load_config(config_path, overrides=overrides)
+    if scripts is None and config.synth.scripts is None and not config.synth.from_hh_transcripts:
+        raise click.UsageError("no scripts: pass --scripts, set synth.scripts, or use --from-hh")
+    report = synthesize(scripts, voices, config, out_dir, backend, qa=qa)
+    click.echo(
+        f"{report.scripts} scripts -> {report.kept} PH dialogues, {report.rejected} rejected "
+        f"({report.voices} reference voices, backend {report.backend})"
+    )
+    for reason, n in report.reasons.items():
+        click.echo(f"  rejected {n}: {reason}")
+    click.echo(
+        f"{report.utterances} utterances, {report.audio_s:.1f} s audio, "
+        f"synthesis RTF {report.rtf:.3f}"
+    )
+    click.echo(f"out: {out_dir}")

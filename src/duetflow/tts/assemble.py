@@ -1,0 +1,250 @@
+"""Utterances → one PH dialogue: trim, pauses, ambience, loudness, FLAC + rendered rows.
+
+Order of operations (each step exists because a listener would otherwise hear a tell):
+
+1. resample every utterance to the run's rate and trim it to its acoustic extent
+   (:func:`duetflow.audio.trim.acoustic_extent`), with short fades, so the planned pause is the
+   pause heard;
+2. per-speaker loudness balance: each speaker's speech is gained to ``render.loudness_target_lufs``;
+3. lay the utterances end to end with pauses drawn from U[render.gap_ms_min, render.gap_ms_max]
+   by ``rng_for(seed, dialogue_id)``;
+4. ambience: room tone from the reference recording's non-speech regions
+   (:func:`duetflow.audio.roomtone.fill`), over the whole dialogue, at the reference's measured
+   SNR (speech power in VAD regions over noise power, the same measure used on the reference);
+5. a true-peak ceiling (gain down, never clip), then FLAC.
+
+Rows follow ``RENDERED_DIALOGUE_SCHEMA`` / ``RENDERED_TURN_SCHEMA`` with the same meaning as the
+process stage: loudness is the *output* loudness per speaker, gaps are speaker-change gaps.
+``orig_start_s``/``orig_end_s`` are the turn's extent on the raw synthesis timeline (raw
+utterances laid end to end, as for a per-turn source).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from duetflow.audio.io import Audio, read_frames, resample, write_audio
+from duetflow.audio.loudness import apply_gain, ceiling_gain_db, gain_to_target, measure
+from duetflow.audio.roomtone import fill
+from duetflow.audio.trim import acoustic_extent
+from duetflow.config import RunConfig
+from duetflow.errors import InputError
+from duetflow.manifest import dumps
+from duetflow.model import Category, TurnKind
+from duetflow.seeding import rng_for
+from duetflow.tts.base import Synthesis, Voice
+from duetflow.tts.script import Script
+from duetflow.tts.voices import speech_power
+
+log = logging.getLogger(__name__)
+
+LEAD_S = 0.3  # ambience before the first and after the last utterance
+
+
+@dataclass(frozen=True)
+class AssembledDialogue:
+    """One written PH dialogue: its rendered rows and what QA needs to look at."""
+
+    row: dict[str, Any]
+    turns: list[dict[str, Any]]
+    audio_path: Path
+    utterances: tuple[Audio, ...]  # trimmed, gained utterances at the run's rate (for QA)
+    sample_rate: int
+    ambience_snr_db: float | None
+
+
+def ph_dialogue_id(script_id: str) -> str:
+    return f"ph__{script_id}"
+
+
+def _fade(x: Audio, n: int) -> Audio:
+    n = min(n, len(x) // 2)
+    if n <= 0:
+        return x
+    y = x.copy()
+    ramp = np.linspace(0.0, 1.0, n, dtype=np.float32)
+    y[:n] *= ramp
+    y[-n:] *= ramp[::-1]
+    return y
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def assemble(
+    script: Script,
+    voices: tuple[Voice, Voice],
+    syntheses: Sequence[Synthesis],
+    config: RunConfig,
+    out_dir: Path,
+    provenance: Mapping[str, Any],
+) -> AssembledDialogue:
+    """Build and write one PH dialogue from per-line syntheses (``syntheses[i]`` ↔ line ``i``).
+
+    Raises InputError (reason ``empty_synthesis``) when an utterance has no audible content.
+    """
+    did = ph_dialogue_id(script.id)
+    sr = config.sample_rate
+    r = config.render
+    fade_n = max(1, int(round(r.fade_ms / 1000 * sr)))
+    spk_index = {"A": 0, "B": 1}
+
+    # 1. resample + trim
+    raw_pos = 0.0
+    trimmed: list[Audio] = []
+    orig: list[tuple[float, float]] = []
+    for i, (line, syn) in enumerate(zip(script.lines, syntheses, strict=True)):
+        x = resample(syn.audio.astype(np.float32), syn.sample_rate, sr)
+        ext = acoustic_extent(x, sr)
+        if ext is None:
+            raise InputError(
+                script.path or script.id,
+                f"line {i} ({line.speaker}): synthesis has no audible speech",
+                reason="empty_synthesis",
+                field=f"lines[{i}]",
+            )
+        i0, i1 = ext
+        trimmed.append(_fade(x[i0:i1], fade_n))
+        orig.append((raw_pos + i0 / sr, raw_pos + i1 / sr))
+        raw_pos += len(x) / sr
+
+    # 2. per-speaker loudness to the target
+    gains: list[float] = [0.0, 0.0]
+    for k in (0, 1):
+        own = [u for u, ln in zip(trimmed, script.lines, strict=True) if spk_index[ln.speaker] == k]
+        m = measure(np.concatenate(own), sr) if own else None
+        gains[k] = gain_to_target(m.lufs, r.loudness_target_lufs) if m else 0.0
+    gained = [
+        apply_gain(u, gains[spk_index[ln.speaker]])
+        for u, ln in zip(trimmed, script.lines, strict=True)
+    ]
+
+    # 3. timeline with seeded pauses
+    rng = rng_for(config.seed, did)
+    lead = int(round(LEAD_S * sr))
+    starts: list[int] = []
+    pos = lead
+    for i, u in enumerate(gained):
+        starts.append(pos)
+        pos += len(u)
+        if i < len(gained) - 1:
+            pos += int(round(float(rng.uniform(r.gap_ms_min, r.gap_ms_max)) / 1000 * sr))
+    total = pos + lead
+    speech = np.zeros(total, dtype=np.float32)
+    for s, u in zip(starts, gained, strict=True):
+        speech[s : s + len(u)] += u
+
+    # 4. ambience at the reference's SNR
+    mix = speech
+    amb_snr: float | None = None
+    amb_voice = next((v for v in voices if v.noise_path and v.snr_db is not None), None)
+    if config.synth.ambience and amb_voice is not None and amb_voice.noise_path:
+        tone, tone_sr = read_frames(amb_voice.noise_path, mono=True)
+        tone = resample(tone, tone_sr, sr)
+        if tone.size > 2 * fade_n:
+            bed = fill(tone, total, rng_for(config.seed, did, "ambience"), 4 * fade_n)
+            sp, _ = speech_power(np.concatenate(gained), sr)
+            bed_pow = float(np.mean(np.square(bed, dtype=np.float64)))
+            assert amb_voice.snr_db is not None
+            if sp > 0 and bed_pow > 0:
+                want = sp / 10 ** (amb_voice.snr_db / 10)
+                bed = (bed * np.float32(math.sqrt(want / bed_pow))).astype(np.float32)
+                mix = (speech + bed).astype(np.float32)
+                amb_snr = amb_voice.snr_db
+
+    # 5. true-peak ceiling
+    ceil = ceiling_gain_db(mix, sr, r.true_peak_ceiling_dbtp)
+    if ceil < 0:
+        mix = apply_gain(mix, ceil)
+        gains = [g + ceil for g in gains]
+
+    rel = f"audio/{did}.{r.audio_format}"
+    path = write_audio(out_dir / rel, mix, sr, audio_format=r.audio_format)
+
+    turns: list[dict[str, Any]] = []
+    per_spk: list[list[Audio]] = [[], []]
+    gaps: list[float] = []
+    for i, (line, s, u) in enumerate(zip(script.lines, starts, gained, strict=True)):
+        k = spk_index[line.speaker]
+        per_spk[k].append(mix[s : s + len(u)])
+        if i > 0 and script.lines[i - 1].speaker != line.speaker:
+            prev_end = starts[i - 1] + len(gained[i - 1])
+            gaps.append((s - prev_end) / sr * 1000)
+        turns.append(
+            {
+                "dialogue_id": did,
+                "turn_index": i,
+                "speaker": voices[k].speaker_id,
+                "kind": str(TurnKind.TURN),
+                "start_s": round(s / sr, 6),
+                "end_s": round((s + len(u)) / sr, 6),
+                "orig_start_s": round(orig[i][0], 6),
+                "orig_end_s": round(orig[i][1], 6),
+                "text": line.text,
+            }
+        )
+    lufs = [measure(np.concatenate(p), sr).lufs if p else -120.0 for p in per_spk]
+    prov = {
+        **provenance,
+        "script_id": script.id,
+        "script_source": script.source,
+        "script_path": script.path,
+        "source_dialogue_id": script.source_dialogue_id,
+        "seed": config.seed,
+        "utterance_seeds": [s.seed for s in syntheses],
+        "attempts": [s.attempts for s in syntheses],
+        "retry_notes": [list(s.notes) for s in syntheses if s.attempts > 1],
+        "reference_clip_ids": [voices[0].clip_id, voices[1].clip_id],
+        "reference_dialogue_ids": [voices[0].source_dialogue_id, voices[1].source_dialogue_id],
+        "reference_snr_db": [voices[0].snr_db, voices[1].snr_db],
+        "speakers": [
+            {
+                "id": v.speaker_id,
+                "gender": v.gender,
+                "gender_source": v.gender_source,
+                "pitch_hz": v.pitch_hz,
+            }
+            for v in voices
+        ],
+        "ambience": None
+        if amb_snr is None or amb_voice is None
+        else {"from_clip_id": amb_voice.clip_id, "snr_db": amb_snr},
+        "peak_ceiling_gain_db": round(ceil, 3),
+    }
+    row = {
+        "dialogue_id": did,
+        "source_id": script.source_dialogue_id or script.id,
+        "corpus": "ph",
+        "category": str(Category.PH),
+        "language": script.language,
+        "topic": script.topic,
+        "speaker_a": voices[0].speaker_id,
+        "speaker_b": voices[1].speaker_id,
+        "audio_path": rel,
+        "sha256": _sha256(path),
+        "duration_s": round(total / sr, 6),
+        "sample_rate": sr,
+        "num_channels": 1,
+        "n_turns": len(turns),
+        "loudness_lufs_a": round(lufs[0], 3),
+        "loudness_lufs_b": round(lufs[1], 3),
+        "gain_db_a": round(gains[0], 3),
+        "gain_db_b": round(gains[1], 3),
+        "gap_ms_min": round(min(gaps), 3) if gaps else None,
+        "gap_ms_max": round(max(gaps), 3) if gaps else None,
+        "provenance": dumps(prov),
+    }
+    return AssembledDialogue(row, turns, path, tuple(gained), sr, amb_snr)

@@ -1,0 +1,250 @@
+"""The synthesize stage: scripts + voice references → a rendered PH work directory.
+
+:func:`synthesize` is the stage contract (``scripts + kept dialogues → rendered PH workdir``);
+:func:`synthesize_scripts` does one shard and is what the Prefect tasks call. Output is a
+rendered work directory exactly like the process stage's: ``audio/<id>.flac``,
+``dialogues.parquet``, ``turns.parquet``, ``rejections.parquet`` (stage ``synthesize``).
+Inputs = kept + rejected: every script either becomes a dialogue or a rejection with a reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duetflow.config import RunConfig
+from duetflow.errors import InputError
+from duetflow.manifest import (
+    DIALOGUES,
+    REJECTION_SCHEMA,
+    REJECTIONS,
+    RENDERED_DIALOGUE_SCHEMA,
+    RENDERED_TURN_SCHEMA,
+    TURNS,
+    TableWriter,
+    dumps,
+    rejection_to_row,
+)
+from duetflow.model import Rejection, Stage
+from duetflow.seeding import seed_for
+from duetflow.tts.assemble import assemble, ph_dialogue_id
+from duetflow.tts.base import Synthesis, SynthesisError, TTSBackend, load_backend
+from duetflow.tts.qa import SpeakerEncoder, clone_qa
+from duetflow.tts.script import Script, load_scripts, scripts_from_workdir
+from duetflow.tts.voices import VoicePool, build_voice_pool, choose_voices
+
+log = logging.getLogger(__name__)
+
+VOICE_CACHE = "voice_cache"
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """Rows of one shard (dialogue rows, their turn rows in the same order, rejections)."""
+
+    dialogues: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[list[dict[str, Any]]] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    audio_s: float = 0.0
+    synth_s: float = 0.0
+    utterances: int = 0
+
+
+@dataclass(frozen=True)
+class SynthReport:
+    out_dir: Path
+    backend: str
+    scripts: int
+    kept: int
+    rejected: int
+    reasons: dict[str, int]
+    voices: int
+    audio_s: float
+    synth_s: float
+    utterances: int
+
+    @property
+    def rtf(self) -> float:
+        """Real-time factor of the TTS calls (synthesis seconds per second of output)."""
+        return self.synth_s / self.audio_s if self.audio_s else 0.0
+
+
+def _utterance_seed(config: RunConfig, dialogue_id: str, speaker: str) -> int:
+    return seed_for(config.seed, dialogue_id, "tts", speaker) & 0x7FFFFFFF
+
+
+def _reject(item_id: str, reason: str, detail: str, path: str = "") -> Rejection:
+    return Rejection(item_id, Stage.SYNTHESIZE, reason, detail, corpus="ph", source_path=path)
+
+
+def _synthesize_lines(
+    script: Script, voices: tuple[Any, Any], backend: TTSBackend, config: RunConfig
+) -> list[Synthesis]:
+    """One backend call per speaker (so batching backends batch), results back in line order."""
+    did = ph_dialogue_id(script.id)
+    out: list[Synthesis | None] = [None] * len(script.lines)
+    for k, label in enumerate(("A", "B")):
+        idx = [i for i, ln in enumerate(script.lines) if ln.speaker == label]
+        if not idx:
+            continue
+        texts = [script.lines[i].text for i in idx]
+        res = backend.synthesize(texts, voices[k], _utterance_seed(config, did, label))
+        if len(res) != len(texts):
+            raise SynthesisError(f"backend returned {len(res)} results for {len(texts)} texts")
+        for i, r in zip(idx, res, strict=True):
+            out[i] = r
+    return [r for r in out if r is not None]
+
+
+def synthesize_scripts(
+    scripts: Sequence[Script],
+    voices: VoicePool,
+    backend: str | TTSBackend,
+    config: RunConfig,
+    out_dir: Path,
+    *,
+    qa: bool | None = None,
+) -> ShardResult:
+    """Synthesize one shard of scripts into ``out_dir`` (audio written; rows returned).
+
+    ``qa``: None → measure clone similarity when Resemblyzer is installed; False → skip it
+    (recorded as not measured). Speaking-rate QA always runs.
+    """
+    be = load_backend(backend, config.synth) if isinstance(backend, str) else backend
+    encoder = None if qa is False else SpeakerEncoder.get()
+    if qa and encoder is not None and not encoder.available:
+        log.warning("clone QA requested but unavailable: %s", encoder.error)
+    dialogues: list[dict[str, Any]] = []
+    turn_rows: list[list[dict[str, Any]]] = []
+    rejections: list[Rejection] = []
+    audio_s = synth_total = 0.0
+    n_utt = 0
+    for script in scripts:
+        did = ph_dialogue_id(script.id)
+        try:
+            pair = choose_voices(script, voices, config)
+            t0 = time.perf_counter()
+            syn = _synthesize_lines(script, pair, be, config)
+            synth_s = time.perf_counter() - t0
+            done = assemble(script, pair, syn, config, out_dir, be.provenance())
+        except InputError as e:
+            rejections.append(_reject(did, e.reason, str(e), script.path))
+            continue
+        except SynthesisError as e:
+            rejections.append(_reject(did, e.reason, str(e), script.path))
+            continue
+        speakers = [0 if ln.speaker == "A" else 1 for ln in script.lines]
+        report = clone_qa(
+            [ln.text for ln in script.lines],
+            speakers,
+            list(done.utterances),
+            done.sample_rate,
+            pair,
+            config.synth,
+            encoder,
+        )
+        failure = report.failure(config.synth)
+        if failure is not None:
+            done.audio_path.unlink(missing_ok=True)
+            rejections.append(_reject(did, failure[0], failure[1], script.path))
+            continue
+        prov = json.loads(done.row["provenance"])
+        prov.update(report.provenance())
+        row = {**done.row, "provenance": dumps(prov)}
+        dialogues.append(row)
+        turn_rows.append(done.turns)
+        audio_s += float(row["duration_s"])
+        synth_total += synth_s
+        n_utt += len(script.lines)
+    return ShardResult(dialogues, turn_rows, rejections, audio_s, synth_total, n_utt)
+
+
+def iter_scripts(
+    scripts: Path | None, voices_workdir: Path, config: RunConfig
+) -> Iterator[Script | Rejection]:
+    """Configured script sources: a file/folder and, if enabled, kept HH transcripts."""
+    if scripts is not None:
+        yield from load_scripts(scripts)
+    if config.synth.from_hh_transcripts:
+        yield from scripts_from_workdir(voices_workdir)
+
+
+def _shards(items: Iterable[Script | Rejection], size: int) -> Iterator[list[Script | Rejection]]:
+    buf: list[Script | Rejection] = []
+    for it in items:
+        buf.append(it)
+        if sum(isinstance(b, Script) for b in buf) >= size:
+            yield buf
+            buf = []
+    if buf:
+        yield buf
+
+
+def synthesize(
+    scripts: Path | None,
+    voices_workdir: Path,
+    config: RunConfig,
+    out_dir: Path,
+    backend: str | None = None,
+    *,
+    qa: bool | None = None,
+    cache_dir: Path | None = None,
+) -> SynthReport:
+    """Stage entry point: synthesize every script into a rendered PH work directory.
+
+    ``backend`` overrides ``config.synth.backend``; ``scripts`` overrides
+    ``config.synth.scripts``. Voice references are cached in ``cache_dir`` (default
+    ``out_dir/voice_cache``). Streams shard by shard (``runner.shard_size`` scripts).
+    """
+    name = backend or config.synth.backend
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    scripts = scripts if scripts is not None else config.synth.scripts
+    pool = build_voice_pool(voices_workdir, config, cache_dir or out / VOICE_CACHE)
+    be = load_backend(name, config.synth)
+    reasons: Counter[str] = Counter()
+    n_scripts = kept = 0
+    audio_s = synth_s = 0.0
+    utterances = 0
+    with (
+        TableWriter(out / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, 256) as dw,
+        TableWriter(out / TURNS, RENDERED_TURN_SCHEMA, 2048) as tw,
+        TableWriter(out / REJECTIONS, REJECTION_SCHEMA, 2048) as rw,
+    ):
+        for shard in _shards(
+            iter_scripts(scripts, voices_workdir, config), config.runner.shard_size
+        ):
+            todo = [s for s in shard if isinstance(s, Script)]
+            bad = [s for s in shard if isinstance(s, Rejection)]
+            n_scripts += len(shard)
+            res = synthesize_scripts(todo, pool, be, config, out, qa=qa)
+            for row, turns in zip(res.dialogues, res.turns, strict=True):
+                dw.write([row])
+                tw.write(turns)
+            for rej in [*bad, *res.rejections]:
+                rw.write([rejection_to_row(rej)])
+                reasons[rej.reason] += 1
+            kept += len(res.dialogues)
+            audio_s += res.audio_s
+            synth_s += res.synth_s
+            utterances += res.utterances
+    report = SynthReport(
+        out_dir=out,
+        backend=name,
+        scripts=n_scripts,
+        kept=kept,
+        rejected=sum(reasons.values()),
+        reasons=dict(sorted(reasons.items())),
+        voices=len(pool.voices),
+        audio_s=round(audio_s, 3),
+        synth_s=round(synth_s, 3),
+        utterances=utterances,
+    )
+    log.info("synthesize: %d scripts → %d kept, %d rejected", n_scripts, kept, report.rejected)
+    return report

@@ -1,0 +1,489 @@
+"""Voice references: a clean 5–10 s clip (with transcript) per real speaker, and the pairing policy.
+
+Input is a *rendered* work directory (``audio_path`` per dialogue, turn times on that audio) or
+an *intake* one (``source`` JSON per dialogue, turn times on the source timeline). For every
+speaker of every kept non-PH dialogue we build candidate clips from runs of the speaker's own
+turns (no overlap with the other speaker, backchannels and tag-only turns excluded) whose total
+length lies in ``[synth.reference_min_s, synth.reference_max_s]``, and score them by
+signal-to-noise ratio (VAD speech power over the recording's room-tone power) and voiced share.
+The best clip per speaker wins; ties go to the earlier dialogue and turn, so the choice is
+deterministic. Each dialogue's result is cached on disk under a key derived from the audio's
+content hash, the turns and the selection parameters, so reruns read no audio.
+
+Pairing (:func:`choose_voices`): same language as the script; ``mixed_gender`` takes one male
+and one female speaker, ``any`` two distinct speakers; the draw comes from
+``rng_for(seed, "voices", script_id)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from duetflow.audio.io import Audio, read_frames, read_seconds, resample, to_mono, write_audio
+from duetflow.audio.roomtone import extract_room_tone, xfade_concat
+from duetflow.audio.vad import VadParams, detect_speech
+from duetflow.config import RunConfig
+from duetflow.errors import InputError
+from duetflow.manifest import DIALOGUES, TURNS, dumps, iter_rows, source_from_json
+from duetflow.model import (
+    Category,
+    MixedMonoSource,
+    MultichannelSource,
+    PerSpeakerSource,
+    PerTurnSource,
+    TurnKind,
+)
+from duetflow.seeding import rng_for
+from duetflow.tts.base import Voice
+from duetflow.tts.script import Script, clean_text, is_backchannel_text
+
+log = logging.getLogger(__name__)
+
+SELECTION_VERSION = 1  # bump when the selection logic changes: invalidates the cache
+GENDER_PITCH_SPLIT_HZ = 165.0  # median F0 above this → F when the manifest has no gender
+MAX_CANDIDATES = 24  # per speaker per dialogue; bounds the work on long recordings
+_SNR_CAP_DB = 60.0
+
+
+@dataclass(frozen=True)
+class _TurnSpan:
+    index: int
+    speaker: str
+    start: float
+    end: float
+    text: str
+    kind: str
+
+
+def _lang(code: str) -> str:
+    c = code.lower().replace("_", "-")
+    if c.startswith(("zh", "cmn")):
+        return "zh"
+    return c.split("-")[0]
+
+
+def estimate_pitch(samples: Audio, sr: int) -> float | None:
+    """Median F0 (Hz) of the voiced frames, by normalised autocorrelation (60–400 Hz)."""
+    x = to_mono(samples)
+    if sr != 16000:
+        x, sr = resample(x, sr, 16000), 16000
+    frame, hop = 640, 160  # 40 ms frames, 10 ms hop
+    if len(x) < frame:
+        return None
+    count = 1 + (len(x) - frame) // hop
+    idx = np.arange(frame)[None, :] + hop * np.arange(count)[:, None]
+    frames = x[idx].astype(np.float64)
+    frames -= frames.mean(axis=1, keepdims=True)
+    energy = (frames**2).sum(axis=1)
+    if not np.any(energy > 0):
+        return None
+    loud = energy > energy.max() * 10 ** (-30 / 10)
+    lo, hi = sr // 400, sr // 60
+    spec = np.fft.rfft(frames[loud] * np.hanning(frame), n=2 * frame)
+    ac = np.fft.irfft(np.abs(spec) ** 2)[:, : hi + 1]
+    ac = ac / np.maximum(ac[:, :1], 1e-12)
+    lags = lo + np.argmax(ac[:, lo : hi + 1], axis=1)
+    peaks = ac[np.arange(len(lags)), lags]
+    voiced = peaks > 0.45
+    if voiced.sum() < 5:
+        return None
+    return float(np.median(sr / lags[voiced]))
+
+
+def _power(x: Audio) -> float:
+    return float(np.mean(np.square(x, dtype=np.float64))) if x.size else 0.0
+
+
+def speech_power(samples: Audio, sr: int, params: VadParams | None = None) -> tuple[float, float]:
+    """(mean power inside VAD speech regions, voiced share) of a signal."""
+    regions = detect_speech(samples, sr, params)
+    if not regions:
+        return 0.0, 0.0
+    parts = [samples[int(a * sr) : int(b * sr)] for a, b in regions]
+    voiced = sum(len(p) for p in parts)
+    total = float(np.sum([np.sum(np.square(p, dtype=np.float64)) for p in parts]))
+    return total / max(voiced, 1), voiced / max(len(samples), 1)
+
+
+def snr_db(speech_pow: float, noise_pow: float) -> float | None:
+    """SNR of speech over noise power; None for a digitally clean (noise-free) recording."""
+    if noise_pow <= 0:
+        return None
+    return 10 * math.log10(max(speech_pow - noise_pow, 1e-12) / noise_pow)
+
+
+# --- reading dialogues --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _DialogueAudio:
+    """A speaker's track on the dialogue's timeline (the mix for single-file sources)."""
+
+    samples: Audio
+    sr: int
+    offset_s: float  # timeline time of samples[0]
+
+
+def _iter_grouped(workdir: Path) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(dialogue row, its turn rows): tables are written in lockstep, so zip them by id."""
+    turn_iter = iter_rows(workdir / TURNS)
+    pending: dict[str, Any] | None = None
+    for row in iter_rows(workdir / DIALOGUES):
+        did = row["dialogue_id"]
+        rows: list[dict[str, Any]] = []
+        if pending is not None and pending["dialogue_id"] == did:
+            rows.append(pending)
+            pending = None
+        if pending is None:
+            for t in turn_iter:
+                if t["dialogue_id"] == did:
+                    rows.append(t)
+                else:
+                    pending = t
+                    break
+        yield row, rows
+
+
+def _resolve(path: str, workdir: Path) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else workdir / p
+
+
+def _file_hash(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _audio_files(row: Mapping[str, Any], workdir: Path) -> list[Path]:
+    if row.get("audio_path"):
+        return [_resolve(row["audio_path"], workdir)]
+    src = source_from_json(row["source"])
+    if isinstance(src, MultichannelSource | MixedMonoSource):
+        return [_resolve(src.path, workdir)]
+    if isinstance(src, PerSpeakerSource):
+        return [_resolve(p, workdir) for _, p in sorted(src.paths.items())]
+    return [_resolve(p, workdir) for p in src.paths]
+
+
+def _content_hash(row: Mapping[str, Any], workdir: Path) -> str:
+    if row.get("sha256"):
+        return str(row["sha256"])
+    h = hashlib.sha256()
+    for f in _audio_files(row, workdir):
+        if not f.exists():
+            raise InputError(f, "reference audio not found", reason="missing_file")
+        h.update(_file_hash(f).encode())
+    return h.hexdigest()
+
+
+def _load_track(row: Mapping[str, Any], speaker: str, workdir: Path) -> _DialogueAudio:
+    """The audio a speaker's turns are cut from (mono)."""
+    if row.get("audio_path"):
+        x, sr = read_frames(_resolve(row["audio_path"], workdir), mono=True)
+        return _DialogueAudio(x, sr, 0.0)
+    src = source_from_json(row["source"])  # turn times are on the source's own timeline
+    if isinstance(src, MultichannelSource):
+        ch = src.channels.get(speaker)
+        x, sr = read_frames(_resolve(src.path, workdir), channel=ch, mono=ch is None)
+        return _DialogueAudio(x, sr, 0.0)
+    if isinstance(src, PerSpeakerSource):
+        path = src.paths.get(speaker)
+        if path is None:
+            raise InputError(workdir / DIALOGUES, f"no audio file for speaker {speaker!r}")
+        ch = src.channels.get(speaker)
+        x, sr = read_frames(_resolve(path, workdir), channel=ch, mono=ch is None)
+        return _DialogueAudio(x, sr, 0.0)
+    if isinstance(src, MixedMonoSource):
+        x, sr = read_frames(_resolve(src.path, workdir), channel=src.channel, mono=True)
+        return _DialogueAudio(x, sr, 0.0)
+    assert isinstance(src, PerTurnSource)
+    pieces: list[Audio] = []
+    sr = 0
+    for p in src.paths:
+        y, sr_i = read_frames(_resolve(p, workdir), mono=True)
+        if sr and sr_i != sr:
+            y = resample(y, sr_i, sr)
+        sr = sr or sr_i
+        pieces.append(y)
+    return _DialogueAudio(np.concatenate(pieces).astype(np.float32), sr, 0.0)
+
+
+def _speaker_gender(row: Mapping[str, Any], speaker: str) -> Literal["M", "F"] | None:
+    blobs: list[Any] = []
+    if row.get("speakers"):
+        blobs.append(json.loads(row["speakers"]))
+    prov = json.loads(row["provenance"]) if row.get("provenance") else {}
+    if isinstance(prov, dict) and isinstance(prov.get("speakers"), list):
+        blobs.append(prov["speakers"])
+    for blob in blobs:
+        for s in blob:
+            if isinstance(s, dict) and s.get("id") == speaker and s.get("gender") in ("M", "F"):
+                g: Literal["M", "F"] = s["gender"]
+                return g
+    return None
+
+
+# --- candidate clips ----------------------------------------------------------------------------
+
+
+def _candidates(
+    own: Sequence[_TurnSpan], others: Sequence[_TurnSpan], min_s: float, max_s: float
+) -> list[list[_TurnSpan]]:
+    def overlaps(t: _TurnSpan) -> bool:
+        return any(o.start < t.end and t.start < o.end for o in others)
+
+    usable = [
+        t
+        for t in own
+        if t.kind == str(TurnKind.TURN)
+        and t.end > t.start
+        and clean_text(t.text)
+        and not is_backchannel_text(clean_text(t.text))
+        and not overlaps(t)
+    ]
+    out: list[list[_TurnSpan]] = []
+    for i in range(len(usable)):
+        acc: list[_TurnSpan] = []
+        total = 0.0
+        for t in usable[i:]:
+            d = t.end - t.start
+            if total + d > max_s:
+                break
+            acc.append(t)
+            total += d
+            if total >= min_s:
+                out.append(list(acc))
+                break
+        if len(out) >= MAX_CANDIDATES:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class _Scored:
+    score: float
+    clip: Audio
+    transcript: str
+    snr: float | None
+    turn_indices: tuple[int, ...]
+
+
+def _cut(track: _DialogueAudio, t: _TurnSpan) -> Audio:
+    a = max(0, int(round((t.start - track.offset_s) * track.sr)))
+    b = min(len(track.samples), int(round((t.end - track.offset_s) * track.sr)))
+    return track.samples[a:b]
+
+
+def _score(
+    track: _DialogueAudio, cand: Sequence[_TurnSpan], noise_pow: float, language: str
+) -> _Scored:
+    fade_n = max(1, int(0.005 * track.sr))
+    clip = xfade_concat([_cut(track, t) for t in cand], fade_n)
+    sp, voiced = speech_power(clip, track.sr)
+    snr = snr_db(sp, noise_pow) if sp > 0 else -math.inf
+    clipped = float(np.mean(np.abs(clip) > 0.99)) if clip.size else 1.0
+    snr_term = _SNR_CAP_DB if snr is None else min(snr, _SNR_CAP_DB)
+    score = snr_term + 20.0 * voiced - 1000.0 * clipped
+    joiner = "" if _lang(language) == "zh" else " "
+    transcript = joiner.join(clean_text(t.text) for t in cand)
+    return _Scored(score, clip, transcript, snr, tuple(t.index for t in cand))
+
+
+# --- cache + pool -------------------------------------------------------------------------------
+
+
+def _voice_from_meta(meta: Mapping[str, Any]) -> Voice:
+    return Voice(**{k: meta[k] for k in Voice.__dataclass_fields__})
+
+
+def references_for_dialogue(
+    row: Mapping[str, Any],
+    turns: Sequence[Mapping[str, Any]],
+    workdir: Path,
+    config: RunConfig,
+    cache_dir: Path,
+) -> list[tuple[float, Voice]]:
+    """The best reference clip of each speaker of one dialogue, as ``(score, Voice)`` pairs.
+
+    Cached by content hash under ``cache_dir``; raises InputError for unreadable audio.
+    """
+    spans = [
+        _TurnSpan(
+            int(t["turn_index"]),
+            str(t["speaker"]),
+            float(t["start_s"]),
+            float(t["end_s"]),
+            str(t.get("text") or ""),
+            str(t.get("kind") or "turn"),
+        )
+        for t in sorted(turns, key=lambda r: int(r["turn_index"]))
+    ]
+    synth = config.synth
+    content = _content_hash(row, workdir)
+    out: list[tuple[float, Voice]] = []
+    for speaker in (row["speaker_a"], row["speaker_b"]):
+        key_src = {
+            "v": SELECTION_VERSION,
+            "audio": content,
+            "speaker": speaker,
+            "turns": [(s.index, s.speaker, s.start, s.end, s.text, s.kind) for s in spans],
+            "min_s": synth.reference_min_s,
+            "max_s": synth.reference_max_s,
+        }
+        key = hashlib.sha256(dumps(key_src).encode()).hexdigest()[:20]
+        entry = cache_dir / key
+        meta_path = entry / "meta.json"
+        if meta_path.exists():
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            if meta.get("voice") is not None:
+                out.append((float(meta["score"]), _voice_from_meta(meta["voice"])))
+            continue
+        result = _select(row, speaker, spans, workdir, config, entry, key)
+        entry.mkdir(parents=True, exist_ok=True)
+        payload = {"score": result[0], "voice": asdict(result[1])} if result else {"voice": None}
+        tmp = meta_path.with_suffix(".tmp")
+        tmp.write_text(dumps(payload), encoding="utf-8")
+        tmp.replace(meta_path)
+        if result:
+            out.append(result)
+    return out
+
+
+def _select(
+    row: Mapping[str, Any],
+    speaker: str,
+    spans: Sequence[_TurnSpan],
+    workdir: Path,
+    config: RunConfig,
+    entry: Path,
+    key: str,
+) -> tuple[float, Voice] | None:
+    synth = config.synth
+    own = [s for s in spans if s.speaker == speaker]
+    others = [s for s in spans if s.speaker != speaker]
+    cands = _candidates(own, others, synth.reference_min_s, synth.reference_max_s)
+    if not cands:
+        return None
+    track = _load_track(row, speaker, workdir)
+    speech = [(s.start - track.offset_s, s.end - track.offset_s) for s in spans]
+    tone = extract_room_tone(track.samples, track.sr, speech)
+    noise_pow = _power(tone) if tone is not None else 0.0
+    best: _Scored | None = None
+    for cand in cands:
+        scored = _score(track, cand, noise_pow, row["language"])
+        if best is None or scored.score > best.score:
+            best = scored
+    if best is None or best.snr == -math.inf:
+        return None
+    entry.mkdir(parents=True, exist_ok=True)
+    clip_path = write_audio(entry / "ref.wav", best.clip, track.sr)
+    noise_path = None
+    if tone is not None and best.snr is not None:
+        noise_path = str(write_audio(entry / "noise.wav", tone, track.sr, subtype="FLOAT"))
+    gender = _speaker_gender(row, speaker)
+    pitch = estimate_pitch(best.clip, track.sr)
+    gender_source = "manifest"
+    if gender is None:
+        gender_source = "pitch" if pitch is not None else "unknown"
+        gender = None if pitch is None else ("F" if pitch > GENDER_PITCH_SPLIT_HZ else "M")
+    voice = Voice(
+        speaker_id=speaker,
+        language=_lang(row["language"]),
+        gender=gender,
+        pitch_hz=None if pitch is None else round(pitch, 1),
+        clip_id=f"{key}:{'-'.join(str(i) for i in best.turn_indices)}",
+        clip_path=str(clip_path),
+        transcript=best.transcript,
+        duration_s=round(len(best.clip) / track.sr, 4),
+        sample_rate=track.sr,
+        snr_db=None if best.snr is None else round(best.snr, 2),
+        noise_path=noise_path,
+        source_dialogue_id=row["dialogue_id"],
+        gender_source=gender_source,
+    )
+    return round(best.score, 6), voice
+
+
+@dataclass(frozen=True)
+class VoicePool:
+    """Best reference per speaker, in a stable order (sorted by speaker id)."""
+
+    voices: tuple[Voice, ...]
+    rejections: tuple[tuple[str, str, str], ...] = ()  # (dialogue id, reason, detail)
+
+    def for_language(self, language: str) -> list[Voice]:
+        lang = _lang(language)
+        return [v for v in self.voices if v.language == lang]
+
+
+def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Path) -> VoicePool:
+    """Scan a rendered or intake work directory for reference speakers (streaming, cached)."""
+    wd = Path(workdir)
+    if not (wd / DIALOGUES).exists():
+        raise InputError(
+            wd / DIALOGUES, "voices work directory has no dialogues", reason="missing_file"
+        )
+    cache = Path(cache_dir)
+    best: dict[str, tuple[float, Voice]] = {}
+    problems: list[tuple[str, str, str]] = []
+    for row, turns in _iter_grouped(wd):
+        if row["category"] == str(Category.PH):
+            continue  # never clone a clone
+        try:
+            found = references_for_dialogue(row, turns, wd, config, cache)
+        except InputError as e:
+            log.warning("voice reference skipped for %s: %s", row["dialogue_id"], e)
+            problems.append((row["dialogue_id"], e.reason, str(e)))
+            continue
+        for score, voice in found:
+            cur = best.get(voice.speaker_id)
+            if cur is None or score > cur[0]:
+                best[voice.speaker_id] = (score, voice)
+    voices = tuple(v for _, v in sorted(best.values(), key=lambda sv: sv[1].speaker_id))
+    log.info("voice pool: %d speakers from %s", len(voices), wd)
+    return VoicePool(voices, tuple(problems))
+
+
+def choose_voices(script: Script, pool: VoicePool, config: RunConfig) -> tuple[Voice, Voice]:
+    """Voices for speakers A and B of ``script`` under ``synth.voice_policy`` (deterministic)."""
+    cands = pool.for_language(script.language)
+    rng = rng_for(config.seed, "voices", script.id)
+    where = script.path or script.id
+    if config.synth.voice_policy == "mixed_gender":
+        males = [v for v in cands if v.gender == "M"]
+        females = [v for v in cands if v.gender == "F"]
+        if not males or not females:
+            raise InputError(
+                where,
+                f"no male+female reference pair for language {script.language!r} "
+                f"({len(males)} M, {len(females)} F in the voice pool)",
+                reason="no_voices",
+            )
+        m = males[int(rng.integers(len(males)))]
+        f = females[int(rng.integers(len(females)))]
+        return (m, f) if rng.random() < 0.5 else (f, m)
+    if len(cands) < 2:
+        raise InputError(
+            where,
+            f"need two reference speakers for language {script.language!r}, pool has {len(cands)}",
+            reason="no_voices",
+        )
+    i, j = rng.choice(len(cands), size=2, replace=False)
+    return cands[int(i)], cands[int(j)]
+
+
+def load_voice_audio(voice: Voice, sample_rate: int | None = None) -> tuple[Audio, int]:
+    """The reference clip, optionally resampled (Dia wants 44.1 kHz, Spark 16 kHz)."""
+    return read_seconds(voice.clip_path, sample_rate=sample_rate)
