@@ -1,0 +1,190 @@
+"""Headless matplotlib plots of :class:`~duetflow.report.collect.ReportData` as PNG bytes.
+
+Figures are built with the object API on the Agg canvas (no pyplot, no global backend switch),
+so plotting is thread-safe and never needs a display. PNGs carry no software/date metadata:
+the same data gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from duetflow.report.collect import CountRow, Distribution, ReportData
+
+_BLUE = "#3b6ea8"
+_ORANGE = "#d9822b"
+_GREEN = "#3a9d5d"
+_BAND = "#9fd3a8"
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One figure: a stable file stem, a caption, and its PNG bytes."""
+
+    name: str
+    caption: str
+    png: bytes
+
+
+def _fig(width: float = 5.0, height: float = 2.8) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    return buf.getvalue()
+
+
+def _crop(d: Distribution) -> tuple[list[float], list[int]]:
+    """Bins from the first to the last non-empty one (plus one bin of margin each side)."""
+    nz = [i for i, c in enumerate(d.counts) if c]
+    if not nz:
+        return list(d.edges[:2]), [0]
+    lo, hi = max(0, nz[0] - 1), min(len(d.counts), nz[-1] + 2)
+    return list(d.edges[lo : hi + 1]), list(d.counts[lo:hi])
+
+
+def hist_plot(name: str, dists: Sequence[Distribution], labels: Sequence[str] = ()) -> Plot | None:
+    """Histogram of one or more distributions sharing bins; the configured band is shaded."""
+    dists = [d for d in dists if d.n]
+    if not dists:
+        return None
+    fig = _fig()
+    ax = fig.add_subplot()
+    colors = [_BLUE, _ORANGE, _GREEN]
+    lo_edge = min(_crop(d)[0][0] for d in dists)
+    hi_edge = max(_crop(d)[0][-1] for d in dists)
+    for i, d in enumerate(dists):
+        edges, counts = _crop(d)
+        ax.stairs(
+            counts,
+            edges,
+            fill=len(dists) == 1,
+            color=colors[i % 3],
+            alpha=0.85 if len(dists) == 1 else 1.0,
+            linewidth=1.5,
+            label=labels[i] if i < len(labels) else None,
+        )
+    band = dists[0].band
+    if band is not None:
+        ax.axvspan(band[0], band[1], color=_BAND, alpha=0.35, zorder=0, label="configured band")
+    ax.set_xlim(lo_edge, hi_edge)
+    unit = dists[0].unit
+    ax.set_xlabel(f"{dists[0].name if len(dists) == 1 else name} ({unit})" if unit else name)
+    ax.set_ylabel("count")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(axis="y", alpha=0.3)
+    if len(dists) > 1 or band is not None:
+        ax.legend(fontsize=8, loc="upper right")
+    cap = "; ".join(_summary(d) for d in dists)
+    return Plot(name, cap, _png(fig))
+
+
+def _summary(d: Distribution) -> str:
+    if not d.n or d.mean is None:
+        return f"{d.name}: no data"
+    s = f"{d.name}: n={d.n}, mean {d.mean:.3g} {d.unit}, range {d.min:.3g}…{d.max:.3g}"
+    if d.in_band_share is not None and d.band is not None:
+        s += f", {100 * d.in_band_share:.1f}% in band"
+    return s
+
+
+def bar_plot(
+    name: str, caption: str, values: Mapping[str, float], xlabel: str, horizontal: bool = False
+) -> Plot | None:
+    if not values:
+        return None
+    keys = list(values)
+    vals = [values[k] for k in keys]
+    fig = _fig(5.0, max(2.2, 0.32 * len(keys) + 1.0) if horizontal else 2.8)
+    ax = fig.add_subplot()
+    if horizontal:
+        ax.barh(keys[::-1], vals[::-1], color=_BLUE)
+        ax.set_xlabel(xlabel)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(axis="x", alpha=0.3)
+    else:
+        ax.bar(keys, vals, color=_BLUE)
+        ax.set_ylabel(xlabel)
+        ax.grid(axis="y", alpha=0.3)
+        ax.tick_params(axis="x", labelrotation=20)
+    return Plot(name, caption, _png(fig))
+
+
+def hours_plot(counts: Sequence[CountRow]) -> Plot | None:
+    """Hours per category, stacked by split."""
+    if not counts:
+        return None
+    cats = sorted({r.category for r in counts})
+    splits = sorted(
+        {r.split for r in counts},
+        key=lambda s: ("train", "val", "test").index(s) if s in ("train", "val", "test") else 3,
+    )
+    fig = _fig()
+    ax = fig.add_subplot()
+    bottom = [0.0] * len(cats)
+    colors = {"train": _BLUE, "val": _ORANGE, "test": _GREEN}
+    for sp in splits:
+        h = [sum(r.hours for r in counts if r.category == c and r.split == sp) for c in cats]
+        ax.bar(
+            cats, h, bottom=bottom, label=sp if sp != "-" else "all", color=colors.get(sp, "#777")
+        )
+        bottom = [b + x for b, x in zip(bottom, h, strict=True)]
+    ax.set_ylabel("hours")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return Plot("hours", "hours per category and split", _png(fig))
+
+
+def all_plots(data: ReportData) -> list[Plot]:
+    """Every figure of the report, in page order; empty distributions give no figure."""
+    d = data.distributions
+    out: list[Plot | None] = [
+        hours_plot(data.counts),
+        bar_plot(
+            "rejections",
+            "rejections by stage / reason",
+            {f"{r.stage} / {r.reason}": r.count for r in data.rejections},
+            "items rejected",
+            horizontal=True,
+        ),
+        hist_plot("gaps", [d["gap_ms"]]),
+        hist_plot("gaps_audio", [d["gap_ms_audio"]]),
+        hist_plot("loudness", [d["loudness_a"], d["loudness_b"]], ["speaker A", "speaker B"]),
+        hist_plot("loudness_diff", [d["loudness_diff"]]),
+        hist_plot(
+            "loudness_audio",
+            [d["loudness_a_audio"], d["loudness_b_audio"]],
+            ["speaker A", "speaker B"],
+        ),
+        hist_plot("loudness_diff_audio", [d["loudness_diff_audio"]]),
+        hist_plot("durations", [d["duration_s"]]),
+        hist_plot("turns", [d["turns_per_dialogue"]]),
+        hist_plot("utterance_share", [d["utterance_share_a"]]),
+        hist_plot("speaking_time_share", [d["speaking_time_share_a"]]),
+    ]
+    for i, s in enumerate(data.source_stats):
+        if s.fto is not None:
+            out.append(hist_plot(f"fto_{i}", [s.fto]))
+        if s.overlap_classes:
+            out.append(
+                bar_plot(
+                    f"overlaps_{i}",
+                    f"{s.label}: overlap events by class",
+                    dict(s.overlap_classes),
+                    "events",
+                )
+            )
+        if s.balance is not None:
+            out.append(hist_plot(f"balance_{i}", [s.balance]))
+    out.append(hist_plot("ph_similarity", [data.ph.similarity]))
+    return [p for p in out if p is not None]
