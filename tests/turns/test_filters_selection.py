@@ -56,7 +56,7 @@ def test_interruption_rejected_backchannels_allowed() -> None:
     interrupted += list(alternating(6, 2.5, 0.2, start=10.7))
     res = apply_filters(dialogue(interrupted), CFG)
     assert res.reason == "interruption"
-    [(reason, details)] = [f for f in res.failing if f[0] == "interruption"]
+    [(_, details)] = [f for f in res.failing if f[0] == "interruption"]
     assert (
         details["count"] == 1 and details["at_s"] == [7.6] and details["filter"] == "interruptions"
     )

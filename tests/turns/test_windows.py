@@ -11,7 +11,7 @@ from duetflow.model import Turn, TurnKind, window_id
 from duetflow.turns import OverlapClass, classify_overlaps
 from duetflow.windows import make_windows
 
-from .helpers import alternating, dialogue, turns
+from .helpers import alternating, dialogue
 
 TC = TurnsConfig()
 
