@@ -1,0 +1,690 @@
+"""Render one dialogue window to a FLAC file a listener (or a judge) hears.
+
+Steps, in order (see docs/ARCHITECTURE.md, stage *render*):
+
+1. **read** only the frames of the window (plus the trim pad) from every track, resampled to
+   ``config.sample_rate``: one track per speaker for separable sources (multichannel, file per
+   speaker, clip per turn), one mixed track for mixed mono;
+2. **room tone**: the recording's quiet non-speech material (:mod:`duetflow.audio.roomtone`);
+   its level is also the noise floor the trimmer works above;
+3. **trim** each turn (mixed mono: each block of continuous talk) to its acoustic extent;
+4. **re-time** (:mod:`duetflow.audio.retime`): speaker changes get a seeded U[gap_ms_min,
+   gap_ms_max] silence, same-speaker pauses are capped;
+5. **loudness**: each speaker's trimmed speech measured with BS.1770 and gained to the target;
+   mixed mono gets a per-speaker gain curve (measured on non-overlapped speech), ramped at
+   changes;
+6. **assemble** over a room-tone bed (ducked under speech by the clips' raised-cosine
+   envelopes, so there is no hard cut anywhere), then one gain reduction of the whole dialogue
+   keeps the true peak under the ceiling;
+7. **write** mono audio atomically to ``out_dir/audio/<id>.flac`` (and two-channel stems if
+   configured) and return the manifest rows.
+
+Turn times in a windowed :class:`~duetflow.model.Dialogue` are on the source timeline (the
+model's convention); windows whose turns are relative to the window start are recognised (all
+turns lie before ``window[0]`` and fit in the window length) and shifted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import duetflow
+from duetflow.audio import loudness as ld
+from duetflow.audio.io import Audio, audio_info, read_frames, resample, write_audio
+from duetflow.audio.mix import fade_envelope, place, smooth_steps
+from duetflow.audio.retime import (
+    Block,
+    Placement,
+    layout_blocks,
+    layout_turns,
+    merge_blocks,
+    mixed_speech_indices,
+)
+from duetflow.audio.roomtone import DIGITAL_SILENCE_DB, extract_room_tone, fill
+from duetflow.audio.trim import acoustic_extent, frame_db, rms_db
+from duetflow.config import RunConfig
+from duetflow.errors import InputError
+from duetflow.manifest import dumps
+from duetflow.model import (
+    Dialogue,
+    MixedMonoSource,
+    MultichannelSource,
+    PerSpeakerSource,
+    PerTurnSource,
+    Turn,
+    TurnKind,
+    safe_id,
+)
+from duetflow.seeding import rng_for
+
+log = logging.getLogger(__name__)
+
+_WINDOW_TOL_S = 0.5  # slack when deciding whether turn times are window-relative
+_END_TOL_S = 0.05  # a file may end this much before the last annotated turn end
+_TONE_MARGIN_S = 0.1  # kept clear of annotated speech when collecting room tone
+
+
+@dataclass(frozen=True)
+class RenderedDialogue:
+    """Manifest rows of one rendered dialogue (``RENDERED_DIALOGUE_SCHEMA`` / ``_TURN_SCHEMA``)."""
+
+    row: dict[str, Any]
+    turns: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class _Track:
+    """Samples at the output rate; sample 0 is ``t0`` seconds on the source timeline."""
+
+    samples: Audio
+    t0: float
+    gaps: tuple[tuple[float, float], ...] = ()  # source-time spans with no material (per-turn)
+
+    def index(self, t: float, sr: int) -> int:
+        return int(round((t - self.t0) * sr))
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def source_turns(d: Dialogue) -> tuple[Turn, ...]:
+    """The dialogue's turns on the source timeline (window-relative turns are shifted)."""
+    if d.window is None or not d.turns or d.window[0] <= 0:
+        return d.turns
+    w0, w1 = d.window
+    lo = min(t.start for t in d.turns)
+    hi = max(t.end for t in d.turns)
+    if lo >= w0 - _WINDOW_TOL_S:
+        return d.turns
+    if hi <= (w1 - w0) + _WINDOW_TOL_S:
+        return tuple(replace(t, start=t.start + w0, end=t.end + w0) for t in d.turns)
+    raise InputError(
+        d.id,
+        f"turns span {lo:.3f}-{hi:.3f} s, neither inside window {w0:.3f}-{w1:.3f} s "
+        "nor within its length",
+        reason="bad_window",
+    )
+
+
+def _source_range(d: Dialogue, turns: Sequence[Turn], pad_s: float) -> tuple[float, float]:
+    if d.window is not None:
+        a, b = d.window
+    else:
+        a, b = 0.0, d.duration_s
+    if turns:
+        a = min(a, min(t.start for t in turns))
+        b = max(b, max(t.end for t in turns))
+    return max(0.0, a - pad_s), b + pad_s
+
+
+def _read_range(
+    path: str, t_a: float, t_b: float, sr_out: int, *, channel: int | None = None
+) -> tuple[Audio, int, float]:
+    """Frames of ``[t_a, t_b)`` (seconds) → (mono samples at sr_out, source sr, file end in s)."""
+    info = audio_info(path)
+    start = int(math.floor(t_a * info.sample_rate))
+    stop = min(info.frames, int(math.ceil(t_b * info.sample_rate)))
+    if stop <= start:
+        return np.zeros(0, dtype=np.float32), info.sample_rate, info.duration_s
+    if channel is not None and not 0 <= channel < info.channels:
+        raise InputError(
+            path, f"channel {channel} requested, file has {info.channels}", reason="bad_channels"
+        )
+    data, sr = read_frames(path, start, stop, channel=channel, mono=channel is None)
+    return resample(data, sr, sr_out), sr, info.duration_s
+
+
+def _fit(x: Audio, n: int) -> Audio:
+    if len(x) == n:
+        return x
+    if len(x) > n:
+        return x[:n]
+    return np.concatenate((x, np.zeros(n - len(x), dtype=np.float32)))
+
+
+def _check_end(path: str, file_end: float, turns: Sequence[Turn], who: str | None) -> None:
+    need = max((t.end for t in turns if who is None or t.speaker == who), default=0.0)
+    if need > file_end + _END_TOL_S:
+        raise InputError(
+            path,
+            f"audio ends at {file_end:.3f} s but a turn ends at {need:.3f} s",
+            reason="truncated_audio",
+        )
+
+
+def _load_separable(
+    d: Dialogue, turns: Sequence[Turn], sr: int, pad_s: float
+) -> tuple[dict[str, _Track], list[str]]:
+    """One track per speaker covering the window (plus pad)."""
+    t_a, t_b = _source_range(d, turns, pad_s)
+    n = int(round((t_b - t_a) * sr))
+    ids = [s.id for s in d.speakers]
+    src = d.source
+    tracks: dict[str, _Track] = {}
+    if isinstance(src, MultichannelSource):
+        missing = [s for s in ids if s not in src.channels]
+        if missing:
+            raise InputError(src.path, f"no channel for speaker(s) {missing}", reason="bad_source")
+        info = audio_info(src.path)
+        start = int(math.floor(t_a * info.sample_rate))
+        stop = min(info.frames, int(math.ceil(t_b * info.sample_rate)))
+        for s in ids:
+            if not 0 <= src.channels[s] < info.channels:
+                raise InputError(
+                    src.path,
+                    f"speaker {s} on channel {src.channels[s]}, file has {info.channels}",
+                    reason="bad_channels",
+                )
+        _check_end(src.path, info.duration_s, turns, None)
+        data, file_sr = read_frames(src.path, start, max(start, stop))
+        data2 = data.reshape(len(data), -1)
+        for s in ids:
+            ch = np.ascontiguousarray(data2[:, src.channels[s]])
+            tracks[s] = _Track(_fit(resample(ch, file_sr, sr), n), start / file_sr)
+        return tracks, [src.path]
+    if isinstance(src, PerSpeakerSource):
+        missing = [s for s in ids if s not in src.paths]
+        if missing:
+            raise InputError(d.id, f"no file for speaker(s) {missing}", reason="bad_source")
+        for s in ids:
+            path = src.paths[s]
+            x, file_sr, end = _read_range(path, t_a, t_b, sr, channel=src.channels.get(s))
+            _check_end(path, end, turns, s)
+            t0 = math.floor(t_a * file_sr) / file_sr
+            tracks[s] = _Track(_fit(x, n), t0)
+        return tracks, [src.paths[s] for s in ids]
+    if isinstance(src, PerTurnSource):
+        return _load_per_turn(d, src, turns, sr, t_a, n), list(src.paths)
+    raise InputError(d.id, f"source kind {src.kind} is not separable", reason="bad_source")
+
+
+def _load_per_turn(
+    d: Dialogue, src: PerTurnSource, turns: Sequence[Turn], sr: int, t_a: float, n: int
+) -> dict[str, _Track]:
+    """Per-speaker virtual tracks: each clip on its turn's speaker's track, silence elsewhere."""
+    infos = [audio_info(p) for p in src.paths]
+    if len(src.paths) == len(turns):
+        starts = [t.start for t in turns]  # one clip per turn: the turn says where it lies
+    else:
+        starts, pos = [], 0.0
+        for inf in infos:
+            starts.append(pos)
+            pos += inf.duration_s
+    ids = {s.id for s in d.speakers}
+    buf = {s: np.zeros(n, dtype=np.float32) for s in ids}
+    material: dict[str, list[tuple[float, float]]] = {s: [] for s in ids}
+    t_b = t_a + n / sr
+    for k, (path, inf, c0) in enumerate(zip(src.paths, infos, starts, strict=True)):
+        c1 = c0 + inf.duration_s
+        if c1 <= t_a or c0 >= t_b:
+            continue
+        if len(src.paths) == len(turns):
+            who: str | None = turns[k].speaker
+            need = turns[k].end - turns[k].start
+            if need > inf.duration_s + _END_TOL_S:
+                raise InputError(
+                    path,
+                    f"clip lasts {inf.duration_s:.3f} s, turn {k} needs {need:.3f} s",
+                    reason="truncated_audio",
+                )
+        else:
+            mid = [t for t in turns if c0 <= (t.start + t.end) / 2 < c1]
+            who = mid[0].speaker if mid else None
+        if who is None or who not in ids:
+            continue
+        a, b = max(c0, t_a), min(c1, t_b)
+        x, _, _ = _read_range(path, a - c0, b - c0, sr)
+        at = int(round((a - t_a) * sr))
+        place(buf[who], x, at)
+        material[who].append((a, min(b, a + len(x) / sr)))
+    tracks = {}
+    for s in ids:
+        spans = sorted(material[s])
+        gaps, pos = [], t_a
+        for a, b in spans:
+            if a > pos:
+                gaps.append((pos, a))
+            pos = max(pos, b)
+        if pos < t_b:
+            gaps.append((pos, t_b))
+        tracks[s] = _Track(buf[s], t_a, tuple(gaps))
+    return tracks
+
+
+def _load_mixed(
+    d: Dialogue, src: MixedMonoSource, turns: Sequence[Turn], sr: int, pad_s: float
+) -> _Track:
+    t_a, t_b = _source_range(d, turns, pad_s)
+    x, file_sr, end = _read_range(src.path, t_a, t_b, sr, channel=src.channel)
+    _check_end(src.path, end, turns, None)
+    t0 = math.floor(t_a * file_sr) / file_sr
+    return _Track(x, t0)
+
+
+# --- analysis -----------------------------------------------------------------------------------
+
+
+def _speech_regions(
+    track: _Track, turns: Sequence[Turn], extra: Sequence[tuple[float, float]] = ()
+) -> list[tuple[float, float]]:
+    """Annotated speech (all speakers) + no-material spans, relative to the track start."""
+    regions = [(t.start - track.t0, t.end - track.t0) for t in turns]
+    regions += [(a - track.t0, b - track.t0) for a, b in (*track.gaps, *extra)]
+    return regions
+
+
+def _tone_for(track: _Track, turns: Sequence[Turn], sr: int) -> Audio | None:
+    return extract_room_tone(
+        track.samples, sr, _speech_regions(track, turns), margin_s=_TONE_MARGIN_S
+    )
+
+
+def _level(tone: Audio | None) -> float | None:
+    return rms_db(tone) if tone is not None else None
+
+
+def _material_floor_db(track: _Track, sr: int) -> float | None:
+    """A rough noise floor: the 5th percentile of 10 ms frame levels where the track has audio."""
+    n = max(1, sr // 100)
+    levels = frame_db(track.samples, n)
+    keep = levels > DIGITAL_SILENCE_DB
+    for a, b in track.gaps:
+        keep[max(0, track.index(a, sr) // n) : max(0, track.index(b, sr) // n + 1)] = False
+    if not keep.any():
+        return None
+    return float(np.percentile(levels[keep], 5))
+
+
+def _tone_between_extents(
+    track: _Track, speaker: str, turns: Sequence[Turn], sr: int
+) -> Audio | None:
+    """Room tone from the slack around a speaker's turns (clip-per-turn sources, dense labels).
+
+    A first trimming pass over a percentile floor finds the acoustic extents; what lies outside
+    them (and outside the other speakers' turns) is the recording's background.
+    """
+    floor = _material_floor_db(track, sr)
+    if floor is None:
+        return None
+    regions: list[tuple[float, float]] = []
+    for t in turns:
+        if t.speaker != speaker:
+            regions.append((t.start - track.t0, t.end - track.t0))
+            continue
+        ext = _extent(track, t.start, t.end, sr, floor)
+        if ext is not None:
+            regions.append((ext[0] / sr, ext[1] / sr))
+    regions += [(a - track.t0, b - track.t0) for a, b in track.gaps]
+    return extract_room_tone(track.samples, sr, regions, min_len_s=0.1, margin_s=0.03)
+
+
+def _extent(
+    track: _Track, a: float, b: float, sr: int, floor_db: float | None
+) -> tuple[int, int] | None:
+    """Acoustic extent of source span ``[a, b]`` as track sample indices."""
+    i0, i1 = max(0, track.index(a, sr)), min(track.n, track.index(b, sr))
+    if i1 <= i0:
+        return None
+    ext = acoustic_extent(track.samples[i0:i1], sr, floor_db)
+    if ext is None:
+        return None
+    return i0 + ext[0], i0 + ext[1]
+
+
+def _measure(chunks: Sequence[Audio], sr: int) -> ld.Loudness:
+    if not chunks:
+        return ld.Loudness(ld.SILENCE_LUFS, "silent")
+    return ld.measure(np.concatenate(chunks), sr)
+
+
+# --- rendering ----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Result:
+    out: Audio
+    stems: Audio | None
+    rows: list[dict[str, Any]]
+    gaps: list[float]
+    loud: dict[str, ld.Loudness]
+    gains: dict[str, float]
+    tone: dict[str, Any]
+    dropped: list[int]
+
+
+def _render_separable(
+    d: Dialogue, turns: Sequence[Turn], config: RunConfig, rng: np.random.Generator
+) -> tuple[_Result, list[str]]:
+    cfg, sr = config.render, config.sample_rate
+    pad_s = cfg.trim_pad_ms / 1000.0
+    pad_n, fade_n = int(round(pad_s * sr)), max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
+    tracks, files = _load_separable(d, turns, sr, pad_s)
+    ids = [s.id for s in d.speakers]
+    for t in turns:
+        if t.speaker not in tracks:
+            raise InputError(
+                d.id, f"turn speaker {t.speaker!r} is not a dialogue speaker", reason="bad_speaker"
+            )
+    tones = {s: _tone_for(tracks[s], turns, sr) for s in ids}
+    for s in ids:
+        if tones[s] is None:  # annotations leave no room: look between acoustic extents instead
+            tones[s] = _tone_between_extents(tracks[s], s, turns, sr)
+    floors = {s: _level(tones[s]) for s in ids}
+
+    # trim
+    extents: dict[int, tuple[int, int]] = {}
+    trimmed: list[Turn] = []
+    dropped: list[int] = []
+    for i, t in enumerate(turns):
+        if t.kind == TurnKind.NONSPEECH:
+            trimmed.append(t)
+            continue
+        tr = tracks[t.speaker]
+        ext = _extent(tr, t.start, t.end, sr, floors[t.speaker])
+        if ext is None:
+            if t.kind == TurnKind.BACKCHANNEL:
+                dropped.append(i)
+                trimmed.append(replace(t, kind=TurnKind.NONSPEECH))
+                continue
+            raise InputError(
+                d.id,
+                f"turn {i} ({t.speaker}, {t.start:.3f}-{t.end:.3f} s) has no audible speech",
+                reason="silent_turn",
+            )
+        extents[i] = ext
+        trimmed.append(replace(t, start=tr.t0 + ext[0] / sr, end=tr.t0 + ext[1] / sr))
+
+    lead = cfg.gap_ms_min / 1000.0
+    tl = layout_turns(trimmed, cfg, rng, lead_s=lead, tail_s=lead)
+
+    # loudness per speaker on exactly the trimmed speech that is rendered
+    chunks: dict[str, list[Audio]] = {s: [] for s in ids}
+    for p in tl.placements:
+        i0, i1 = extents[p.index]
+        chunks[p.speaker].append(tracks[p.speaker].samples[i0:i1])
+    loud = {s: _measure(chunks[s], sr) for s in ids}
+    gains = {s: ld.gain_to_target(loud[s].lufs, cfg.loudness_target_lufs) for s in ids}
+
+    # assemble
+    n_out = int(round(tl.duration_s * sr))
+    weight = {s: np.zeros(n_out, dtype=np.float32) for s in ids}
+    layer = {s: np.zeros(n_out, dtype=np.float32) for s in ids}
+    rows = []
+    for p in tl.placements:
+        tr = tracks[p.speaker]
+        i0, i1 = extents[p.index]
+        a, b = max(0, i0 - pad_n), min(tr.n, i1 + pad_n)
+        at = int(round(p.out_start * sr)) - (i0 - a)
+        clip = tr.samples[a:b] * np.float32(ld.db_to_gain(gains[p.speaker]))
+        env = fade_envelope(b - a, fade_n)
+        place(layer[p.speaker], clip, at, env)
+        place(weight[p.speaker], env, at)
+        s0 = at + (i0 - a)
+        rows.append(_turn_row(d, p.index, p, turns, s0 / sr, (s0 + i1 - i0) / sr))
+    tone_meta: dict[str, Any] = {"used": False}
+    bed = np.zeros(n_out, dtype=np.float32)
+    usable = [s for s in ids if tones[s] is not None]
+    if cfg.room_tone and usable:
+        src_s = min(usable, key=lambda s: floors[s] or -math.inf)
+        tone = tones[src_s]
+        assert tone is not None
+        bed = fill(tone, n_out, rng, max(1, int(0.01 * sr)))
+        bed *= np.float32(ld.db_to_gain(gains[src_s]))
+        tone_meta = {
+            "used": True,
+            "from_speaker": src_s,
+            "rms_dbfs": round(float(floors[src_s] or -math.inf), 2),
+            "material_s": round(len(tone) / sr, 3),
+        }
+    elif cfg.room_tone:
+        tone_meta = {"used": False, "reason": "no non-speech material or digital silence"}
+    else:
+        tone_meta = {"used": False, "reason": "render.room_tone is false"}
+    w_all = np.minimum(sum(weight.values(), np.zeros(n_out, dtype=np.float32)), 1.0)
+    out = bed * (1.0 - w_all) + sum(layer.values(), np.zeros(n_out, dtype=np.float32))
+    stems = None
+    if cfg.stems:
+        stems = np.stack(
+            [bed * (1.0 - np.minimum(weight[s], 1.0)) + layer[s] for s in ids], axis=1
+        ).astype(np.float32)
+    return (
+        _Result(
+            out.astype(np.float32),
+            stems,
+            rows,
+            list(tl.gaps_s),
+            loud,
+            gains,
+            tone_meta,
+            sorted({*dropped, *tl.dropped}),
+        ),
+        files,
+    )
+
+
+def _render_mixed(
+    d: Dialogue, turns: Sequence[Turn], config: RunConfig, rng: np.random.Generator
+) -> tuple[_Result, list[str]]:
+    cfg, sr = config.render, config.sample_rate
+    src = d.source
+    assert isinstance(src, MixedMonoSource)
+    pad_s = cfg.trim_pad_ms / 1000.0
+    pad_n, fade_n = int(round(pad_s * sr)), max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
+    track = _load_mixed(d, src, turns, sr, pad_s)
+    ids = [s.id for s in d.speakers]
+    tone = _tone_for(track, turns, sr)
+    floor = rms_db(tone) if tone is not None else None
+
+    keep, dropped = mixed_speech_indices(turns, cfg)
+    blocks: list[Block] = []
+    extents: list[tuple[int, int]] = []
+    for blk in merge_blocks(turns, keep):
+        ext = _extent(track, blk.start, blk.end, sr, floor)
+        if ext is None:
+            raise InputError(
+                src.path,
+                f"no audible speech in {blk.start:.3f}-{blk.end:.3f} s (turns {list(blk.members)})",
+                reason="silent_turn",
+            )
+        extents.append(ext)
+        blocks.append(replace(blk, start=track.t0 + ext[0] / sr, end=track.t0 + ext[1] / sr))
+    lead = cfg.gap_ms_min / 1000.0
+    starts, gaps, duration = layout_blocks(blocks, cfg, rng, lead_s=lead, tail_s=lead)
+
+    # who speaks alone where (track samples), for measurement and the gain curve
+    masks = {s: np.zeros(track.n, dtype=bool) for s in ids}
+    for i in keep:
+        t = turns[i]
+        if t.speaker in masks:
+            masks[t.speaker][max(0, track.index(t.start, sr)) : track.index(t.end, sr)] = True
+    inside = np.zeros(track.n, dtype=bool)
+    for i0, i1 in extents:
+        inside[i0:i1] = True
+    loud: dict[str, ld.Loudness] = {}
+    for s in ids:
+        others = np.zeros(track.n, dtype=bool)
+        for o in ids:
+            if o != s:
+                others |= masks[o]
+        alone = masks[s] & ~others & inside
+        if not alone.any():
+            alone = masks[s] & inside
+        loud[s] = (
+            ld.measure(track.samples[alone], sr)
+            if alone.any()
+            else ld.Loudness(ld.SILENCE_LUFS, "silent")
+        )
+    gains = {s: ld.gain_to_target(loud[s].lufs, cfg.loudness_target_lufs) for s in ids}
+    mid_db = float(np.mean([gains[s] for s in ids]))
+    g = np.full(track.n, ld.db_to_gain(mid_db), dtype=np.float64)
+    for s in ids:
+        others = np.zeros(track.n, dtype=bool)
+        for o in ids:
+            if o != s:
+                others |= masks[o]
+        g[masks[s] & ~others] = ld.db_to_gain(gains[s])
+
+    n_out = int(round(duration * sr))
+    out_layer = np.zeros(n_out, dtype=np.float32)
+    weight = np.zeros(n_out, dtype=np.float32)
+    rows = []
+    for blk, (i0, i1), o_start in zip(blocks, extents, starts, strict=True):
+        a, b = max(0, i0 - pad_n), min(track.n, i1 + pad_n)
+        at = int(round(o_start * sr)) - (i0 - a)
+        gain = smooth_steps(g[a:b], fade_n)
+        env = fade_envelope(b - a, fade_n)
+        place(out_layer, track.samples[a:b] * gain, at, env)
+        place(weight, env, at)
+        s0 = at + (i0 - a)
+        shift = s0 / sr - blk.start
+        for i in sorted(blk.members, key=lambda i: (turns[i].start, i)):
+            t = turns[i]
+            start = min(max(t.start, blk.start), blk.end) + shift
+            end = min(max(t.end, blk.start), blk.end) + shift
+            p = Placement(i, t.speaker, t.kind, t.start, t.end, start)
+            rows.append(_turn_row(d, i, p, turns, start, end))
+    bed = np.zeros(n_out, dtype=np.float32)
+    if cfg.room_tone and tone is not None:
+        bed = fill(tone, n_out, rng, max(1, int(0.01 * sr))) * np.float32(ld.db_to_gain(mid_db))
+        tone_meta: dict[str, Any] = {
+            "used": True,
+            "from_speaker": "mix",
+            "rms_dbfs": round(float(floor or -math.inf), 2),
+            "material_s": round(len(tone) / sr, 3),
+        }
+    else:
+        reason = "render.room_tone is false" if not cfg.room_tone else "no non-speech material"
+        tone_meta = {"used": False, "reason": reason}
+    out = bed * (1.0 - np.minimum(weight, 1.0)) + out_layer
+    if cfg.stems:
+        log.info("%s: stems are not available for a mixed mono source", d.id)
+        tone_meta["stems"] = "unavailable for mixed mono"
+    return _Result(out.astype(np.float32), None, rows, gaps, loud, gains, tone_meta, dropped), [
+        src.path
+    ]
+
+
+def _turn_row(
+    d: Dialogue, index: int, p: Placement, orig: Sequence[Turn], start: float, end: float
+) -> dict[str, Any]:
+    o = d.turns[index]
+    return {
+        "dialogue_id": d.id,
+        "turn_index": 0,  # renumbered in output order
+        "speaker": p.speaker,
+        "kind": str(TurnKind.BACKCHANNEL if p.kind == TurnKind.BACKCHANNEL else TurnKind.TURN),
+        "start_s": round(start, 6),
+        "end_s": round(end, 6),
+        "orig_start_s": float(o.start),
+        "orig_end_s": float(o.end),
+        "text": o.text,
+    }
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> RenderedDialogue:
+    """Render one window to ``out_dir/audio/<id>.<fmt>`` and return its manifest rows.
+
+    Raises :class:`~duetflow.errors.InputError` for audio that cannot be rendered (missing,
+    truncated, silent turns); the caller turns it into a ``Stage.RENDER`` rejection.
+    """
+    cfg, sr = config.render, config.sample_rate
+    d = dialogue
+    turns = source_turns(d)
+    rng = rng_for(config.seed, d.id)
+    if isinstance(d.source, MixedMonoSource):
+        res, files = _render_mixed(d, turns, config, rng)
+    else:
+        res, files = _render_separable(d, turns, config, rng)
+
+    ceiling = ld.ceiling_gain_db(res.out, sr, cfg.true_peak_ceiling_dbtp)
+    out, stems = res.out, res.stems
+    if ceiling < 0:
+        scale = np.float32(ld.db_to_gain(ceiling))
+        out = out * scale
+        stems = stems * scale if stems is not None else None
+    if not np.any(out):
+        raise InputError(d.id, "rendered audio is all silence", reason="silent_turn")
+
+    out_dir = Path(out_dir)
+    name = safe_id(d.id)
+    rel = f"audio/{name}.{cfg.audio_format}"
+    path = write_audio(out_dir / rel, out, sr, audio_format=cfg.audio_format)
+    stems_rel = None
+    if stems is not None:
+        stems_rel = f"stems/{name}.{cfg.audio_format}"
+        write_audio(out_dir / stems_rel, stems, sr, audio_format=cfg.audio_format)
+
+    a, b = d.speaker_a.id, d.speaker_b.id
+    total = {s: res.gains.get(s, 0.0) + ceiling for s in (a, b)}
+    rendered = {
+        s: (res.loud[s].lufs + total[s] if res.loud[s].lufs > ld.SILENCE_LUFS else ld.SILENCE_LUFS)
+        for s in (a, b)
+    }
+    rows = sorted(res.rows, key=lambda r: (r["start_s"], r["orig_start_s"]))
+    for k, r in enumerate(rows):
+        r["turn_index"] = k
+    provenance = {
+        "source_kind": d.source.kind,
+        "source_files": files,
+        "window": list(d.window) if d.window else None,
+        "orig_turns": [[t.speaker, str(t.kind), t.start, t.end] for t in d.turns],
+        "dropped_turns": res.dropped,
+        "gaps_ms": [round(g * 1000, 3) for g in res.gaps],
+        "loudness": {
+            s: {"measured_lufs": round(res.loud[s].lufs, 3), "method": res.loud[s].method}
+            for s in (a, b)
+        },
+        "ceiling_gain_db": round(ceiling, 4),
+        "room_tone": res.tone,
+        "stems_path": stems_rel,
+        "seed": config.seed,
+        "config_hash": config.section_hash("render", "sample_rate", "seed"),
+        "code_version": duetflow.__version__,
+        "input": dict(d.provenance),
+    }
+    gaps_ms = [g * 1000 for g in res.gaps]
+    row = {
+        "dialogue_id": d.id,
+        "source_id": d.source_id,
+        "corpus": d.corpus,
+        "category": str(d.category),
+        "language": d.language,
+        "topic": d.topic,
+        "speaker_a": a,
+        "speaker_b": b,
+        "audio_path": rel,
+        "sha256": _sha256(path),
+        "duration_s": len(out) / sr,
+        "sample_rate": sr,
+        "num_channels": 1,
+        "n_turns": len(rows),
+        "loudness_lufs_a": round(rendered[a], 4),
+        "loudness_lufs_b": round(rendered[b], 4),
+        "gain_db_a": round(total[a], 4),
+        "gain_db_b": round(total[b], 4),
+        "gap_ms_min": round(min(gaps_ms), 3) if gaps_ms else None,
+        "gap_ms_max": round(max(gaps_ms), 3) if gaps_ms else None,
+        "provenance": dumps(provenance),
+    }
+    log.debug("rendered %s: %.2f s, %d turns", d.id, row["duration_s"], len(rows))
+    return RenderedDialogue(row, rows)
