@@ -1,0 +1,58 @@
+"""Flows behind the scheduled deployments in ``prefect.yaml``.
+
+``nightly_studio_ingest`` picks up new studio sessions (ingest + process; unchanged sessions
+are reused from the work directory's cache), ``weekly_release`` synthesizes PH dialogues and
+publishes everything rendered so far as a release.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow, get_run_logger
+
+from duetflow.config import RunConfig
+from duetflow.flows import stages
+from duetflow.flows.build import BuildSummary, build_dataset
+from duetflow.flows.runner import build_task_runner, dask_cluster, resolve_config
+from duetflow.pipeline import ReleaseSummary
+
+
+@flow(name="nightly-studio-ingest")
+def nightly_studio_ingest(
+    config: str | None = None,
+    corpora: list[str] | None = None,
+    workdir: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, int]:
+    """Ingest and process the studio roots (``corpora``, default: every corpus named studio)."""
+    cfg = resolve_config(config, workdir=workdir, overrides=overrides)
+    names = corpora or [c.name for c in cfg.corpora if c.name == "studio"]
+    if not names:
+        get_run_logger().warning("no studio corpus configured: nothing to ingest")
+        return {}
+    with dask_cluster(cfg.runner) as address:
+        runner = build_task_runner(cfg.runner, address)
+        intakes = stages.ingest.with_options(task_runner=runner)(config=cfg, corpora=names)
+        _, merged = stages.process.with_options(task_runner=runner)(
+            config=cfg, corpora=names, intakes=intakes
+        )
+    return {m.label: m.kept for m in merged}
+
+
+@flow(name="weekly-release")
+def weekly_release(
+    config: str | None = None,
+    store: str | None = None,
+    release_id: str | None = None,
+    overrides: dict[str, Any] | None = None,
+) -> ReleaseSummary:
+    """Synthesize PH dialogues from the rendered voices, then publish a release."""
+    cfg = resolve_config(config, store=store, overrides=overrides)
+    with dask_cluster(cfg.runner) as address:
+        runner = build_task_runner(cfg.runner, address)
+        stages.synthesize.with_options(task_runner=runner)(config=cfg)
+    return stages.publish(config=cfg, release_id=release_id)
+
+
+__all__ = ["BuildSummary", "RunConfig", "build_dataset", "nightly_studio_ingest", "weekly_release"]

@@ -1,0 +1,698 @@
+"""The whole configured pipeline as plain Python: shards, cache keys, resume, merge.
+
+This is the functional core under the Prefect flows (``duetflow.flows``): a flow submits the
+same step functions as tasks, :func:`run_pipeline` calls them one after the other. Both give
+byte-identical work directories and releases, which is what makes the Prefect overhead
+measurable (``bench/flows.py``) and the flows thin.
+
+Caching and resume are content-addressed directories in the work directory::
+
+    <workdir>/cache/ingest/<key>/      intake tables of one corpus          + result.json
+    <workdir>/cache/process/<key>/     rendered tables + audio of one shard + result.json
+    <workdir>/cache/synth/<key>/       PH tables + audio of one script shard + result.json
+    <workdir>/rendered/<label>/        merged work directory per corpus (audio hard-linked)
+    <workdir>/rendered/ph/             merged PH work directory
+
+A key is ``sha256(input fingerprint + hash of the config sections the stage reads + code
+version)``. A step builds into ``<key>.partial`` and renames it when complete, so a killed run
+leaves no half-written shard that looks finished; the re-run finds every finished shard by its
+key and only computes the rest. Changing a threshold changes only the keys of the stages that
+read its section.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+
+from duetflow import manifest
+from duetflow.config import CorpusSpec, RunConfig
+from duetflow.errors import ConfigError
+from duetflow.model import Dialogue, safe_id
+
+if TYPE_CHECKING:
+    from duetflow.tts.script import Script
+    from duetflow.tts.voices import VoicePool as VoicePoolLike
+
+log = logging.getLogger(__name__)
+#: progress records (``extra={"stage", "done", "total"}``); the CLI turns them into bars
+progress_log = logging.getLogger("duetflow.progress")
+
+#: config sections each stage reads; a change elsewhere leaves that stage's cache valid
+STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
+    "ingest": ("seed", "sample_rate", "segment", "studio"),
+    "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
+    "synth": ("seed", "sample_rate", "synth", "render", "turns"),
+    "publish": ("seed", "release"),
+}
+
+RESULT = "result.json"
+PH_LABEL = "ph"
+
+
+# --- keys ---------------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def code_version() -> str:
+    """Hash of the library's source (not the Prefect shell): editing a stage invalidates caches.
+
+    The package version alone would keep stale shards after a bug fix in a development checkout.
+    """
+    root = Path(__file__).resolve().parent
+    skip = {"flows", "tasks", "cli"}
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root)
+        if rel.parts[0] in skip or rel.name == "pipeline.py":
+            continue
+        h.update(str(rel).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def stage_key(stage: str, config: RunConfig, *fingerprints: str) -> str:
+    """Cache key of one step: input fingerprints + the stage's config sections + code version."""
+    h = hashlib.sha256()
+    for part in (stage, config.section_hash(*STAGE_SECTIONS[stage]), code_version(), *fingerprints):
+        h.update(part.encode())
+        h.update(b"\x1f")
+    return f"{stage}-{h.hexdigest()[:24]}"
+
+
+def tree_fingerprint(root: str | Path) -> str:
+    """(relative path, size, mtime) of every file under ``root``: cheap, catches new sessions.
+
+    Content hashing a corpus of hundreds of GB on every nightly run would cost more than the
+    ingest itself; size + nanosecond mtime is what make/rsync trust as well.
+    """
+    base = Path(root)
+    h = hashlib.sha256()
+    if not base.exists():
+        return "missing"
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            try:
+                st = p.stat()
+            except OSError:
+                continue
+            h.update(f"{p.relative_to(base)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _file_stat(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _source_paths(d: Dialogue) -> list[str]:
+    src = d.source
+    if hasattr(src, "paths"):
+        paths = src.paths
+        return sorted(paths.values()) if isinstance(paths, Mapping) else list(paths)
+    return [src.path]
+
+
+def dialogues_fingerprint(dialogues: Sequence[Dialogue]) -> str:
+    """Content of a shard: its intake rows plus the stat of every audio file they point at."""
+    h = hashlib.sha256()
+    for d in dialogues:
+        row, turns = manifest.dialogue_to_rows(d)
+        h.update(manifest.dumps([row, turns]).encode())
+        for p in _source_paths(d):
+            h.update(_file_stat(p).encode())
+    return h.hexdigest()
+
+
+def files_fingerprint(paths: Iterable[str | Path]) -> str:
+    """Content hash of small files (manifest tables), missing ones included by name."""
+    h = hashlib.sha256()
+    for p in paths:
+        h.update(str(Path(p).name).encode())
+        try:
+            with open(p, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except FileNotFoundError:
+            h.update(b"missing")
+    return h.hexdigest()
+
+
+# --- records ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What one step (corpus ingest, process shard, synth shard, merge) produced.
+
+    Persisted as ``result.json`` beside the step's tables; ``reused`` says whether this run
+    found it finished instead of computing it.
+    """
+
+    stage: str
+    label: str
+    key: str
+    path: str
+    found: int = 0
+    kept: int = 0
+    rejected: int = 0
+    by_reason: Mapping[str, int] = field(default_factory=dict)
+    index: int = 0
+    reused: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("reused")
+        data["by_reason"] = dict(sorted(self.by_reason.items()))
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], *, reused: bool = False) -> StepOutcome:
+        return cls(
+            stage=data["stage"],
+            label=data["label"],
+            key=data["key"],
+            path=data["path"],
+            found=int(data.get("found", 0)),
+            kept=int(data.get("kept", 0)),
+            rejected=int(data.get("rejected", 0)),
+            by_reason=dict(data.get("by_reason", {})),
+            index=int(data.get("index", 0)),
+            reused=reused,
+        )
+
+
+@dataclass(frozen=True)
+class CorpusJob:
+    """One configured corpus with the label that names its folders (unique within a run)."""
+
+    label: str
+    spec: CorpusSpec
+
+
+@dataclass(frozen=True)
+class ProcessShard:
+    """A slice of one corpus's intake dialogues, in intake order; ``index`` orders the merge."""
+
+    label: str
+    index: int
+    key: str
+    dialogues: tuple[Dialogue, ...]
+
+
+@dataclass(frozen=True)
+class SynthShard:
+    """A slice of the configured scripts (text only; voices travel separately as a pool)."""
+
+    label: str
+    index: int
+    key: str
+    scripts: tuple[Script, ...]
+
+
+@dataclass(frozen=True)
+class ReleaseSummary:
+    release_id: str
+    store: str
+    info: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    """Everything a run did, per stage; ``computed``/``reused`` count steps."""
+
+    steps: tuple[StepOutcome, ...]
+    merged: tuple[StepOutcome, ...]
+    release: ReleaseSummary | None
+
+    def computed(self, stage: str) -> int:
+        return sum(1 for s in self.steps if s.stage == stage and not s.reused)
+
+    def reused(self, stage: str) -> int:
+        return sum(1 for s in self.steps if s.stage == stage and s.reused)
+
+
+# --- cache directories --------------------------------------------------------------------------
+
+
+def cache_dir(config: RunConfig, stage: str, key: str) -> Path:
+    return Path(config.workdir) / "cache" / stage / key
+
+
+def load_outcome(path: Path) -> StepOutcome | None:
+    """The finished step at ``path``, or None when it was never completed."""
+    try:
+        data = json.loads((path / RESULT).read_text(encoding="utf-8"))
+    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
+        return None
+    return StepOutcome.from_json(data, reused=True)
+
+
+def _build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutcome:
+    """Reuse ``final`` when complete, else build into ``final.partial`` and rename it in place."""
+    done = load_outcome(final)
+    if done is not None:
+        return done
+    partial = final.with_name(final.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    if final.exists():  # a directory without result.json is not a result
+        shutil.rmtree(final)
+    partial.mkdir(parents=True)
+    outcome = build(partial)
+    outcome = dataclasses.replace(outcome, path=str(final), reused=False)
+    (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
+    try:
+        os.replace(partial, final)
+    except OSError:  # another run finished the same key first: its result is as good
+        shutil.rmtree(partial, ignore_errors=True)
+        again = load_outcome(final)
+        if again is None:
+            raise
+        return again
+    return outcome
+
+
+def _table_counts(workdir: Path) -> tuple[int, int, dict[str, int]]:
+    """(kept dialogues, rejections, rejections by ``stage:reason``) of a work directory."""
+    kept = 0
+    dpath = workdir / manifest.DIALOGUES
+    if dpath.exists():
+        kept = pq.ParquetFile(dpath).metadata.num_rows
+    by_reason: Counter[str] = Counter()
+    rpath = workdir / manifest.REJECTIONS
+    if rpath.exists():
+        for row in manifest.iter_rows(rpath, columns=["stage", "reason"]):
+            by_reason[f"{row['stage']}:{row['reason']}"] += 1
+    return kept, sum(by_reason.values()), dict(sorted(by_reason.items()))
+
+
+def _emit(stage: str, label: str, done: int, total: int | None) -> None:
+    progress_log.info(
+        "%s %s: %d/%s",
+        stage,
+        label,
+        done,
+        total if total is not None else "?",
+        extra={"stage": f"{stage} {label}", "done": done, "total": total},
+    )
+
+
+# --- ingest -------------------------------------------------------------------------------------
+
+
+def corpus_jobs(config: RunConfig, only: Sequence[str] | None = None) -> list[CorpusJob]:
+    """The configured corpora with unique folder labels, optionally only those named."""
+    counts = Counter(spec.name for spec in config.corpora)
+    jobs: list[CorpusJob] = []
+    seen: Counter[str] = Counter()
+    for spec in config.corpora:
+        label = safe_id(spec.name)
+        if counts[spec.name] > 1:
+            label = f"{label}-{seen[spec.name]}"
+        seen[spec.name] += 1
+        jobs.append(CorpusJob(label=label, spec=spec))
+    if only:
+        wanted = set(only)
+        unknown = wanted - {j.label for j in jobs} - {j.spec.name for j in jobs}
+        if unknown:
+            raise ConfigError(f"corpus {sorted(unknown)} is not configured; have {sorted(counts)}")
+        jobs = [j for j in jobs if j.label in wanted or j.spec.name in wanted]
+    return jobs
+
+
+def ingest_key(job: CorpusJob, config: RunConfig) -> str:
+    spec = job.spec
+    options = manifest.dumps(dict(sorted(spec.options.items())))
+    return stage_key(
+        "ingest", config, spec.name, str(Path(spec.root).resolve()), options,
+        tree_fingerprint(spec.root),
+    )  # fmt: skip
+
+
+def run_ingest(job: CorpusJob, config: RunConfig, key: str | None = None) -> StepOutcome:
+    """Ingest one corpus into its cache directory (or find it already ingested)."""
+    from duetflow.ingest import ingest
+
+    key = key or ingest_key(job, config)
+
+    def build(out: Path) -> StepOutcome:
+        spec = job.spec
+        report = ingest(spec.name, spec.root, out, config, dict(spec.options) or None)
+        kept, rejected, by_reason = _table_counts(out)
+        found = int(getattr(report, "found", kept + rejected))
+        log.info("ingest %s: %d found, %d kept, %d rejected", job.label, found, kept, rejected)
+        return StepOutcome("ingest", job.label, key, str(out), found, kept, rejected, by_reason)
+
+    return _build_cached(cache_dir(config, "ingest", key), build)
+
+
+# --- process ------------------------------------------------------------------------------------
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    batch: list[Any] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def plan_process_shards(
+    label: str, intake_dir: str | Path, config: RunConfig
+) -> Iterator[ProcessShard]:
+    """Stream an intake work directory as shards of ``runner.shard_size`` dialogues."""
+    dialogues = manifest.iter_dialogues(intake_dir)
+    for i, batch in enumerate(_chunks(dialogues, config.runner.shard_size)):
+        key = stage_key("process", config, dialogues_fingerprint(batch))
+        yield ProcessShard(label=label, index=i, key=key, dialogues=tuple(batch))
+
+
+def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
+    """Window, filter and render one shard into its cache directory (or reuse it)."""
+    from duetflow.process import process_dialogues
+
+    def build(out: Path) -> StepOutcome:
+        process_dialogues(list(shard.dialogues), config, out)
+        kept, rejected, by_reason = _table_counts(out)
+        return StepOutcome(
+            "process", shard.label, shard.key, str(out), len(shard.dialogues), kept, rejected,
+            by_reason, shard.index,
+        )  # fmt: skip
+
+    return _build_cached(cache_dir(config, "process", shard.key), build)
+
+
+# --- synthesize ---------------------------------------------------------------------------------
+
+
+def build_voices(config: RunConfig, voices_dirs: Sequence[str | Path]) -> VoicePoolLike:
+    """One voice pool from every rendered work directory (references cached on disk)."""
+    from duetflow.tts.voices import VoicePool, build_voice_pool
+
+    cache = Path(config.workdir) / "cache" / "voices"
+    voices: dict[str, Any] = {}
+    problems: list[tuple[str, str, str]] = []
+    for d in voices_dirs:
+        pool = build_voice_pool(d, config, cache)
+        for v in pool.voices:
+            voices.setdefault(v.speaker_id, v)
+        problems.extend(pool.rejections)
+    return VoicePool(tuple(voices[k] for k in sorted(voices)), tuple(problems))
+
+
+def voices_fingerprint(pool: VoicePoolLike) -> str:
+    """What the synthesized audio depends on: each voice's clip, transcript and measurements."""
+    payload = [dataclasses.asdict(v) for v in pool.voices]
+    return hashlib.sha256(manifest.dumps(payload).encode()).hexdigest()
+
+
+def plan_synth_shards(
+    config: RunConfig,
+    voices_dirs: Sequence[str | Path],
+    pool: VoicePoolLike,
+    rejected: list[Any],
+) -> Iterator[SynthShard]:
+    """Stream the configured scripts as shards; scripts rejected on loading go to ``rejected``."""
+    from duetflow.model import Rejection
+    from duetflow.tts.script import load_scripts, scripts_from_workdir
+
+    def scripts() -> Iterator[Any]:
+        if config.synth.scripts is not None:
+            yield from load_scripts(config.synth.scripts)
+        if config.synth.from_hh_transcripts:
+            for d in voices_dirs:
+                yield from scripts_from_workdir(d)
+
+    def good() -> Iterator[Any]:
+        for item in scripts():
+            if isinstance(item, Rejection):
+                rejected.append(item)
+            else:
+                yield item
+
+    voices_fp = voices_fingerprint(pool)
+    for i, batch in enumerate(_chunks(good(), config.runner.shard_size)):
+        text = manifest.dumps([s.to_json() for s in batch])
+        key = stage_key("synth", config, hashlib.sha256(text.encode()).hexdigest(), voices_fp)
+        yield SynthShard(PH_LABEL, i, key, tuple(batch))
+
+
+def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -> StepOutcome:
+    """Synthesize one shard of scripts into its cache directory (or reuse it)."""
+    from duetflow.tts.pipeline import synthesize_scripts
+
+    def build(out: Path) -> StepOutcome:
+        res = synthesize_scripts(list(shard.scripts), pool, config.synth.backend, config, out)
+        with (
+            manifest.TableWriter(out / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA) as dw,
+            manifest.TableWriter(out / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
+            manifest.TableWriter(out / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as rw,
+        ):
+            for row, turns in zip(res.dialogues, res.turns, strict=True):
+                dw.write([row])
+                tw.write(turns)
+            rw.write(manifest.rejection_to_row(r) for r in res.rejections)
+        kept, rejected, by_reason = _table_counts(out)
+        return StepOutcome(
+            "synth", shard.label, shard.key, str(out), len(shard.scripts), kept, rejected,
+            by_reason, shard.index,
+        )  # fmt: skip
+
+    return _build_cached(cache_dir(config, "synth", shard.key), build)
+
+
+# --- merge --------------------------------------------------------------------------------------
+
+
+def _link(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def merge_workdirs(
+    label: str,
+    parts: Sequence[StepOutcome],
+    out_dir: str | Path,
+    *,
+    leading_rejections: Sequence[str | Path] = (),
+    extra_rejections: Iterable[Mapping[str, Any]] = (),
+    stage: str = "merge",
+) -> StepOutcome:
+    """Concatenate shard work directories into one, in shard order, streaming row groups.
+
+    Shards are ordered by ``index`` (their position in the intake stream), not by completion, so
+    threads, Dask and a resumed run write the same bytes. Audio files are hard-linked (copied
+    across file systems); ``audio_path`` stays relative to the work directory. Rejections from
+    earlier stages (``leading_rejections``) come first, so inputs = kept + rejected holds for the
+    merged directory alone.
+    """
+    out = Path(out_dir)
+    partial = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    ordered = sorted(parts, key=lambda p: p.index)
+    tables = {
+        manifest.DIALOGUES: manifest.RENDERED_DIALOGUE_SCHEMA,
+        manifest.TURNS: manifest.RENDERED_TURN_SCHEMA,
+    }
+    for name, default_schema in tables.items():
+        sources = [Path(p.path) / name for p in ordered if (Path(p.path) / name).exists()]
+        schema = pq.read_schema(sources[0]) if sources else default_schema
+        with manifest.TableWriter(partial / name, schema) as w:
+            for src in sources:
+                pf = pq.ParquetFile(src)
+                for g in range(pf.num_row_groups):
+                    w.write(pf.read_row_group(g).to_pylist())
+    with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as w:
+        for src in [*map(Path, leading_rejections)]:
+            if src.exists():
+                w.write(manifest.iter_rows(src))
+        w.write(extra_rejections)
+        for p in ordered:
+            src = Path(p.path) / manifest.REJECTIONS
+            if src.exists():
+                w.write(manifest.iter_rows(src))
+    for p in ordered:
+        audio = Path(p.path) / "audio"
+        if audio.is_dir():
+            for f in sorted(audio.rglob("*")):
+                if f.is_file():
+                    _link(f, partial / "audio" / f.relative_to(audio))
+    _merge_stats(ordered, partial)
+    kept, rejected, by_reason = _table_counts(partial)
+    found = sum(p.found for p in ordered)
+    outcome = StepOutcome(stage, label, "", str(out), found, kept, rejected, by_reason)
+    (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(partial, out)
+    return outcome
+
+
+def _merge_stats(parts: Sequence[StepOutcome], out: Path) -> None:
+    """Sum numeric fields of the shards' ``stats.json`` (nested dicts summed key by key)."""
+    merged: dict[str, Any] = {}
+    found = False
+
+    def add(into: dict[str, Any], data: Mapping[str, Any]) -> None:
+        for k, v in data.items():
+            if isinstance(v, bool):
+                into.setdefault(k, v)
+            elif isinstance(v, int | float):
+                into[k] = into.get(k, 0) + v
+            elif isinstance(v, Mapping):
+                sub = into.setdefault(k, {})
+                if isinstance(sub, dict):
+                    add(sub, v)
+            elif isinstance(v, list):
+                existing = into.setdefault(k, [])
+                if isinstance(existing, list):
+                    existing.extend(v)
+            else:
+                into.setdefault(k, v)
+
+    for p in parts:
+        path = Path(p.path) / "stats.json"
+        if path.exists():
+            found = True
+            add(merged, json.loads(path.read_text(encoding="utf-8")))
+    if found:
+        (out / "stats.json").write_text(
+            json.dumps(merged, sort_keys=True, indent=1), encoding="utf-8"
+        )
+
+
+def rendered_dir(config: RunConfig, label: str) -> Path:
+    return Path(config.workdir) / "rendered" / label
+
+
+def merge_process(
+    job: CorpusJob, intake: StepOutcome, shards: Sequence[StepOutcome], config: RunConfig
+) -> StepOutcome:
+    """The corpus's rendered work directory: intake rejections + every shard, in order."""
+    merged = merge_workdirs(
+        job.label,
+        shards,
+        rendered_dir(config, job.label),
+        leading_rejections=[Path(intake.path) / manifest.REJECTIONS],
+        stage="process",
+    )
+    return dataclasses.replace(merged, found=intake.found)
+
+
+def merge_synth(
+    shards: Sequence[StepOutcome], script_rejections: Sequence[Any], config: RunConfig
+) -> StepOutcome:
+    rows = [manifest.rejection_to_row(r) for r in script_rejections]
+    merged = merge_workdirs(
+        PH_LABEL, shards, rendered_dir(config, PH_LABEL), extra_rejections=rows, stage="synth"
+    )
+    return dataclasses.replace(merged, found=merged.found + len(rows))
+
+
+def synth_wanted(config: RunConfig) -> bool:
+    """Synthesis is on and has scripts to read (a file/folder or the kept HH transcripts)."""
+    synth = config.synth
+    return synth.enabled and (synth.scripts is not None or synth.from_hh_transcripts)
+
+
+def voice_dirs(config: RunConfig, merged: Sequence[StepOutcome]) -> list[str]:
+    """Rendered work directories whose kept dialogues lend their voices to PH synthesis."""
+    return [m.path for m in merged if m.stage == "process"]
+
+
+# --- publish ------------------------------------------------------------------------------------
+
+
+def run_publish(
+    workdirs: Sequence[str | Path], config: RunConfig, release_id: str | None = None
+) -> ReleaseSummary:
+    """Validate, split and publish the rendered work directories; idempotent for equal content."""
+    from duetflow.release.publish import publish
+
+    report_dir = Path(config.workdir) / "report"
+    info = publish(
+        [Path(w) for w in workdirs],
+        config.release.store,
+        config,
+        release_id=release_id or config.release.release_id,
+        report_dir=report_dir,
+    )
+    data = _as_dict(info)
+    rid = str(data.get("release_id") or data.get("id") or getattr(info, "release_id", ""))
+    return ReleaseSummary(release_id=rid, store=str(config.release.store), info=data)
+
+
+def _as_dict(obj: Any) -> dict[str, Any]:
+    data: Any = {"value": str(obj)}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        data = json.loads(json.dumps(dataclasses.asdict(obj), default=str))
+    elif isinstance(obj, Mapping):
+        data = json.loads(json.dumps(dict(obj), default=str))
+    return dict(data)
+
+
+# --- the whole run, without Prefect -------------------------------------------------------------
+
+
+def run_pipeline(
+    config: RunConfig,
+    *,
+    corpora: Sequence[str] | None = None,
+    synthesize: bool = True,
+    publish: bool = True,
+    release_id: str | None = None,
+) -> PipelineResult:
+    """Run the configured pipeline in this process, one step after the other.
+
+    The reference the flows must match byte for byte, and the baseline of the overhead bench.
+    """
+    steps: list[StepOutcome] = []
+    merged: list[StepOutcome] = []
+    for job in corpus_jobs(config, corpora):
+        intake = run_ingest(job, config)
+        steps.append(intake)
+        shard_results = []
+        for shard in plan_process_shards(job.label, intake.path, config):
+            shard_results.append(run_process_shard(shard, config))
+            _emit("process", job.label, len(shard_results), None)
+        steps.extend(shard_results)
+        merged.append(merge_process(job, intake, shard_results, config))
+    if synthesize and synth_wanted(config):
+        voices = voice_dirs(config, merged)
+        pool = build_voices(config, voices)
+        rejected: list[Any] = []
+        synth_results = []
+        for synth_shard in plan_synth_shards(config, voices, pool, rejected):
+            synth_results.append(run_synth_shard(synth_shard, pool, config))
+            _emit("synth", PH_LABEL, len(synth_results), None)
+        steps.extend(synth_results)
+        merged.append(merge_synth(synth_results, rejected, config))
+    release = None
+    if publish:
+        release = run_publish([m.path for m in merged], config, release_id)
+    return PipelineResult(tuple(steps), tuple(merged), release)

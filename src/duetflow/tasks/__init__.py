@@ -1,0 +1,84 @@
+"""Prefect tasks: thin wrappers that run one :mod:`duetflow.pipeline` step on one shard.
+
+A task takes a shard (a list of dialogues or script ids) or a whole corpus, never a single
+utterance: at ~15 ms of orchestration per task run, per-utterance tasks would cost more than the
+work. Caching is the pipeline's own content-addressed cache directories (``cache_policy=NO_CACHE``
+here), so a resumed run finds finished shards whether they were computed by threads, by a Dask
+worker or by the plain :func:`duetflow.pipeline.run_pipeline`, and a wiped Prefect home never
+returns a result whose files are gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from prefect.tasks import exponential_backoff
+
+from duetflow import pipeline
+from duetflow.config import RunConfig
+from duetflow.pipeline import CorpusJob, ProcessShard, ReleaseSummary, StepOutcome, SynthShard
+from duetflow.tts.voices import VoicePool
+
+#: tag of synthesis tasks; ``duetflow deploy`` creates a tag concurrency limit (1 per GPU)
+TTS_TAG = "duetflow-tts"
+#: tag of tasks that read or write storage (retried with backoff)
+IO_TAG = "duetflow-io"
+
+
+@task(
+    name="ingest-corpus",
+    task_run_name="ingest-{job.label}",
+    tags=[IO_TAG],
+    retries=2,
+    retry_delay_seconds=exponential_backoff(backoff_factor=2),
+    retry_jitter_factor=0.5,
+    cache_policy=NO_CACHE,
+)
+def ingest_corpus(job: CorpusJob, config: RunConfig, key: str) -> StepOutcome:
+    """Ingest one corpus root into intake tables (reused when its files did not change)."""
+    return pipeline.run_ingest(job, config, key)
+
+
+@task(
+    name="process-shard",
+    task_run_name="process-{shard.label}-{shard.index}",
+    retries=1,
+    retry_delay_seconds=1,
+    cache_policy=NO_CACHE,
+)
+def process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
+    """Window, filter and render one shard of dialogues (reused when already rendered)."""
+    return pipeline.run_process_shard(shard, config)
+
+
+@task(
+    name="synthesize-shard",
+    task_run_name="synthesize-{shard.index}",
+    tags=[TTS_TAG],
+    retries=1,
+    retry_delay_seconds=exponential_backoff(backoff_factor=5),
+    cache_policy=NO_CACHE,
+)
+def synthesize_shard(shard: SynthShard, pool: VoicePool, config: RunConfig) -> StepOutcome:
+    """Synthesize one shard of scripts (reused when already synthesized)."""
+    return pipeline.run_synth_shard(shard, pool, config)
+
+
+@task(
+    name="publish-release",
+    tags=[IO_TAG],
+    retries=3,
+    retry_delay_seconds=exponential_backoff(backoff_factor=5),
+    retry_jitter_factor=0.5,
+    cache_policy=NO_CACHE,
+)
+def publish_release(
+    workdirs: Sequence[str], config: RunConfig, release_id: str | None = None
+) -> ReleaseSummary:
+    """Validate, split and upload; idempotent, so a retry after a dropped connection is safe.
+
+    Timeouts live in the store clients (a thread cannot be interrupted by ``timeout_seconds``).
+    """
+    return pipeline.run_publish(workdirs, config, release_id)
