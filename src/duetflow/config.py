@@ -54,6 +54,12 @@ class SegmentConfig(_Section):
     )
     diarization_backend: str | None = Field(None, description="e.g. 'pyannote'; None: reject mono")
     diarization_model: str | None = Field(None, description="local dir of a pyannote pipeline")
+    activity_db: float = Field(
+        10.0, ge=0, description="dB over a track's noise floor that counts as sound (boundaries)"
+    )
+    max_boundary_shift_ms: int = Field(
+        120, ge=0, description="how far boundary refinement may move a VAD edge outwards"
+    )
 
 
 class TurnsConfig(_Section):
@@ -160,6 +166,15 @@ class StudioConfig(_Section):
                 "我是助手",
             ],
         }
+    )
+    non_target_min_units: int = Field(
+        3, ge=1, description="transcript turns with fewer words/CJK chars skip the language check"
+    )
+    timing_tolerance_s: float = Field(
+        0.05, ge=0, description="given turn timings may end this far past the audio's end"
+    )
+    max_track_length_diff_s: float = Field(
+        2.0, ge=0, description="per-speaker tracks longer/shorter than each other by more: reject"
     )
 
 

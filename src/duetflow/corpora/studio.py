@@ -1,0 +1,775 @@
+"""Studio sessions: the sidecar format, the adapter, and the HM transcript checks.
+
+A studio root holds one folder per recorded session (at any depth) with a ``session.yaml``
+sidecar (:class:`SessionSidecar`, documented with its JSON Schema in docs/studio-sessions.md)
+and its audio in one of three layouts:
+
+* ``tracks`` — one file per speaker (a mic track, the S2S system's line-out) →
+  :class:`~duetflow.model.PerSpeakerSource`;
+* ``stereo`` — one file, one speaker per channel → :class:`~duetflow.model.MultichannelSource`;
+* ``mono`` — one mixed file → :class:`~duetflow.model.MixedMonoSource`.
+
+Turns come, in this order of preference, from a transcript with timings (JSON), an RTTM file,
+VAD per track with crosstalk attribution (:mod:`duetflow.segment`, tracks/stereo), or a
+diarisation backend (:mod:`duetflow.diarize`, mono). A mono session with none of these is
+rejected ``mono_without_diarization``: turns are never guessed.
+
+Every session folder yields exactly one ``Dialogue`` or ``Rejection``. With the ``state_dir``
+option (ingest passes ``<workdir>/studio_state``) unchanged sessions are re-emitted from the
+state without reading audio (:mod:`duetflow.studio_state`); :attr:`StudioAdapter.counters` says
+what was done.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+import duetflow
+from duetflow.audio.io import Audio, AudioInfo, read_frames, resample, to_mono
+from duetflow.corpora.base import (
+    CorpusAdapter,
+    DuplicateGuard,
+    check_turn_timing,
+    checked_audio_info,
+    read_text,
+    safe_path,
+)
+from duetflow.diarize import DiarizationBackend, get_backend, segments_to_turns
+from duetflow.errors import BackendError, InputError
+from duetflow.model import (
+    AudioSource,
+    Category,
+    Dialogue,
+    MixedMonoSource,
+    MultichannelSource,
+    PerSpeakerSource,
+    Rejection,
+    Role,
+    Speaker,
+    Turn,
+    TurnKind,
+)
+from duetflow.segment import ANALYSIS_RATE, detect_turns
+from duetflow.studio_state import (
+    STATE_VERSION,
+    SessionRecord,
+    StudioState,
+    content_hash,
+    fingerprint,
+    result_of,
+    session_files,
+)
+
+log = logging.getLogger(__name__)
+
+SIDECAR = "session.yaml"
+AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".opus", ".m4a", ".aiff", ".aif"})
+
+# --- the sidecar --------------------------------------------------------------------------------
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SpeakerEntry(_Strict):
+    """One party of the session and where its voice is recorded."""
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$", description="speaker id")
+    role: Literal["human", "machine"] = Field(description="machine = the S2S system under test")
+    gender: Literal["M", "F"] | None = None
+    file: str = Field(min_length=1, description="audio file, relative to the session folder")
+    channel: int | None = Field(
+        None, ge=0, description="channel inside `file` (stereo layout: required)"
+    )
+
+
+class SystemInfo(_Strict):
+    """The speech-to-speech system an HM session talks to."""
+
+    name: str = Field(min_length=1)
+    version: str = Field(min_length=1)
+
+
+class SessionSidecar(_Strict):
+    """``session.yaml``: everything known about one studio session."""
+
+    session_id: str = Field(min_length=1, description="unique id, stable across re-deliveries")
+    date: dt.date
+    language: str = Field(min_length=2, description="BCP-47 code of the target language: en, zh")
+    topic: str = ""
+    category: Literal["HM", "HH"]
+    strategy: Literal["human_guided_initiation", "role_playing", "human_likeness_prompting"] = (
+        Field(description="how the session was elicited")
+    )
+    opening_line: str = Field(min_length=1, description="the fixed line the session starts from")
+    layout: Literal["tracks", "stereo", "mono"] = Field(
+        description="tracks: a file per speaker; stereo: a channel per speaker; mono: one mix"
+    )
+    system: SystemInfo | None = Field(None, description="required for HM, absent for HH")
+    speakers: list[SpeakerEntry] = Field(
+        min_length=2, max_length=2, description="the initiator (says the opening line) first"
+    )
+    transcript: str | None = Field(None, description="JSON transcript, see docs")
+    rttm: str | None = Field(None, description="RTTM file with turn timings")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SessionSidecar:
+        a, b = self.speakers
+        if a.id == b.id:
+            raise ValueError(f"speakers: both speakers have id {a.id!r}")
+        roles = sorted((a.role, b.role))
+        if self.category == "HM":
+            if roles != ["human", "machine"]:
+                raise ValueError("speakers: an HM session needs one human and one machine speaker")
+            if self.system is None:
+                raise ValueError("system: an HM session must name the S2S system (name, version)")
+        elif roles != ["human", "human"]:
+            raise ValueError("speakers: an HH session needs two human speakers")
+        elif self.system is not None:
+            raise ValueError("system: only HM sessions talk to a system")
+        if self.layout == "tracks" and a.file == b.file:
+            raise ValueError("speakers: layout 'tracks' needs a different file per speaker")
+        if self.layout in ("stereo", "mono") and a.file != b.file:
+            raise ValueError(f"speakers: layout {self.layout!r} needs both speakers in one file")
+        if self.layout == "stereo" and (
+            a.channel is None or b.channel is None or a.channel == b.channel
+        ):
+            raise ValueError("speakers: layout 'stereo' needs a distinct channel per speaker")
+        if self.layout == "mono" and a.channel != b.channel:
+            raise ValueError("speakers: layout 'mono' mixes both speakers in one channel")
+        return self
+
+
+class TranscriptTurn(_Strict):
+    """One transcript entry; ``start``/``end`` (seconds) on all entries or on none."""
+
+    speaker: str
+    text: str
+    start: float | None = Field(None, ge=0)
+    end: float | None = Field(None, ge=0)
+    kind: TurnKind = TurnKind.TURN
+
+
+class Transcript(_Strict):
+    """``transcript.json``: ``{"turns": [...]}`` in spoken order."""
+
+    turns: list[TranscriptTurn]
+
+
+def sidecar_json_schema() -> dict[str, Any]:
+    """JSON Schema of ``session.yaml`` (published in docs/studio-sessions.md)."""
+    return SessionSidecar.model_json_schema()
+
+
+def _validation_error(path: Path, err: ValidationError, reason: str) -> InputError:
+    parts = []
+    first_loc: str | None = None
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        first_loc = first_loc or loc
+        if e["type"] == "extra_forbidden":
+            parts.append(f"unknown field '{loc}'")
+        elif e["type"] == "missing":
+            parts.append(f"missing field '{loc}'")
+        else:
+            msg = str(e["msg"]).removeprefix("Value error, ")
+            parts.append(f"'{loc}': {msg} (got {e.get('input')!r})")
+    return InputError(path, "; ".join(parts), reason=reason, field=first_loc)
+
+
+def load_sidecar(path: Path) -> SessionSidecar:
+    """Parse and validate ``session.yaml``; InputError ``bad_sidecar`` names the field or line."""
+    text = read_text(path)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise InputError(path, f"invalid YAML: {e}", reason="bad_sidecar", line=line) from None
+    if not isinstance(data, dict):
+        raise InputError(path, "top level must be a mapping", reason="bad_sidecar")
+    try:
+        return SessionSidecar.model_validate(data)
+    except ValidationError as e:
+        raise _validation_error(path, e, "bad_sidecar") from None
+
+
+def load_transcript(path: Path, speakers: Sequence[str]) -> list[TranscriptTurn]:
+    """Parse ``transcript.json``; speakers must be the sidecar's, timings all-or-none."""
+    try:
+        data = json.loads(read_text(path))
+    except json.JSONDecodeError as e:
+        raise InputError(
+            path, f"invalid JSON: {e.msg}", reason="bad_transcript", line=e.lineno
+        ) from None
+    if isinstance(data, list):
+        data = {"turns": data}
+    try:
+        turns = Transcript.model_validate(data).turns
+    except ValidationError as e:
+        raise _validation_error(path, e, "bad_transcript") from None
+    for i, t in enumerate(turns):
+        if t.speaker not in speakers:
+            raise InputError(
+                path,
+                f"unknown speaker {t.speaker!r}; the sidecar has {list(speakers)}",
+                reason="bad_transcript",
+                field=f"turns.{i}.speaker",
+            )
+    timed = [t.start is not None and t.end is not None for t in turns]
+    partial = [t.start is not None or t.end is not None for t in turns]
+    if any(partial) and not all(timed):
+        i = timed.index(False)
+        raise InputError(
+            path,
+            "timings must be given on every turn or on none",
+            reason="bad_transcript",
+            field=f"turns.{i}",
+        )
+    for i, t in enumerate(turns):
+        if t.start is not None and t.end is not None and t.end <= t.start:
+            raise InputError(
+                path,
+                f"end {t.end} is not after start {t.start}",
+                reason="bad_timing",
+                field=f"turns.{i}",
+            )
+    return turns
+
+
+def load_rttm(path: Path, speakers: Sequence[str]) -> list[Turn]:
+    """Turns of an RTTM file (``SPEAKER <file> <chan> <start> <dur> <NA> <NA> <spk> ...``)."""
+    turns: list[Turn] = []
+    for lineno, line in enumerate(read_text(path).splitlines(), 1):
+        fields = line.split()
+        if not fields or fields[0].startswith(("#", ";")) or fields[0] != "SPEAKER":
+            continue
+        if len(fields) < 8:
+            raise InputError(
+                path, f"expected >= 8 fields, got {len(fields)}", reason="bad_rttm", line=lineno
+            )
+        try:
+            start, dur = float(fields[3]), float(fields[4])
+        except ValueError:
+            raise InputError(
+                path,
+                f"bad start/duration {fields[3]!r} {fields[4]!r}",
+                reason="bad_rttm",
+                line=lineno,
+            ) from None
+        spk = fields[7]
+        if spk not in speakers:
+            raise InputError(
+                path,
+                f"unknown speaker {spk!r}; the sidecar has {list(speakers)}",
+                reason="bad_rttm",
+                line=lineno,
+            )
+        if dur <= 0 or start < 0:
+            raise InputError(
+                path, f"bad timing start={start} duration={dur}", reason="bad_timing", line=lineno
+            )
+        turns.append(Turn(speaker=spk, start=round(start, 3), end=round(start + dur, 3)))
+    if not turns:
+        raise InputError(path, "no SPEAKER lines", reason="bad_rttm")
+    return turns
+
+
+# --- HM checks -----------------------------------------------------------------------------------
+
+_APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.translate(_APOSTROPHES).lower().split())
+
+
+def find_disclosure(text: str, phrases: Mapping[str, Sequence[str]]) -> str | None:
+    """The first identity-disclosure phrase in ``text`` (any language's list), or None.
+
+    Matching is case-insensitive on whole words for alphabetic phrases; phrases with CJK
+    characters are matched with all whitespace removed (CJK text has no word spaces).
+    """
+    norm = _normalise(text)
+    squeezed = norm.replace(" ", "")
+    for lang in sorted(phrases):
+        for phrase in phrases[lang]:
+            p = _normalise(phrase)
+            if not p:
+                continue
+            if _CJK.search(p):
+                if p.replace(" ", "") in squeezed:
+                    return phrase
+            elif re.search(r"(?<!\w)" + re.escape(p) + r"(?!\w)", norm):
+                return phrase
+    return None
+
+
+_SCRIPT_RANGES: tuple[tuple[str, str], ...] = (
+    ("han", r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"),
+    ("kana", r"\u3040-\u30ff"),
+    ("hangul", r"\uac00-\ud7af\u1100-\u11ff"),
+    ("cyrillic", r"\u0400-\u04ff"),
+    ("arabic", r"\u0600-\u06ff"),
+    ("latin", r"A-Za-z\u00c0-\u024f"),
+)
+_SYLLABIC = {"han", "kana", "hangul"}  # one character = one unit; else one word = one unit
+_UNIT = re.compile(
+    "|".join(f"(?P<{n}>[{r}]{'' if n in _SYLLABIC else '+'})" for n, r in _SCRIPT_RANGES)
+)
+_EXPECTED_SCRIPTS: Mapping[str, frozenset[str]] = {
+    "zh": frozenset({"han"}),
+    "yue": frozenset({"han"}),
+    "ja": frozenset({"han", "kana"}),
+    "ko": frozenset({"hangul", "han"}),
+    "ru": frozenset({"cyrillic"}),
+    "uk": frozenset({"cyrillic"}),
+    "bg": frozenset({"cyrillic"}),
+    "ar": frozenset({"arabic"}),
+    "fa": frozenset({"arabic"}),
+}
+
+
+def script_units(text: str) -> dict[str, int]:
+    """Count writing-system units: CJK/kana/hangul characters, alphabetic words."""
+    counts: dict[str, int] = {}
+    for m in _UNIT.finditer(text):
+        name = m.lastgroup or ""
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def non_target_language(text: str, language: str, min_units: int = 3) -> str | None:
+    """The dominant foreign script of ``text`` when most of it is not in ``language``'s script.
+
+    A script-level check (no language model is available offline): it tells Chinese from
+    English, not English from German. Text with fewer than ``min_units`` units is not judged,
+    so a lone "OK" in a Chinese dialogue passes.
+    """
+    primary = language.split("-")[0].split("_")[0].lower()
+    expected = _EXPECTED_SCRIPTS.get(primary, frozenset({"latin"}))
+    units = script_units(text)
+    total = sum(units.values())
+    if total < min_units:
+        return None
+    foreign = {k: v for k, v in units.items() if k not in expected}
+    if sum(foreign.values()) * 2 > total:
+        return max(sorted(foreign), key=lambda k: foreign[k])
+    return None
+
+
+def _snippet(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- the adapter ---------------------------------------------------------------------------------
+
+
+@dataclass
+class StudioCounters:
+    """What one scan did; the incremental-ingest tests assert on these."""
+
+    sessions: int = 0
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    processed: int = 0
+    audio_reads: int = 0
+    bytes_hashed: int = 0
+    pruned: int = 0
+
+
+@dataclass(frozen=True)
+class _Session:
+    folder: Path
+    rel: str
+
+
+class StudioAdapter(CorpusAdapter):
+    """Studio session folders → dialogues (see the module docstring)."""
+
+    name: ClassVar[str] = "studio"
+    default_options: ClassVar[Mapping[str, Any]] = {
+        "state_dir": None,  # incremental-ingest state (ingest passes <workdir>/studio_state)
+        "force": False,  # re-process every session even when unchanged
+    }
+
+    def __init__(
+        self,
+        root: Path,
+        options: Mapping[str, Any] | None = None,
+        *,
+        config: Any = None,
+    ) -> None:
+        super().__init__(root, options, config=config)
+        state_dir = self.options.get("state_dir")
+        self.state = StudioState(Path(state_dir)) if state_dir else None
+        self.counters = StudioCounters()
+        self._backend: DiarizationBackend | None = None
+        self._config_hash = (
+            f"v{STATE_VERSION}-{duetflow.__version__}-"
+            f"{self.config.section_hash('segment', 'studio')}"
+        )
+
+    # -- discovery ------------------------------------------------------------------------------
+
+    def _sessions(self) -> Iterator[_Session | Rejection]:
+        """Session folders in sorted order; an audio folder without a sidecar is a rejection."""
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            folder = Path(dirpath)
+            rel = folder.relative_to(self.root).as_posix()
+            if SIDECAR in filenames:
+                dirnames[:] = []  # a session folder is a leaf
+                yield _Session(folder, rel if rel != "." else folder.name)
+            elif not dirnames and any(Path(f).suffix.lower() in AUDIO_SUFFIXES for f in filenames):
+                err = InputError(
+                    folder / SIDECAR, "audio without a session.yaml", reason="missing_sidecar"
+                )
+                yield self.reject(rel, err, folder)
+
+    def count_sources(self) -> int | None:
+        return sum(1 for _ in self._sessions())
+
+    # -- scan -----------------------------------------------------------------------------------
+
+    def scan(self) -> Iterator[Dialogue | Rejection]:
+        self.check_root()
+        self.counters = StudioCounters()
+        guard = DuplicateGuard()
+        live: set[str] = set()
+        for entry in self._sessions():
+            self.counters.sessions += 1
+            if isinstance(entry, Rejection):
+                yield entry
+                continue
+            live.add(entry.rel)
+            item = self._session_item(entry)
+            try:
+                guard.check(
+                    item.item_id if isinstance(item, Rejection) else item.id, entry.folder / SIDECAR
+                )
+            except InputError as e:
+                item = self.reject(entry.rel, e, entry.folder / SIDECAR)
+            yield item
+        if self.state is not None:
+            self.counters.pruned = self.state.prune(live)
+        log.info("studio scan of %s: %s", self.root, asdict(self.counters))
+
+    def _session_item(self, s: _Session) -> Dialogue | Rejection:
+        """The session's output: from the state when unchanged, else freshly processed."""
+        if self.state is None:
+            self.counters.new += 1
+            self.counters.processed += 1
+            return self._process(s)
+        try:
+            fp = fingerprint(s.folder)
+        except OSError as e:
+            return self.reject(
+                s.rel, InputError(s.folder, f"cannot list: {e}", reason="missing_file"), s.folder
+            )
+        record = self.state.get(s.rel)
+        force = bool(self.options.get("force"))
+        fresh = record is not None and record.config_hash == self._config_hash and not force
+        if record is not None and fresh and record.fingerprint == fp:
+            self.counters.unchanged += 1
+            return record.item()
+        digest, nbytes = content_hash(s.folder, [f for f, _, _ in fp])
+        self.counters.bytes_hashed += nbytes
+        if record is not None and fresh and record.content_hash == digest:
+            self.counters.unchanged += 1
+            self.state.put(SessionRecord(s.rel, digest, self._config_hash, fp, record.result))
+            return record.item()
+        if record is None:
+            self.counters.new += 1
+        else:
+            self.counters.changed += 1
+        self.counters.processed += 1
+        item = self._process(s, digest)
+        self.state.put(SessionRecord(s.rel, digest, self._config_hash, fp, result_of(item)))
+        return item
+
+    # -- one session ----------------------------------------------------------------------------
+
+    def _file(self, s: _Session, rel: str, what: str) -> Path:
+        p = safe_path(self.real_root, s.folder / rel)
+        folder = s.folder.resolve()
+        if folder not in p.parents:
+            raise InputError(
+                s.folder / rel, f"{what} must be inside the session folder", reason="path_escape"
+            )
+        if not p.is_file():
+            raise InputError(s.folder / rel, f"{what} not found", reason="missing_file")
+        return p
+
+    def _read(self, path: Path, channel: int | None) -> tuple[Audio, int]:
+        self.counters.audio_reads += 1
+        x, sr = read_frames(path, channel=channel, mono=channel is None)
+        return to_mono(x), sr
+
+    def _process(self, s: _Session, digest: str | None = None) -> Dialogue | Rejection:
+        sidecar_path = s.folder / SIDECAR
+        try:
+            meta = load_sidecar(sidecar_path)
+        except InputError as e:
+            return self.reject(s.rel, e, sidecar_path)
+        try:
+            return self._build(s, meta, digest)
+        except InputError as e:
+            return self.reject(meta.session_id, e)
+        except BackendError as e:
+            err = InputError(sidecar_path, f"diarisation failed: {e}", reason="diarization_failed")
+            return self.reject(meta.session_id, err)
+
+    def _build(self, s: _Session, meta: SessionSidecar, digest: str | None) -> Dialogue | Rejection:
+        scfg = self.config.studio
+        ids = [sp.id for sp in meta.speakers]
+        files = {
+            sp.id: self._file(s, sp.file, f"audio file of speaker {sp.id!r}")
+            for sp in meta.speakers
+        }
+        referenced = {p for p in files.values()}
+        transcript: list[TranscriptTurn] | None = None
+        given: list[Turn] | None = None
+        turn_source = ""
+        if meta.transcript:
+            tpath = self._file(s, meta.transcript, "transcript")
+            referenced.add(tpath)
+            transcript = load_transcript(tpath, ids)
+        rttm_path = self._file(s, meta.rttm, "rttm") if meta.rttm else None
+        if rttm_path is not None:
+            referenced.add(rttm_path)
+        folder = s.folder.resolve()
+        for p in session_files(s.folder):
+            if p.suffix.lower() in AUDIO_SUFFIXES and p.resolve() not in referenced:
+                raise InputError(
+                    p, "audio file not referenced by session.yaml", reason="unknown_file"
+                )
+
+        infos: dict[Path, AudioInfo] = {
+            p: checked_audio_info(p) for p in sorted(set(files.values()))
+        }
+        for sp in meta.speakers:
+            info = infos[files[sp.id]]
+            if sp.channel is not None and sp.channel >= info.channels:
+                raise InputError(
+                    files[sp.id],
+                    f"speaker {sp.id!r} on channel {sp.channel}, file has {info.channels}",
+                    reason="wrong_channels",
+                    field=f"speakers.{ids.index(sp.id)}.channel",
+                )
+        durations = [i.duration_s for i in infos.values()]
+        duration = max(durations)
+        if max(durations) - min(durations) > scfg.max_track_length_diff_s:
+            raise InputError(
+                folder,
+                f"track lengths differ by {max(durations) - min(durations):.2f} s "
+                f"(> studio.max_track_length_diff_s = {scfg.max_track_length_diff_s})",
+                reason="track_length_mismatch",
+            )
+
+        provenance: dict[str, Any] = {
+            "session_folder": s.rel,
+            "date": meta.date.isoformat(),
+            "strategy": meta.strategy,
+            "opening_line": meta.opening_line,
+            "layout": meta.layout,
+            "system": meta.system.model_dump() if meta.system else None,
+        }
+        if digest is not None:
+            provenance["content_hash"] = digest
+
+        source = self._source(meta, files)
+        if transcript is not None and transcript and transcript[0].start is not None:
+            given = [
+                Turn(
+                    t.speaker,
+                    round(float(t.start or 0), 3),
+                    round(float(t.end or 0), 3),
+                    t.text,
+                    t.kind,
+                )
+                for t in transcript
+            ]
+            turn_source = "transcript"
+        elif rttm_path is not None:
+            given = load_rttm(rttm_path, ids)
+            turn_source = "rttm"
+        if given is not None:
+            timing_file = rttm_path if turn_source == "rttm" else files[ids[0]]
+            for t in given:
+                if t.end <= t.start:
+                    raise InputError(
+                        timing_file,
+                        f"turn {t.speaker} {t.start}..{t.end} has no duration",
+                        reason="bad_timing",
+                    )
+            check_turn_timing(given, duration, Path(str(timing_file)), scfg.timing_tolerance_s)
+            turns = sorted(given, key=lambda t: (t.start, ids.index(t.speaker)))
+        elif meta.layout in ("tracks", "stereo"):
+            tracks: dict[str, Audio] = {}
+            for sp in meta.speakers:
+                x, sr = self._read(files[sp.id], sp.channel)
+                tracks[sp.id] = resample(x, sr, ANALYSIS_RATE)
+            result = detect_turns(tracks, ANALYSIS_RATE, self.config.segment)
+            turns = list(result.turns)
+            turn_source = "vad"
+            provenance["segmentation"] = result.provenance()
+        else:
+            backend_name = self.config.segment.diarization_backend
+            if not backend_name:
+                raise InputError(
+                    files[ids[0]],
+                    "mono mix without transcript timings or RTTM and no diarisation backend "
+                    "(set segment.diarization_backend, e.g. 'pyannote')",
+                    reason="mono_without_diarization",
+                )
+            backend = self._diarizer(backend_name)
+            x, sr = self._read(files[ids[0]], meta.speakers[0].channel)
+            segs = backend.diarize(x, sr, num_speakers=2)
+            cfg = self.config.segment
+            try:
+                turns, dinfo = segments_to_turns(
+                    segs,
+                    ids,
+                    min_speech_s=cfg.min_speech_ms / 1000,
+                    min_silence_s=cfg.min_silence_ms / 1000,
+                )
+            except ValueError as e:
+                raise InputError(files[ids[0]], str(e), reason="diarization_speakers") from None
+            turn_source = f"diarization:{backend_name}"
+            provenance["diarization"] = dinfo
+        if not turns:
+            raise InputError(folder, "no speech found in any track", reason="no_speech")
+        provenance["turn_source"] = turn_source
+
+        if transcript is not None and turn_source != "transcript":
+            turns, aligned = _attach_text(turns, transcript, ids)
+            provenance["transcript_alignment"] = aligned
+        checks = self._hm_checks(meta, transcript)
+        provenance["hm_checks"] = checks["status"]
+        if checks.get("rejection") is not None:
+            reason, detail = checks["rejection"]
+            raise InputError(sidecar_path_of(s), detail, reason=reason)
+
+        lang = meta.language
+        speakers = tuple(
+            Speaker(sp.id, Role.MACHINE if sp.role == "machine" else Role.HUMAN, sp.gender, lang)
+            for sp in meta.speakers
+        )
+        return Dialogue(
+            id=self.dialogue_id(meta.session_id),
+            corpus=self.name,
+            source_id=meta.session_id,
+            category=Category(meta.category),
+            language=lang,
+            topic=meta.topic,
+            speakers=(speakers[0], speakers[1]),
+            turns=tuple(turns),
+            source=source,
+            duration_s=round(duration, 6),
+            provenance=provenance,
+        )
+
+    def _source(self, meta: SessionSidecar, files: Mapping[str, Path]) -> AudioSource:
+        a, b = meta.speakers
+        if meta.layout == "tracks":
+            return PerSpeakerSource(
+                paths={sp.id: str(files[sp.id]) for sp in meta.speakers},
+                channels={sp.id: sp.channel for sp in meta.speakers if sp.channel is not None},
+            )
+        if meta.layout == "stereo":
+            assert a.channel is not None and b.channel is not None  # sidecar validator
+            return MultichannelSource(
+                path=str(files[a.id]), channels={a.id: a.channel, b.id: b.channel}
+            )
+        return MixedMonoSource(path=str(files[a.id]), channel=a.channel)
+
+    def _diarizer(self, name: str) -> DiarizationBackend:
+        if self._backend is None:
+            self._backend = get_backend(name, self.config.segment.diarization_model)
+        return self._backend
+
+    def _hm_checks(
+        self, meta: SessionSidecar, transcript: list[TranscriptTurn] | None
+    ) -> dict[str, Any]:
+        """Identity disclosure and non-target language on an HM transcript.
+
+        Status values are ``passed``, ``failed``, ``not checked`` (no transcript: never
+        ``passed``) and ``not applicable`` (HH sessions).
+        """
+        if meta.category != "HM":
+            return {
+                "status": {
+                    "identity_disclosure": "not applicable",
+                    "target_language": "not applicable",
+                }
+            }
+        if not transcript:
+            return {
+                "status": {
+                    "identity_disclosure": "not checked",
+                    "target_language": "not checked",
+                    "why": "no transcript",
+                }
+            }
+        scfg = self.config.studio
+        machines = {sp.id for sp in meta.speakers if sp.role == "machine"}
+        status: dict[str, Any] = {"identity_disclosure": "passed", "target_language": "passed"}
+        rejection: tuple[str, str] | None = None
+        for i, t in enumerate(transcript):
+            if t.speaker in machines:
+                phrase = find_disclosure(t.text, scfg.disclosure_phrases)
+                if phrase is not None:
+                    status["identity_disclosure"] = "failed"
+                    rejection = rejection or (
+                        "identity_disclosure",
+                        f"identity disclosure {phrase!r} in turn {i} by {t.speaker}: "
+                        f"{_snippet(t.text)!r}",
+                    )
+            script = non_target_language(t.text, meta.language, scfg.non_target_min_units)
+            if script is not None:
+                status["target_language"] = "failed"
+                rejection = rejection or (
+                    "non_target_language",
+                    f"turn {i} by {t.speaker} is in {script} script, session language "
+                    f"{meta.language!r}: {_snippet(t.text)!r}",
+                )
+        return {"status": status, "rejection": rejection}
+
+
+def sidecar_path_of(s: _Session) -> Path:
+    return s.folder / SIDECAR
+
+
+def _attach_text(
+    turns: Sequence[Turn], transcript: Sequence[TranscriptTurn], speakers: Sequence[str]
+) -> tuple[list[Turn], str]:
+    """Give detected turns their transcript text when each speaker's counts agree (in order)."""
+    by_spk = {s: [t for t in transcript if t.speaker == s] for s in speakers}
+    counts = {s: sum(1 for t in turns if t.speaker == s) for s in speakers}
+    if any(len(by_spk[s]) != counts[s] for s in speakers):
+        detail = ", ".join(
+            f"{s}: {counts[s]} detected / {len(by_spk[s])} in transcript" for s in speakers
+        )
+        return list(turns), f"not aligned ({detail})"
+    pos = dict.fromkeys(speakers, 0)
+    out = []
+    for t in turns:
+        entry = by_spk[t.speaker][pos[t.speaker]]
+        pos[t.speaker] += 1
+        out.append(Turn(t.speaker, t.start, t.end, entry.text, entry.kind, t.labels))
+    return out, "aligned by order"

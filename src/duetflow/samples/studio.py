@@ -1,0 +1,365 @@
+"""Sample studio sessions with known turn boundaries (``duetflow samples make``).
+
+Writes ``root/studio/<session>/`` folders in the format of docs/studio-sessions.md and returns
+the ground truth (every turn's exact start/end, what the adapter must keep or reject and why),
+so tests and the demo can measure turn detection against it.
+
+What is covered, per ``scale`` unit:
+
+* HM, one file per speaker: a studio mic (user) that hears the system's loudspeaker at
+  ``CROSSTALK_DB`` and a clean system line-out at 24 kHz; transcript without timings (HM checks).
+* HH, one stereo file, a mic per channel, each hearing the other at ``CROSSTALK_DB``.
+
+plus, once: an HM stereo session whose transcript carries timings, an HM mono mix with an RTTM,
+an HH mono mix without timings (rejected ``mono_without_diarization`` unless a backend is set),
+an HM session whose system says an identity-disclosure phrase (rejected
+``identity_disclosure``), and a malformed sidecar (rejected ``bad_sidecar``).
+
+Dialogues are 20–60 s, alternate speakers (balanced), and have real-talk timing: gaps around
+250 ms, some overlaps up to 0.5 s, and short backchannels inside long turns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from duetflow.audio.io import Audio, resample, write_audio
+from duetflow.model import dialogue_id
+from duetflow.samples.voice import Voice, db_to_amp, random_voice, room_tone, speech
+from duetflow.seeding import rng_for
+
+log = logging.getLogger(__name__)
+
+CORPUS = "studio"
+SAMPLE_RATE = 16000
+LINE_OUT_RATE = 24000
+CROSSTALK_DB = -20.0
+"""Level of one party's voice in the other party's mic, relative to its own mic (realistic for
+close-talk mics a metre apart, or a loudspeaker heard by the user's mic)."""
+ROOM_TONE_DBFS = -62.0
+
+_EN = {
+    "human": [
+        "I was thinking we could go somewhere quiet this weekend.",
+        "That sounds good, what would you suggest?",
+        "Hmm, I am not sure about the weather though.",
+        "Could we take the train instead of driving?",
+        "Okay, and how long does it take to get there?",
+        "Great, let us book it then.",
+    ],
+    "machine": [
+        "There is a small lake town about two hours away.",
+        "The forecast says it will be sunny on Saturday.",
+        "Yes, the train leaves every hour from the central station.",
+        "It takes about ninety minutes, with one change.",
+        "I can look up a few places to stay near the water.",
+        "Sure, shall I pick the morning train?",
+    ],
+}
+_ZH = [
+    "我们周末去公园走走吧。",
+    "好啊，你想几点出发？",
+    "上午十点怎么样？",
+    "可以，我带点水果。",
+    "那我来订午饭的地方。",
+    "太好了，就这么定了。",
+]
+_BACKCHANNELS = {"en": ["mm-hm", "yeah", "right", "okay"], "zh": ["嗯", "对", "好的"]}
+DISCLOSURE_TEXT = "As an AI, I don't go on trips myself, but I can help you plan one."
+
+
+@dataclass(frozen=True)
+class _Planned:
+    speaker: int
+    start: float
+    end: float
+    kind: str
+    text: str
+
+
+def _plan(rng: np.random.Generator, language: str, roles: tuple[str, str]) -> list[_Planned]:
+    """Turn timings of one 20–60 s dialogue: alternating turns, gaps/overlaps, backchannels."""
+    target = float(rng.uniform(24.0, 42.0))
+    t = round(float(rng.uniform(0.4, 0.9)), 3)
+    spk = 0
+    out: list[_Planned] = []
+    k = 0
+    while t < target:
+        dur = round(float(rng.uniform(1.4, 4.6)), 3)
+        text = _line(rng, language, roles[spk], k)
+        out.append(_Planned(spk, t, round(t + dur, 3), "turn", text))
+        earliest = t + 0.5
+        if dur > 2.8 and rng.random() < 0.4:  # listener backchannel inside a long turn
+            bs = round(t + float(rng.uniform(0.9, dur - 1.4)), 3)
+            bd = round(float(rng.uniform(0.3, 0.55)), 3)
+            bc = _BACKCHANNELS[language][int(rng.integers(len(_BACKCHANNELS[language])))]
+            out.append(_Planned(1 - spk, bs, round(bs + bd, 3), "backchannel", bc))
+            earliest = bs + bd + 0.5
+        gap = float(np.clip(rng.normal(0.25, 0.3), -0.5, 1.0))
+        t = round(max(t + dur + gap, earliest), 3)
+        spk = 1 - spk
+        k += 1
+    out.sort(key=lambda p: (p.start, p.speaker))
+    return out
+
+
+def _line(rng: np.random.Generator, language: str, role: str, k: int) -> str:
+    if language == "zh":
+        return _ZH[k % len(_ZH)]
+    bank = _EN["machine" if role == "machine" else "human"]
+    return bank[int(rng.integers(len(bank)))]
+
+
+def _render_party(
+    plan: list[_Planned], who: int, voice: Voice, level: float, n: int, rng: np.random.Generator
+) -> Audio:
+    x = np.zeros(n, dtype=np.float32)
+    for p in plan:
+        if p.speaker != who:
+            continue
+        a = int(round(p.start * SAMPLE_RATE))
+        sig = speech(p.end - p.start, SAMPLE_RATE, voice, rng, level_dbfs=level)
+        b = min(n, a + len(sig))
+        x[a:b] += sig[: b - a]
+    return x
+
+
+def _delay(x: Audio, ms: float) -> Audio:
+    d = int(round(ms * SAMPLE_RATE / 1000))
+    return np.concatenate([np.zeros(d, dtype=np.float32), x[: len(x) - d]]) if d else x
+
+
+def _truth_turns(plan: list[_Planned], speakers: tuple[str, str]) -> list[dict[str, Any]]:
+    return [
+        {"speaker": speakers[p.speaker], "start": p.start, "end": p.end, "kind": p.kind}
+        for p in plan
+    ]
+
+
+def _sidecar(
+    sid: str,
+    *,
+    category: str,
+    layout: str,
+    language: str,
+    speakers: list[dict[str, Any]],
+    strategy: str,
+    opening: str,
+    transcript: str | None = None,
+    rttm: str | None = None,
+) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "session_id": sid,
+        "date": "2025-03-14",
+        "language": language,
+        "topic": "weekend plans",
+        "category": category,
+        "strategy": strategy,
+        "opening_line": opening,
+        "layout": layout,
+        "speakers": speakers,
+    }
+    if category == "HM":
+        data["system"] = {"name": "demo-s2s", "version": "0.3.1"}
+    if transcript:
+        data["transcript"] = transcript
+    if rttm:
+        data["rttm"] = rttm
+    return data
+
+
+def _write_yaml(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def _write_transcript(
+    path: Path, plan: list[_Planned], speakers: tuple[str, str], timed: bool
+) -> None:
+    turns = []
+    for p in plan:
+        row: dict[str, Any] = {"speaker": speakers[p.speaker], "text": p.text}
+        if timed:
+            row["start"], row["end"] = p.start, p.end
+        turns.append(row)
+    path.write_text(json.dumps({"turns": turns}, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+def _session(
+    base: Path,
+    seed: int,
+    sid: str,
+    *,
+    category: str,
+    layout: str,
+    language: str,
+    transcript: str | None = None,
+    rttm: bool = False,
+    disclosure: bool = False,
+) -> dict[str, Any]:
+    """Write one session folder; return its truth entry."""
+    rng = rng_for(seed, CORPUS, sid)
+    folder = base / sid
+    roles = ("human", "machine") if category == "HM" else ("human", "human")
+    ids = ("user", "system") if category == "HM" else ("spk_a", "spk_b")
+    genders: tuple[str, str] = ("F", "M") if rng.random() < 0.5 else ("M", "F")
+    voices = [random_voice(rng, g, ids[i]) for i, g in enumerate(genders)]  # type: ignore[arg-type]
+    plan = _plan(rng, language, roles)
+    if disclosure:
+        k = next(i for i, p in enumerate(plan) if p.speaker == 1 and p.kind == "turn")
+        p = plan[k]
+        plan[k] = _Planned(p.speaker, p.start, p.end, p.kind, DISCLOSURE_TEXT)
+    duration = round(max(p.end for p in plan) + float(rng.uniform(0.6, 1.2)), 3)
+    n = int(round(duration * SAMPLE_RATE))
+    levels = (-26.0 + float(rng.uniform(-2, 2)), -24.0 + float(rng.uniform(-2, 2)))
+    own = [_render_party(plan, i, voices[i], levels[i], n, rng) for i in range(2)]
+    leak = db_to_amp(CROSSTALK_DB)
+
+    def tone() -> Audio:
+        return room_tone(duration, SAMPLE_RATE, ROOM_TONE_DBFS, rng)[:n]
+
+    speakers: list[dict[str, Any]] = []
+    if layout == "tracks":
+        mic_a = own[0] + leak * _delay(own[1], 3.0) + tone()
+        if category == "HM":  # the system line-out is clean: it never hears the user
+            track_b = resample(own[1], SAMPLE_RATE, LINE_OUT_RATE)
+            write_audio(folder / "system.wav", track_b, LINE_OUT_RATE)
+        else:
+            track_b = own[1] + leak * _delay(own[0], 3.0) + tone()
+            write_audio(folder / f"{ids[1]}.wav", track_b, SAMPLE_RATE)
+        write_audio(folder / f"{ids[0]}.wav", mic_a, SAMPLE_RATE)
+        files = (f"{ids[0]}.wav", f"{ids[1]}.wav")
+        speakers = [
+            {"id": ids[i], "role": roles[i], "gender": genders[i], "file": files[i]}
+            for i in range(2)
+        ]
+    elif layout == "stereo":
+        ch0 = own[0] + leak * _delay(own[1], 2.0) + tone()
+        ch1 = own[1] + leak * _delay(own[0], 2.0) + tone()
+        write_audio(folder / "session.flac", np.stack([ch0, ch1], axis=1), SAMPLE_RATE)
+        speakers = [
+            {
+                "id": ids[i],
+                "role": roles[i],
+                "gender": genders[i],
+                "file": "session.flac",
+                "channel": i,
+            }
+            for i in range(2)
+        ]
+    else:
+        mix = own[0] + own[1] + tone()
+        write_audio(folder / "mix.wav", mix, SAMPLE_RATE)
+        speakers = [
+            {"id": ids[i], "role": roles[i], "gender": genders[i], "file": "mix.wav"}
+            for i in range(2)
+        ]
+    if transcript is not None:
+        _write_transcript(folder / "transcript.json", plan, ids, timed=transcript == "timed")
+    if rttm:
+        lines = [
+            f"SPEAKER {sid} 1 {p.start:.3f} {p.end - p.start:.3f} <NA> <NA> {ids[p.speaker]} "
+            "<NA> <NA>"
+            for p in plan
+        ]
+        (folder / "turns.rttm").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    strategy = ["human_guided_initiation", "role_playing", "human_likeness_prompting"][
+        int(rng.integers(3))
+    ]
+    _write_yaml(
+        folder / "session.yaml",
+        _sidecar(
+            sid,
+            category=category,
+            layout=layout,
+            language=language,
+            speakers=speakers,
+            strategy=strategy,
+            opening=plan[0].text,
+            transcript="transcript.json" if transcript is not None else None,
+            rttm="turns.rttm" if rttm else None,
+        ),
+    )
+    return {
+        "dialogue_id": dialogue_id(CORPUS, sid),
+        "category": category,
+        "layout": layout,
+        "language": language,
+        "duration_s": duration,
+        "crosstalk_db": CROSSTALK_DB if layout != "mono" else None,
+        "turn_source": "transcript" if transcript == "timed" else ("rttm" if rttm else "audio"),
+        "turns": _truth_turns(plan, ids),
+        "expected": "kept",
+        "reason": None,
+    }
+
+
+def generate(root: Path, seed: int, scale: int = 1) -> dict[str, Any]:
+    """Write sample studio sessions under ``root/studio``; return their ground truth.
+
+    The returned mapping is ``{"studio": {"root": "studio", "sessions": {session_id: {...}}}}``
+    where each session lists its ``turns`` (speaker/start/end/kind, seconds), ``layout``,
+    ``expected`` (``kept`` / ``rejected``) and the expected rejection ``reason``.
+    """
+    base = Path(root) / CORPUS
+    base.mkdir(parents=True, exist_ok=True)
+    sessions: dict[str, dict[str, Any]] = {}
+    for i in range(max(1, scale)):
+        sid = f"hm_tracks_{i + 1:03d}"
+        sessions[sid] = _session(
+            base, seed, sid, category="HM", layout="tracks", language="en", transcript="text"
+        )
+        sid = f"hh_stereo_{i + 1:03d}"
+        sessions[sid] = _session(base, seed, sid, category="HH", layout="stereo", language="zh")
+    sessions["hm_stereo_timed"] = _session(
+        base,
+        seed,
+        "hm_stereo_timed",
+        category="HM",
+        layout="stereo",
+        language="en",
+        transcript="timed",
+    )
+    sessions["hm_mono_rttm"] = _session(
+        base, seed, "hm_mono_rttm", category="HM", layout="mono", language="en", rttm=True
+    )
+    sessions["hh_mono_untimed"] = _session(
+        base, seed, "hh_mono_untimed", category="HH", layout="mono", language="zh"
+    )
+    sessions["hh_mono_untimed"].update(expected="rejected", reason="mono_without_diarization")
+    sessions["hm_tracks_disclosure"] = _session(
+        base,
+        seed,
+        "hm_tracks_disclosure",
+        category="HM",
+        layout="tracks",
+        language="en",
+        transcript="text",
+        disclosure=True,
+    )
+    sessions["hm_tracks_disclosure"].update(expected="rejected", reason="identity_disclosure")
+    # a malformed sidecar: unknown category, a misspelt field, no opening line
+    bad = base / "broken_sidecar"
+    bad.mkdir(parents=True, exist_ok=True)
+    write_audio(bad / "mix.wav", room_tone(2.0, SAMPLE_RATE, -50.0, rng_for(seed, "bad")), 16000)
+    (bad / "session.yaml").write_text(
+        "session_id: broken_sidecar\ndate: 2025-03-14\nlanguage: en\ncategory: HX\n"
+        "strategy: role_playing\nlayout: mono\nspeakrs: []\n",
+        encoding="utf-8",
+    )
+    sessions["broken_sidecar"] = {
+        "dialogue_id": dialogue_id(CORPUS, "broken_sidecar"),
+        "layout": "mono",
+        "turns": [],
+        "expected": "rejected",
+        "reason": "bad_sidecar",
+    }
+    log.info("wrote %d studio sessions under %s", len(sessions), base)
+    return {"studio": {"root": CORPUS, "sessions": sessions}}
