@@ -1,0 +1,245 @@
+"""Process stage: intake work directory → windows → filters → rendered work directory.
+
+``process_dialogues`` is the unit the Prefect tasks run per shard; ``process_workdir`` is the
+whole stage for the command line (``duetflow process --in WORKDIR --out WORKDIR2``). Both
+stream: one source dialogue is selected and its kept windows rendered before the next is read,
+and manifest rows go to row-group writers, so memory does not grow with the corpus.
+
+Accounting: every window selection produces is either rendered or rejected (a render failure
+is an ``InputError`` → ``Stage.RENDER`` rejection, and the run goes on); a source dialogue that
+yields no window is one rejection of its own. ``ProcessReport.units`` (= windows + window-less
+sources) therefore always equals ``rendered + rejected``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from duetflow import manifest
+from duetflow.config import RunConfig
+from duetflow.errors import InputError
+from duetflow.model import Dialogue, Rejection, Stage
+from duetflow.render import render_dialogue
+from duetflow.selection import select
+from duetflow.stats import CorpusStats
+
+log = logging.getLogger(__name__)
+
+STATS = "stats.json"
+
+
+@dataclass
+class ShardResult:
+    """What processing a batch of source dialogues produced (rows also written to ``out_dir``)."""
+
+    dialogues: list[dict[str, Any]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    stats: CorpusStats = field(default_factory=CorpusStats)
+    sources: int = 0
+    windows: int = 0
+    audio_s: float = 0.0
+
+    windowless: int = 0  # sources that yielded no window (one rejection each)
+
+    @property
+    def units(self) -> int:
+        """Windows + sources without any window: each ends up rendered or rejected."""
+        return self.windows + self.windowless
+
+
+@dataclass(frozen=True)
+class ProcessReport:
+    """Counts of one ``process_workdir`` run."""
+
+    out_dir: str
+    sources: int  # intake dialogues read
+    windows: int  # windows selection cut from them
+    units: int  # windows + window-less sources
+    rendered: int
+    rejected: int  # rejections of this stage (filter, window, render)
+    carried: int  # intake rejections carried over
+    rejected_by_reason: dict[str, int]
+    audio_s: float
+
+
+def _rejection(d: Dialogue, e: InputError) -> Rejection:
+    return Rejection(
+        item_id=d.id,
+        stage=Stage.RENDER,
+        reason=e.reason,
+        detail=str(e),
+        corpus=d.corpus,
+        source_path=e.path or "",
+    )
+
+
+class _Writer:
+    """The three rendered tables of a work directory, written in lockstep."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.dialogues = manifest.TableWriter(
+            out_dir / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA, 256
+        )
+        self.turns = manifest.TableWriter(
+            out_dir / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA, 4096
+        )
+        self.rejections = manifest.TableWriter(
+            out_dir / manifest.REJECTIONS, manifest.REJECTION_SCHEMA, 1024
+        )
+
+    def all(self) -> tuple[manifest.TableWriter, ...]:
+        return (self.dialogues, self.turns, self.rejections)
+
+    def __enter__(self) -> _Writer:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for w in self.all():
+            if et is None:
+                w.close()
+            else:
+                w.abort()
+
+
+def _process_one(
+    d: Dialogue,
+    config: RunConfig,
+    out_dir: Path,
+    stats: CorpusStats,
+    writer: _Writer,
+    keep_rows: ShardResult | None,
+) -> tuple[int, int, int, float]:
+    """Select + render one source dialogue; returns (windows, rendered, rejected, audio_s)."""
+    sel = select(d, config)
+    rejected = list(sel.rejected)
+    rendered = 0
+    audio_s = 0.0
+    lost_s = 0.0
+    for w in sel.kept:
+        try:
+            r = render_dialogue(w, config, out_dir)
+        except InputError as e:
+            log.warning("render rejected %s: %s", w.id, e)
+            rejected.append(_rejection(w, e))
+            lost_s += w.duration_s
+            continue
+        writer.dialogues.write([r.row])
+        writer.turns.write(r.turns)
+        rendered += 1
+        audio_s += float(r.row["duration_s"])
+        if keep_rows is not None:
+            keep_rows.dialogues.append(r.row)
+            keep_rows.turns.extend(r.turns)
+    s = sel.stats
+    if rendered != len(sel.kept):
+        s = replace(s, n_kept=rendered, kept_duration_s=max(0.0, s.kept_duration_s - lost_s))
+    stats.add(s)
+    stats.add_rejections(rejected)
+    writer.rejections.write(manifest.rejection_to_row(r) for r in rejected)
+    if keep_rows is not None:
+        keep_rows.rejections.extend(rejected)
+    return sel.stats.n_windows, rendered, len(rejected), audio_s
+
+
+def _write_stats(out_dir: Path, stats: CorpusStats) -> None:
+    path = out_dir / STATS
+    tmp = path.with_name(f".{STATS}.tmp")
+    tmp.write_text(json.dumps(stats.to_dict(), sort_keys=True, indent=1), encoding="utf-8")
+    tmp.replace(path)
+
+
+def process_dialogues(
+    dialogues: Iterable[Dialogue], config: RunConfig, out_dir: str | Path
+) -> ShardResult:
+    """Select and render a batch (shard) of source dialogues into the work directory ``out_dir``.
+
+    Writes ``audio/``, the three rendered tables and ``stats.json`` there, and returns the rows
+    (a shard is small; use :func:`process_workdir` for a whole corpus).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    result = ShardResult()
+    with _Writer(out) as writer:
+        for d in dialogues:
+            n_windows, _, _, audio_s = _process_one(d, config, out, result.stats, writer, result)
+            result.sources += 1
+            result.windows += n_windows
+            result.windowless += n_windows == 0
+            result.audio_s += audio_s
+    _write_stats(out, result.stats)
+    return result
+
+
+def process_workdir(
+    in_dir: str | Path | Sequence[str | Path], out_dir: str | Path, config: RunConfig
+) -> ProcessReport:
+    """The process stage over one or more intake work directories into one rendered directory.
+
+    Intake rejections are carried over first (so inputs = kept + rejected holds for the output
+    alone), then each source dialogue is selected and rendered in stream order.
+    """
+    ins = [Path(in_dir)] if isinstance(in_dir, str | Path) else [Path(p) for p in in_dir]
+    for p in ins:
+        if not (p / manifest.DIALOGUES).exists():
+            raise InputError(
+                p / manifest.DIALOGUES, "not an intake work directory", reason="missing_file"
+            )
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stats = CorpusStats()
+    reasons: Counter[str] = Counter()
+    sources = windows = windowless = rendered = rejected = carried = 0
+    audio_s = 0.0
+    with _Writer(out) as writer:
+        for p in ins:
+            for rej in manifest.iter_rejections(p):
+                writer.rejections.write([manifest.rejection_to_row(rej)])
+                stats.add_rejection(rej)
+                carried += 1
+        for p in ins:
+            for d in manifest.iter_dialogues(p):
+                n_w, n_r, n_x, a_s = _process_one(d, config, out, stats, writer, None)
+                sources += 1
+                windowless += n_w == 0
+                windows += n_w
+                rendered += n_r
+                rejected += n_x
+                audio_s += a_s
+    for reason, n in _stage_reasons(out / manifest.REJECTIONS, carried).items():
+        reasons[reason] += n
+    _write_stats(out, stats)
+    report = ProcessReport(
+        out_dir=str(out),
+        sources=sources,
+        windows=windows,
+        units=windows + windowless,
+        rendered=rendered,
+        rejected=rejected,
+        carried=carried,
+        rejected_by_reason=dict(sorted(reasons.items())),
+        audio_s=round(audio_s, 3),
+    )
+    log.info(
+        "process: %d sources, %d windows, %d rendered, %d rejected (+%d carried), %.1f s audio",
+        sources, windows, rendered, rejected, carried, audio_s,
+    )  # fmt: skip
+    return report
+
+
+def _stage_reasons(path: Path, skip: int) -> Counter[str]:
+    """Reasons of this stage's rejections (the rows after the ``skip`` carried ones)."""
+    counts: Counter[str] = Counter()
+    for k, row in enumerate(manifest.iter_rows(path, columns=["reason"])):
+        if k >= skip:
+            counts[str(row["reason"])] += 1
+    return counts
