@@ -1,0 +1,140 @@
+"""The HTML report in a real headless Chromium: loads without errors, shows every section, every
+embedded figure decodes, and a screenshot lands in the test artifacts."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from duetflow.report import SECTIONS, build_report
+
+pytestmark = pytest.mark.browser
+
+# Appended to a *copy* of the page (the report itself has no scripts): asks the browser, after
+# load, whether each section is rendered with a visible height and every image decoded.
+_PROBE = """<script>
+window.addEventListener("load", () => {
+  const sections = [...document.querySelectorAll("main > section")].map(s => ({
+    id: s.id, height: s.getBoundingClientRect().height,
+    heading: (s.querySelector("h2") || {}).textContent || ""}));
+  const images = [...document.images].map(i => ({
+    ok: i.complete && i.naturalWidth > 0, w: i.naturalWidth, alt: i.alt}));
+  console.log("REPORT-PROBE " + JSON.stringify({sections, images, title: document.title}));
+});
+</script>"""
+
+_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+]
+
+
+def _chromium(binary: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [binary, *_FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def _console(stderr: str) -> list[str]:
+    """Console messages Chromium logged (``INFO:CONSOLE`` lines) with --enable-logging=stderr."""
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+def _load(binary: str, page: Path, profile: Path) -> tuple[str, list[str]]:
+    res = _chromium(
+        binary,
+        profile,
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        page.as_uri(),
+    )
+    assert res.returncode == 0, res.stderr[-2000:]
+    return res.stdout, _console(res.stderr)
+
+
+def _errors(console: list[str]) -> list[str]:
+    return [c for c in console if "REPORT-PROBE" not in c]
+
+
+def test_console_error_check_catches_a_broken_page(chromium: str, tmp_path: Path) -> None:
+    """The detector used below is real: a page with a script error is caught."""
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><html><body><script>undefinedFn();</script></body></html>")
+    _, console = _load(chromium, page, tmp_path / "profile")
+    assert any("undefinedFn is not defined" in c for c in _errors(console))
+
+
+def test_report_loads_in_headless_chromium(
+    chromium: str, work_root: Path, release_dir: Path, tmp_path: Path, artifacts_dir: Path
+) -> None:
+    report = build_report(
+        [*sorted(p for p in work_root.iterdir() if p.is_dir())], tmp_path / "report", audio_sample=4
+    )
+    # 1. the page itself: no console output at all, every section in the DOM
+    dom, console = _load(chromium, report.html, tmp_path / "p1")
+    assert _errors(console) == []
+    for sid, heading in SECTIONS:
+        assert re.search(rf'<section id="{sid}"><h2>[^<]*</h2>', dom), sid
+        assert heading.split(" ")[0] in dom
+
+    # 2. a probed copy: each section rendered with height, each figure decoded by the browser
+    probed = report.html.with_name("probed.html")
+    probed.write_text(report.html.read_text().replace("</body>", _PROBE + "</body>"))
+    _, console = _load(chromium, probed, tmp_path / "p2")
+    assert _errors(console) == []
+    probe_lines = [c for c in console if "REPORT-PROBE" in c]
+    assert len(probe_lines) == 1, console
+    payload = probe_lines[0].split("REPORT-PROBE ", 1)[1]
+    payload = payload.rsplit('", source:', 1)[0].encode().decode("unicode_escape")
+    probe = json.loads(payload)
+    assert [s["id"] for s in probe["sections"]] == [sid for sid, _ in SECTIONS]
+    assert all(s["height"] > 40 for s in probe["sections"]), probe["sections"]
+    assert len(probe["images"]) == len(report.plots) >= 10
+    assert all(i["ok"] and i["w"] > 200 for i in probe["images"]), probe["images"]
+    probed.unlink()
+
+    # 3. the screenshot, kept as a test artifact
+    shot = artifacts_dir / "report.png"
+    shot.unlink(missing_ok=True)
+    res = _chromium(
+        chromium,
+        tmp_path / "p3",
+        f"--screenshot={shot}",
+        "--window-size=1280,2400",
+        report.html.as_uri(),
+    )
+    assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
+    print(f"report screenshot: {shot}")
+
+    # 4. the release report too (split columns, provenance of a release)
+    rel = build_report(release_dir, tmp_path / "release-report", audio_sample=2)
+    dom, console = _load(chromium, rel.html, tmp_path / "p4")
+    assert _errors(console) == []
+    assert "r-test-0001" in dom and "<td>train</td>" in dom
+    shot2 = artifacts_dir / "release-report.png"
+    res = _chromium(
+        chromium,
+        tmp_path / "p5",
+        f"--screenshot={shot2}",
+        "--window-size=1280,2400",
+        rel.html.as_uri(),
+    )
+    assert res.returncode == 0 and shot2.exists()
