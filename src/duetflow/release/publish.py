@@ -229,10 +229,25 @@ def _stage_manifests(
     return counts, sorted(uploads.values(), key=lambda u: u.key)
 
 
+def content_config_hash(config: RunConfig) -> str:
+    """Config hash without where the release goes (store, endpoint, region, explicit id).
+
+    The same content published to a local store and to S3 gets the same id and RELEASE.json.
+    """
+    where = {"store": "", "endpoint_url": None, "region": None, "release_id": None}
+    return config.model_copy(
+        update={"release": config.release.model_copy(update=where)}
+    ).config_hash()
+
+
 def default_release_id(manifest_digests: Mapping[str, str], config: RunConfig) -> str:
     """Release id from content: manifests' sha256 + config hash + code version."""
     blob = json.dumps(
-        {"manifests": dict(manifest_digests), "config": config.config_hash(), "code": __version__},
+        {
+            "manifests": dict(manifest_digests),
+            "config": content_config_hash(config),
+            "code": __version__,
+        },
         sort_keys=True,
     )
     return "rel-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
@@ -282,7 +297,7 @@ def publish(
             pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
         pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
         pub.add_bytes(prefix + "splits.md", format_split_report(report_rows).encode())
-        if report_dir is not None:
+        if report_dir is not None and Path(report_dir).is_dir():
             for rel, path in _iter_report_files(Path(report_dir)):
                 pub.add_file(prefix + "report/" + rel, path)
         for i, wd in enumerate(wds):
@@ -308,8 +323,11 @@ def publish(
                 "format": RELEASE_FORMAT,
                 "release_id": rid,
                 "code_version": __version__,
-                "config_hash": cfg.config_hash(),
-                "release_config": cfg.release.model_dump(mode="json", exclude={"store"}),
+                "config_hash": content_config_hash(cfg),
+                "release_config": cfg.release.model_dump(
+                    mode="json", exclude={"store", "endpoint_url", "region", "release_id"}
+                ),
+                "render_config": cfg.render.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
                 "counts": full_counts,
                 "manifests": {n: manifest_key(rid, n) for n in MANIFEST_NAMES},

@@ -138,7 +138,7 @@ def iter_batches(path: Path) -> Iterator[pd.DataFrame]:
         yield pf.schema_arrow.empty_table().to_pandas()
 
 
-def _ids(df: pd.DataFrame, *columns: str) -> Callable[[Any], str]:
+def row_ids(df: pd.DataFrame, *columns: str) -> Callable[[Any], str]:
     """Row id of a row index: the named columns joined by ``#`` (row number if absent)."""
 
     def row_id(i: Any) -> str:
@@ -256,7 +256,7 @@ def collect_workdir_failures(
     facts: dict[str, _DialogueFacts] = {}
     dschema = dialogue_schema(cfg)
     for df in iter_batches(wd / DIALOGUES):
-        failures += schema_failures(dschema, df, "dialogues", _ids(df, "dialogue_id"))
+        failures += schema_failures(dschema, df, "dialogues", row_ids(df, "dialogue_id"))
         if not {"dialogue_id", "duration_s", "speaker_a", "speaker_b", "n_turns"} <= set(df):
             continue
         for row in _records(df):
@@ -285,7 +285,7 @@ def collect_workdir_failures(
             done.add(current)
 
     for df in iter_batches(wd / TURNS):
-        failures += schema_failures(tschema, df, "turns", _ids(df, "dialogue_id", "turn_index"))
+        failures += schema_failures(tschema, df, "turns", row_ids(df, "dialogue_id", "turn_index"))
         needed = {"dialogue_id", "turn_index", "speaker", "kind", "start_s", "end_s"}
         if not needed <= set(df):
             continue
@@ -340,7 +340,7 @@ def collect_workdir_failures(
 
     rschema = rejection_schema()
     for df in iter_batches(wd / REJECTIONS):
-        failures += schema_failures(rschema, df, "rejections", _ids(df, "item_id"))
+        failures += schema_failures(rschema, df, "rejections", row_ids(df, "item_id"))
     return failures
 
 

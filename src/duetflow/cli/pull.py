@@ -1,0 +1,72 @@
+"""``duetflow pull --store URI --release ID|latest --split train --dest DIR``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from duetflow.config import load_config
+
+
+@click.command("pull")
+@click.option("--store", default=None, help="Store URI (default: the config's release.store).")
+@click.option("--release", default="latest", show_default=True, help="Release id or 'latest'.")
+@click.option(
+    "--split",
+    "splits",
+    multiple=True,
+    type=click.Choice(["train", "val", "test"]),
+    default=("train",),
+    show_default=True,
+    help="Split to fetch; repeatable.",
+)
+@click.option(
+    "--dest", required=True, type=click.Path(file_okay=False, path_type=Path), help="Target folder."
+)
+@click.option(
+    "--export",
+    "exports",
+    multiple=True,
+    type=click.Choice(["lhotse", "hf"]),
+    help="Also write lhotse manifests (DEST/lhotse) or a HF datasets layout (DEST/hf).",
+)
+@click.option("--workers", default=8, show_default=True, help="Parallel downloads.")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Run config YAML (release section: endpoint, region, retries).",
+)
+def command(
+    store: str | None,
+    release: str,
+    splits: tuple[str, ...],
+    dest: Path,
+    exports: tuple[str, ...],
+    workers: int,
+    config_path: Path | None,
+) -> None:
+    """Fetch a release split (manifests + audio, checksum-verified, resumable)."""
+    from duetflow.release.pull import pull
+
+    cfg = load_config(config_path)
+    uri = store or cfg.release.store
+    for split in splits:
+        res = pull(uri, release, split, dest, cfg, workers=workers)
+        click.echo(
+            f"{res.release_id}/{split}: {res.dialogues} dialogues in {res.manifest} "
+            f"({res.downloaded} file(s) downloaded, {res.skipped} already present)"
+        )
+    if "lhotse" in exports:
+        from duetflow.release.export import export_lhotse
+
+        export_lhotse(dest, dest / "lhotse", splits)
+        click.echo(f"lhotse manifests in {dest / 'lhotse'}")
+    if "hf" in exports:
+        from duetflow.release.export import export_hf
+
+        export_hf(dest, dest / "hf", splits)
+        click.echo(f"HF datasets layout in {dest / 'hf'}")

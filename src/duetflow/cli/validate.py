@@ -1,0 +1,37 @@
+"""``duetflow validate URI[/releases/ID]``: exit code 1 on any problem."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from duetflow.config import load_config
+
+
+@click.command("validate")
+@click.argument("uri")
+@click.option(
+    "--shallow", is_flag=True, help="Trust stored checksums instead of reading every object."
+)
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Run config YAML (default: the release's own recorded render/release settings).",
+)
+def command(uri: str, shallow: bool, config_path: Path | None) -> None:
+    """Re-check a published release against its RELEASE.json and the schemas."""
+    from duetflow.release.validate import validate_release
+
+    cfg = load_config(config_path) if config_path else None
+    problems = validate_release(uri, config=cfg, deep=not shallow)
+    if problems:
+        for p in problems:
+            click.echo(f"problem: {p}", err=True)
+        click.echo(f"{len(problems)} problem(s) in {uri}", err=True)
+        sys.exit(1)
+    click.echo(f"{uri}: valid")

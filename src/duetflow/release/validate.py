@@ -1,0 +1,216 @@
+"""Re-check a published release against its RELEASE.json and the schemas.
+
+What is checked: RELEASE.json parses; every object it lists exists with the recorded size and
+— reading the bytes, not trusting metadata — the recorded sha256; the manifests pass the
+release schemas and the cross-table checks of a work directory (turns inside their dialogue,
+speaker B has turns, gaps in the window...); every dialogue's ``audio_key`` is listed with its
+sha256; split files agree with ``dialogues.parquet``; split groups are disjoint; counts match.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from duetflow.config import ReleaseConfig, RenderConfig, RunConfig
+from duetflow.errors import DuetflowError, StorageError
+from duetflow.manifest import iter_rows
+from duetflow.release.layout import (
+    manifest_key,
+    object_index,
+    read_release_json,
+    release_json_key,
+    resolve_release,
+)
+from duetflow.release.splits import SplitItem, group_keys
+from duetflow.schemas.checks import (
+    Failure,
+    collect_workdir_failures,
+    iter_batches,
+    row_ids,
+    schema_failures,
+)
+from duetflow.schemas.tables import SPLITS, release_index_schema
+from duetflow.storage import Store, open_store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a release: the object key (or manifest) and what is wrong."""
+
+    key: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.problem}"
+
+
+def parse_release_uri(uri: str) -> tuple[str, str]:
+    """``STORE[/releases/ID]`` → ``(STORE, ID or "latest")``."""
+    text = uri.rstrip("/")
+    head, sep, tail = text.rpartition("/releases/")
+    if sep and tail and "/" not in tail:
+        return head, tail
+    return text, "latest"
+
+
+def _config_from(doc: dict[str, Any], config: RunConfig | None) -> RunConfig:
+    if config is not None:
+        return config
+    try:
+        release = ReleaseConfig.model_validate(doc.get("release_config", {}))
+        render = RenderConfig.model_validate(doc.get("render_config", {}))
+    except ValueError:
+        return RunConfig()
+    return RunConfig(release=release, render=render)
+
+
+def _check_objects(
+    store: Store, objects: Iterable[dict[str, Any]], deep: bool, workers: int
+) -> list[Problem]:
+    def one(obj: dict[str, Any]) -> list[Problem]:
+        key = obj["key"]
+        try:
+            info = store.head(key)
+            if info is None:
+                return [Problem(key, "missing from the store")]
+            out = []
+            if info.size != obj["size"]:
+                out.append(Problem(key, f"size {info.size} != recorded {obj['size']}"))
+            if deep:
+                actual = store.content_sha256(key)
+                if actual != obj["sha256"]:
+                    out.append(
+                        Problem(key, f"checksum mismatch: sha256 {actual} != {obj['sha256']}")
+                    )
+            return out
+        except DuetflowError as e:
+            return [Problem(key, str(e))]
+
+    problems: list[Problem] = []
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for found in pool.map(one, objects):
+            problems += found
+    return problems
+
+
+def _manifest_problems(
+    store: Store, rid: str, doc: dict[str, Any], cfg: RunConfig, tmp: Path
+) -> list[Problem]:
+    objects = object_index(doc)
+    problems: list[Problem] = []
+    local: dict[str, Path] = {}
+    for name in (*SPLITS, "dialogues", "turns", "rejections"):
+        key = manifest_key(rid, name)
+        if key not in objects:
+            problems.append(Problem(key, "manifest not listed in RELEASE.json"))
+            continue
+        dest = tmp / f"{name}.parquet"
+        try:
+            store.get_file(key, dest, objects[key]["sha256"])
+        except DuetflowError as e:
+            problems.append(Problem(key, str(e)))
+            continue
+        local[name] = dest
+    if {"dialogues", "turns", "rejections"} - set(local):
+        return problems
+
+    def table_problems(key: str, failures: Iterable[Failure]) -> list[Problem]:
+        return [
+            Problem(key, f"{f.table} row {f.row_id}: {f.column} failed {f.check} (value {f.value})")
+            for f in failures
+        ]
+
+    dkey = manifest_key(rid, "dialogues")
+    # The work-directory checks apply to the release manifests as they are (audio checked above).
+    problems += table_problems(dkey, collect_workdir_failures(tmp, cfg, check_audio=False))
+    schema = release_index_schema(cfg)
+    split_of: dict[str, str] = {}
+    items: list[SplitItem] = []
+    for df in iter_batches(local["dialogues"]):
+        failures = schema_failures(schema, df, "dialogues", row_ids(df, "dialogue_id"))
+        problems += table_problems(dkey, failures)
+    for row in iter_rows(local["dialogues"]):
+        did = row["dialogue_id"]
+        split_of[did] = row["split"]
+        obj = objects.get(row["audio_key"])
+        if obj is None:
+            problems.append(Problem(row["audio_key"], f"audio of {did} not listed in RELEASE.json"))
+        elif obj["sha256"] != row["sha256"]:
+            problems.append(Problem(row["audio_key"], f"audio of {did}: sha256 differs"))
+        items.append(
+            SplitItem(
+                did,
+                row["source_id"],
+                row["corpus"],
+                row["category"],
+                row["language"],
+                row["speaker_a"],
+                row["speaker_b"],
+                row["duration_s"],
+            )
+        )
+    groups = group_keys(items, cfg.release.group_by)
+    group_split: dict[str, str] = {}
+    for did, key in groups.items():
+        first = group_split.setdefault(key, split_of[did])
+        if first != split_of[did]:
+            problems.append(
+                Problem(dkey, f"group {key} straddles splits {first} and {split_of[did]} ({did})")
+            )
+    counts = doc.get("counts", {})
+    for split in SPLITS:
+        if split not in local:
+            continue
+        skey = manifest_key(rid, split)
+        ids = [r["dialogue_id"] for r in iter_rows(local[split], ["dialogue_id", "split"])]
+        expected = [d for d, s in split_of.items() if s == split]
+        if sorted(ids) != sorted(expected):
+            problems.append(Problem(skey, "rows differ from the dialogues manifest's split"))
+        if counts.get(split) != len(ids):
+            problems.append(
+                Problem(skey, f"{len(ids)} rows, RELEASE.json says {counts.get(split)}")
+            )
+    if counts.get("dialogues") != len(split_of):
+        problems.append(
+            Problem(dkey, f"{len(split_of)} rows, RELEASE.json says {counts.get('dialogues')}")
+        )
+    return problems
+
+
+def validate_release(
+    uri: str,
+    release_id: str | None = None,
+    config: RunConfig | None = None,
+    *,
+    store: Store | None = None,
+    deep: bool = True,
+    workers: int = 8,
+) -> list[Problem]:
+    """Every problem of a published release (empty list: valid).
+
+    ``uri`` may be a store URI or ``STORE/releases/ID``; ``release_id`` (default: the one in
+    the URI, else ``latest``) wins when given. ``deep=False`` trusts stored checksums instead
+    of reading every object.
+    """
+    store_uri, rid_from_uri = parse_release_uri(uri)
+    rel = release_id or rid_from_uri
+    st = store or open_store(store_uri, (config or RunConfig()).release)
+    try:
+        rid = resolve_release(st, rel)
+        doc = read_release_json(st, rid)
+    except StorageError as e:
+        return [Problem(release_json_key(rel) if rel != "latest" else "releases/LATEST", str(e))]
+    cfg = _config_from(doc, config)
+    problems = _check_objects(st, doc["objects"], deep, workers)
+    with tempfile.TemporaryDirectory(prefix="duetflow-validate-") as tmp:
+        problems += _manifest_problems(st, rid, doc, cfg, Path(tmp))
+    log.info("validated %s/releases/%s: %d problem(s)", st.uri, rid, len(problems))
+    return problems
