@@ -1,0 +1,117 @@
+"""Against the generated sample corpora: every placed interruption is caught, no placed
+backchannel is counted as one, and selection rejects what the generator meant to be bad."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from duetflow.config import build_config
+from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, TurnKind
+from duetflow.samples import make_samples
+from duetflow.selection import select
+from duetflow.turns import OverlapClass, balance, classify_overlaps
+
+CFG = build_config({})
+
+
+@pytest.fixture(scope="module")
+def truth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tmp_path_factory.mktemp("samples")
+    make_samples(root, seed=7, include=["dailytalk", "iemocap", "magicdata_ramc"])
+    data: dict[str, Any] = json.loads((Path(root) / "truth.json").read_text(encoding="utf-8"))
+    return data
+
+
+def _dialogue(did: str, entry: dict[str, Any]) -> Dialogue:
+    """The dialogue as an adapter yields it: non-party segments (RAMC G00000000) are nonspeech."""
+    turns = tuple(
+        Turn(
+            speaker=t["speaker"],
+            start=t["start"],
+            end=t["end"],
+            text=t.get("text", ""),
+            kind=TurnKind.TURN if t["speaker"] in entry["speakers"] else TurnKind.NONSPEECH,
+            labels=t.get("labels") or {},
+        )
+        for t in entry["turns"]
+    )
+    a, b = entry["speakers"]
+    return Dialogue(
+        id=did,
+        corpus=entry["corpus"],
+        source_id=entry["source_id"],
+        category=Category.HH,
+        language="en",
+        topic="",
+        speakers=(Speaker(a), Speaker(b)),
+        turns=turns,
+        source=MixedMonoSource(path="x.wav"),
+        duration_s=float(entry.get("duration_s") or max(t.end for t in turns)),
+    )
+
+
+def test_samples_have_placed_events(truth: dict[str, Any]) -> None:
+    dialogues = truth["dialogues"].values()
+    assert sum(len(d["interruptions"]) for d in dialogues) >= 2
+    assert sum(len(d["backchannels"]) for d in dialogues) >= 4
+
+
+def test_every_placed_interruption_caught_no_backchannel_counted(truth: dict[str, Any]) -> None:
+    for did, entry in truth["dialogues"].items():
+        d = _dialogue(did, entry)
+        events = classify_overlaps(d.turns, CFG.turns)
+        interruptions = [e for e in events if e.klass is OverlapClass.INTERRUPTION]
+        for placed in entry["interruptions"]:
+            hits = [
+                e
+                for e in interruptions
+                if e.listener == placed["interrupter"] and abs(e.start - placed["time"]) < 1e-6
+            ]
+            assert hits, (did, placed, events)
+        # nothing else is an interruption: clean shapes have no floor-taking overlap
+        assert len(interruptions) == len(entry["interruptions"]), (did, interruptions)
+        for placed in entry["backchannels"]:
+            [ev] = [
+                e
+                for e in events
+                if e.listener == placed["speaker"] and abs(e.start - placed["time"]) < 1e-6
+            ]
+            assert ev.klass is OverlapClass.BACKCHANNEL, (did, placed, ev)
+        # the balance filter measures what the generator meant by utterance share
+        talk = [t for t in d.turns if "collection_header" not in t.labels]
+        shares = balance(talk, CFG.turns, entry["speakers"]).utterance_share
+        assert {k: round(v, 4) for k, v in shares.items()} == entry["utterance_share"], did
+
+
+def test_selection_rejects_interrupted_and_imbalanced_windows(truth: dict[str, Any]) -> None:
+    seen_shapes = set()
+    for did, entry in truth["dialogues"].items():
+        d = _dialogue(did, entry)
+        sel = select(d, CFG)
+        assert len(sel.kept) + len(sel.rejected) == max(sel.stats.n_windows, 1)
+        for w in sel.kept:
+            assert w.turns[0].labels.get("collection_header") is None
+            assert not any(
+                e.klass is OverlapClass.INTERRUPTION for e in classify_overlaps(w.turns, CFG.turns)
+            )
+        for placed in entry["interruptions"]:
+            # the window holding the interruption is rejected for it (or never made)
+            for r in sel.rejected:
+                detail = json.loads(r.detail)
+                if (
+                    "window" in detail
+                    and detail["window"][0] <= placed["time"] < detail["window"][1]
+                ):
+                    assert "interruption" in {f["reason"] for f in detail["failing"]}
+            assert not any(w.window[0] <= placed["time"] < w.window[1] for w in sel.kept)
+        if entry["shape"] == "imbalanced" and sel.stats.n_windows:
+            seen_shapes.add("imbalanced")
+            assert not sel.kept
+            assert {r.reason for r in sel.rejected} <= {"imbalanced", "too_few_turns"}
+        if entry["shape"] == "backchannels" and sel.kept:
+            seen_shapes.add("backchannels")
+    assert {"imbalanced", "backchannels"} <= seen_shapes
