@@ -40,14 +40,16 @@ def overlap_counts(events: Iterable[OverlapEvent]) -> dict[str, int]:
 
 @dataclass
 class Histogram:
-    """Fixed-edge histogram with under/overflow counts and a running sum (for the mean)."""
+    """Fixed-edge histogram with counts below/above the edges, running sum, min and max."""
 
     edges: tuple[float, ...]
     counts: list[int] = field(default_factory=list)
-    underflow: int = 0
-    overflow: int = 0
+    below: int = 0
+    above: int = 0
     n: int = 0
     total: float = 0.0
+    lo: float | None = None
+    hi: float | None = None
 
     def __post_init__(self) -> None:
         if not self.counts:
@@ -59,11 +61,12 @@ class Histogram:
         x = round(x, 6)  # microseconds: a 0.2 s gap computed as 0.19999999 belongs in 0.2
         self.n += 1
         self.total += x
-        lo, hi = self.edges[0], self.edges[-1]
-        if x < lo:
-            self.underflow += 1
-        elif x > hi:
-            self.overflow += 1
+        self.lo = x if self.lo is None else min(self.lo, x)
+        self.hi = x if self.hi is None else max(self.hi, x)
+        if x < self.edges[0]:
+            self.below += 1
+        elif x > self.edges[-1]:
+            self.above += 1
         else:
             k = 0
             # edges are few (≤ 61); a bisect would do, but a scan keeps the float rule obvious:
@@ -77,10 +80,12 @@ class Histogram:
         return {
             "edges": list(self.edges),
             "counts": list(self.counts),
-            "underflow": self.underflow,
-            "overflow": self.overflow,
+            "below": self.below,
+            "above": self.above,
             "n": self.n,
-            "mean": (self.total / self.n) if self.n else None,
+            "mean": round(self.total / self.n, 6) if self.n else None,
+            "min": self.lo,
+            "max": self.hi,
         }
 
 
@@ -186,10 +191,10 @@ class _Acc:
             "kept_duration_s": round(self.kept_duration_s, 3),
             "overlaps": {k: self.overlaps.get(k, 0) for k in classes},
             "kept_overlaps": {k: self.kept_overlaps.get(k, 0) for k in classes},
-            "fto": self.fto.to_dict(),
-            "kept_fto": self.kept_fto.to_dict(),
-            "balance_b_share": self.b_share_all.to_dict(),
-            "kept_balance_b_share": self.b_share_kept.to_dict(),
+            "fto_s": self.fto.to_dict(),
+            "kept_fto_s": self.kept_fto.to_dict(),
+            "balance": self.b_share_all.to_dict(),
+            "kept_balance": self.b_share_kept.to_dict(),
         }
 
 
@@ -197,9 +202,13 @@ class CorpusStats:
     """Streaming per-corpus accumulator of :class:`DialogueStats` and rejections.
 
     ``add`` once per selected source dialogue and ``add_rejection`` once per rejection of any
-    stage (intake rejections included), then ``to_dict()``: ``{"total": {...}, "corpora":
-    {name: {...}}}`` with counts kept/rejected by reason, FTO histograms (100 ms bins), overlap
-    counts by class and speaker-B utterance-share histograms (5 % bins).
+    stage (intake rejections included), then ``to_dict()``: the totals at the top level plus
+    ``"corpora": {name: {...same keys...}}``. Keys: ``dialogues``, ``windows``, ``kept``,
+    ``rejected``, ``rejected_by_reason``, ``rejected_by_stage``, ``overlaps`` /
+    ``kept_overlaps`` (counts by class), ``fto_s`` / ``kept_fto_s`` (floor-transfer offsets of
+    the source dialogues / of kept windows, seconds, 100 ms bins), ``balance`` / ``kept_balance``
+    (speaker B's utterance share per window, all evaluated / kept, 5 % bins). A histogram is
+    ``{edges, counts, below, above, n, mean, min, max}``.
     """
 
     def __init__(self) -> None:
@@ -222,7 +231,8 @@ class CorpusStats:
             self.add_rejection(r)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "total": self._total.to_dict(),
-            "corpora": {k: self._by_corpus[k].to_dict() for k in sorted(self._by_corpus)},
+        out = self._total.to_dict()
+        out["corpora"] = {
+            k: {"corpus": k, **self._by_corpus[k].to_dict()} for k in sorted(self._by_corpus)
         }
+        return out
