@@ -129,6 +129,23 @@ class CorpusAdapter(abc.ABC):
             source_path=self.relpath(where) if where is not None else "",
         )
 
+    def guarded(
+        self, original_id: str, where: str | Path, build: Callable[[], Dialogue]
+    ) -> Dialogue | Rejection:
+        """Build one dialogue; any failure becomes that item's Rejection, never a crash.
+
+        ``InputError`` keeps its reason code. Anything else is an adapter bug, logged with its
+        traceback and recorded as ``internal_error`` so the scan still accounts for the item.
+        """
+        try:
+            return build()
+        except InputError as e:
+            return self.reject(original_id, e)
+        except Exception as e:
+            log.exception("%s: unexpected error on %s", self.name, original_id)
+            err = InputError(where, f"{type(e).__name__}: {e}", reason="internal_error")
+            return self.reject(original_id, err, where)
+
     def relpath(self, path: str | Path) -> str:
         """``path`` relative to the corpus root when inside it (for readable rejections)."""
         p = Path(path)

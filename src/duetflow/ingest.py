@@ -1,0 +1,89 @@
+"""Ingest: one corpus root → the intake tables of a work directory.
+
+Streams the adapter's records straight into :class:`~duetflow.manifest.IntakeWriter`, one
+dialogue at a time, so memory does not grow with the corpus. Every source item is counted once:
+``found == kept + rejected``. A dialogue id seen twice (two items mapping to one id) is
+quarantined as ``duplicate_id`` rather than written twice.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from duetflow.config import RunConfig
+from duetflow.corpora import get_adapter
+from duetflow.corpora.base import DuplicateGuard
+from duetflow.errors import InputError
+from duetflow.manifest import IntakeWriter
+from duetflow.model import Dialogue, Rejection, Stage
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IngestReport:
+    """Counts of one ingest; ``by_reason`` maps rejection reason → count."""
+
+    corpus: str
+    found: int
+    kept: int
+    rejected: int
+    by_reason: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        reasons = ", ".join(f"{k}={v}" for k, v in sorted(self.by_reason.items()))
+        return f"{self.corpus}: found {self.found}, kept {self.kept}, rejected {self.rejected}" + (
+            f" ({reasons})" if reasons else ""
+        )
+
+
+def ingest(
+    corpus: str,
+    root: Path,
+    workdir: Path,
+    config: RunConfig,
+    options: Mapping[str, Any] | None = None,
+) -> IngestReport:
+    """Scan ``root`` with the adapter registered as ``corpus`` and write intake tables.
+
+    Raises ConfigError when the corpus is unknown or the root is unusable (nothing can be
+    counted); individual bad items never raise, they become rejections.
+    """
+    adapter = get_adapter(corpus)(Path(root), options, config=config)
+    guard = DuplicateGuard()
+    kept = 0
+    reasons: Counter[str] = Counter()
+    items = adapter.scan()
+    first = next(items, None)  # a bad root fails here, before anything is written
+    with IntakeWriter(workdir) as writer:
+        for item in itertools.chain([first] if first is not None else [], items):
+            if isinstance(item, Dialogue):
+                try:
+                    guard.check(item.id, item.source_id)
+                except InputError as e:
+                    item = Rejection(
+                        item_id=item.id,
+                        stage=Stage.INGEST,
+                        reason=e.reason,
+                        detail=str(e),
+                        corpus=item.corpus,
+                        source_path=item.source_id,
+                    )
+            writer.add(item)
+            if isinstance(item, Rejection):
+                reasons[item.reason] += 1
+            else:
+                kept += 1
+    rejected = sum(reasons.values())
+    report = IngestReport(corpus, kept + rejected, kept, rejected, dict(sorted(reasons.items())))
+    log.info("ingest %s", report.summary())
+    return report
+
+
+__all__ = ["IngestReport", "ingest"]
