@@ -191,10 +191,10 @@ class _Acc:
             "kept_duration_s": round(self.kept_duration_s, 3),
             "overlaps": {k: self.overlaps.get(k, 0) for k in classes},
             "kept_overlaps": {k: self.kept_overlaps.get(k, 0) for k in classes},
-            "fto_s": self.fto.to_dict(),
-            "kept_fto_s": self.kept_fto.to_dict(),
-            "balance": self.b_share_all.to_dict(),
-            "kept_balance": self.b_share_kept.to_dict(),
+            "fto": self.fto.to_dict(),
+            "kept_fto": self.kept_fto.to_dict(),
+            "balance_b_share": self.b_share_all.to_dict(),
+            "kept_balance_b_share": self.b_share_kept.to_dict(),
         }
 
 
@@ -202,13 +202,14 @@ class CorpusStats:
     """Streaming per-corpus accumulator of :class:`DialogueStats` and rejections.
 
     ``add`` once per selected source dialogue and ``add_rejection`` once per rejection of any
-    stage (intake rejections included), then ``to_dict()``: the totals at the top level plus
-    ``"corpora": {name: {...same keys...}}``. Keys: ``dialogues``, ``windows``, ``kept``,
-    ``rejected``, ``rejected_by_reason``, ``rejected_by_stage``, ``overlaps`` /
-    ``kept_overlaps`` (counts by class), ``fto_s`` / ``kept_fto_s`` (floor-transfer offsets of
-    the source dialogues / of kept windows, seconds, 100 ms bins), ``balance`` / ``kept_balance``
-    (speaker B's utterance share per window, all evaluated / kept, 5 % bins). A histogram is
-    ``{edges, counts, below, above, n, mean, min, max}``.
+    stage (intake rejections included), then ``to_dict()``: ``{"total": {...}, "corpora":
+    {name: {...}}}``, each with ``dialogues``, ``windows``, ``kept``, ``rejected``,
+    ``rejected_by_reason``, ``rejected_by_stage``, ``source_duration_s``, ``kept_duration_s``,
+    ``overlaps`` / ``kept_overlaps`` (counts by class), ``fto`` / ``kept_fto`` (floor-transfer
+    offsets of the source dialogues / of kept windows, in **seconds**, 100 ms bins) and
+    ``balance_b_share`` / ``kept_balance_b_share`` (speaker B's utterance share per window, all
+    evaluated / kept, 5 % bins). A histogram is ``{edges, counts, below, above, n, mean, min,
+    max}``.
     """
 
     def __init__(self) -> None:
@@ -231,8 +232,9 @@ class CorpusStats:
             self.add_rejection(r)
 
     def to_dict(self) -> dict[str, Any]:
-        out = self._total.to_dict()
-        out["corpora"] = {
-            k: {"corpus": k, **self._by_corpus[k].to_dict()} for k in sorted(self._by_corpus)
+        return {
+            "total": self._total.to_dict(),
+            "corpora": {
+                k: {"corpus": k, **self._by_corpus[k].to_dict()} for k in sorted(self._by_corpus)
+            },
         }
-        return out

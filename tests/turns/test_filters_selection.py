@@ -231,7 +231,7 @@ def test_kept_plus_rejected_equals_input(d: Dialogue, policy: str) -> None:
     stats = CorpusStats()
     stats.add(sel.stats)
     stats.add_rejections(sel.rejected)
-    total = stats.to_dict()
+    total = stats.to_dict()["total"]
     assert total["kept"] + total["rejected"] == n_items
     assert select(d, config) == sel  # deterministic
 
@@ -245,18 +245,18 @@ def test_corpus_stats_accumulates_and_is_json() -> None:
         stats.add(sel.stats)
         stats.add_rejections(sel.rejected)
     out = json.loads(json.dumps(stats.to_dict()))
-    total = out
+    total = out["total"]
     assert total["dialogues"] == 2 and total["kept"] == 1 and total["rejected"] == 1
     assert total["rejected_by_reason"] == {"no_window": 1}
     assert total["rejected_by_stage"] == {"window": 1}
     assert total["overlaps"] == {"backchannel": 1, "interruption": 0, "non_floor_interruption": 0}
-    fto = total["fto_s"]
+    fto = total["fto"]
     assert fto["n"] == 9 + 2 and sum(fto["counts"]) + fto["below"] + fto["above"] == fto["n"]
     assert fto["min"] == pytest.approx(0.2) and fto["mean"] == pytest.approx(0.2)
     assert len(fto["edges"]) == len(fto["counts"]) + 1
     # 0.2 s gaps land in the [0.2, 0.3) bin
     assert fto["counts"][fto["edges"].index(0.2)] == 11
-    assert total["kept_balance"]["n"] == 1 and total["balance"]["n"] == 1
+    assert total["kept_balance_b_share"]["n"] == 1 and total["balance_b_share"]["n"] == 1
     assert set(out["corpora"]) == {"testcorpus", "other"}
     assert out["corpora"]["other"]["rejected_by_reason"] == {"no_window": 1}
     assert out["corpora"]["testcorpus"]["kept_duration_s"] == pytest.approx(26.8)
