@@ -132,7 +132,27 @@ def assemble(
         for u, ln in zip(trimmed, script.lines, strict=True)
     ]
 
-    # 3. timeline with seeded pauses
+    # 3. ambience level: the reference's SNR against this dialogue's speech. Utterances are
+    # re-trimmed against that floor, so tails the ambience will mask do not lengthen the pauses.
+    amb_voice = next((v for v in voices if v.noise_path and v.snr_db is not None), None)
+    tone: Audio | None = None
+    noise_pow = 0.0
+    if config.synth.ambience and amb_voice is not None and amb_voice.noise_path:
+        t, tone_sr = read_frames(amb_voice.noise_path, mono=True)
+        t = resample(t, tone_sr, sr)
+        sp, _ = speech_power(np.concatenate(gained), sr)
+        assert amb_voice.snr_db is not None
+        if t.size > 8 * fade_n and sp > 0:
+            tone, noise_pow = t, sp / 10 ** (amb_voice.snr_db / 10)
+            floor_db = 10 * math.log10(noise_pow)
+            for i, u in enumerate(gained):
+                ext2 = acoustic_extent(u, sr, floor_db)
+                if ext2 is not None:
+                    gained[i] = _fade(u[ext2[0] : ext2[1]], fade_n)
+                    o0 = orig[i][0]
+                    orig[i] = (o0 + ext2[0] / sr, o0 + ext2[1] / sr)
+
+    # 4. timeline with seeded pauses, ambience bed under everything
     rng = rng_for(config.seed, did)
     lead = int(round(LEAD_S * sr))
     starts: list[int] = []
@@ -143,27 +163,18 @@ def assemble(
         if i < len(gained) - 1:
             pos += int(round(float(rng.uniform(r.gap_ms_min, r.gap_ms_max)) / 1000 * sr))
     total = pos + lead
-    speech = np.zeros(total, dtype=np.float32)
-    for s, u in zip(starts, gained, strict=True):
-        speech[s : s + len(u)] += u
-
-    # 4. ambience at the reference's SNR
-    mix = speech
+    mix = np.zeros(total, dtype=np.float32)
+    for s0, u in zip(starts, gained, strict=True):
+        mix[s0 : s0 + len(u)] += u
     amb_snr: float | None = None
-    amb_voice = next((v for v in voices if v.noise_path and v.snr_db is not None), None)
-    if config.synth.ambience and amb_voice is not None and amb_voice.noise_path:
-        tone, tone_sr = read_frames(amb_voice.noise_path, mono=True)
-        tone = resample(tone, tone_sr, sr)
-        if tone.size > 2 * fade_n:
-            bed = fill(tone, total, rng_for(config.seed, did, "ambience"), 4 * fade_n)
-            sp, _ = speech_power(np.concatenate(gained), sr)
-            bed_pow = float(np.mean(np.square(bed, dtype=np.float64)))
-            assert amb_voice.snr_db is not None
-            if sp > 0 and bed_pow > 0:
-                want = sp / 10 ** (amb_voice.snr_db / 10)
-                bed = (bed * np.float32(math.sqrt(want / bed_pow))).astype(np.float32)
-                mix = (speech + bed).astype(np.float32)
-                amb_snr = amb_voice.snr_db
+    if tone is not None and amb_voice is not None:
+        bed = fill(tone, total, rng_for(config.seed, did, "ambience"), 4 * fade_n)
+        sp, _ = speech_power(np.concatenate(gained), sr)  # after the re-trim
+        bed_pow = float(np.mean(np.square(bed, dtype=np.float64)))
+        if bed_pow > 0 and amb_voice.snr_db is not None:
+            want = sp / 10 ** (amb_voice.snr_db / 10)
+            mix = (mix + bed * np.float32(math.sqrt(want / bed_pow))).astype(np.float32)
+            amb_snr = amb_voice.snr_db
 
     # 5. true-peak ceiling
     ceil = ceiling_gain_db(mix, sr, r.true_peak_ceiling_dbtp)
