@@ -33,7 +33,10 @@ from duetflow.manifest import (
     dumps,
     write_table,
 )
+from duetflow.model import Rejection, Stage
 from duetflow.seeding import rng_for
+from duetflow.stats import CorpusStats, DialogueStats
+from duetflow.turns import BalanceStats
 
 SR = 16000
 SEED = 7
@@ -160,21 +163,33 @@ def _rejection(item: str, corpus: str, stage: str, reason: str) -> dict[str, Any
     }
 
 
-def _stats(corpus: str, kept: int, rejected: dict[str, int]) -> dict[str, Any]:
-    edges = [float(x) for x in range(-1000, 2001, 100)]
-    counts = [0] * (len(edges) - 1)
-    for i, c in zip(range(8, 16), (1, 2, 4, 9, 12, 7, 3, 1), strict=True):
-        counts[i] = c
-    return {
-        "corpus": corpus,
-        "dialogues": kept + sum(rejected.values()),
-        "kept": kept,
-        "rejected": sum(rejected.values()),
-        "rejected_by_reason": rejected,
-        "fto_ms": {"edges": edges, "counts": counts},
-        "overlap_classes": {"backchannel": 5, "interruption": 2, "non_floor_interruption": 1},
-        "balance": {"edges": [i / 10 for i in range(11)], "counts": [0, 0, 0, 1, 3, 4, 2, 0, 0, 0]},
-    }
+def _stats(corpus: str, rejected: dict[str, int]) -> dict[str, Any]:
+    """A stats.json as the process stage writes it (the real ``CorpusStats``)."""
+    stats = CorpusStats()
+    rng = rng_for(SEED, "stats", corpus)
+    for i in range(4):
+        ftos = tuple(float(x) for x in np.round(rng.normal(0.2, 0.4, 12), 3))
+        stats.add(
+            DialogueStats(
+                dialogue_id=f"{corpus}__src{i}",
+                corpus=corpus,
+                category="HH",
+                duration_s=90.0,
+                n_windows=3,
+                n_kept=1 if i % 2 else 0,
+                ftos=ftos,
+                overlaps={"backchannel": 2, "interruption": i % 2, "non_floor_interruption": 1},
+                balance=BalanceStats({"A": 0.5, "B": 0.5}, {"A": 0.55, "B": 0.45}),
+                kept_ftos=ftos[:4] if i % 2 else (),
+                kept_overlaps={"backchannel": 1} if i % 2 else {},
+                window_b_shares=((0.45, bool(i % 2)), (0.7, False), (0.3, False)),
+                kept_duration_s=40.0 if i % 2 else 0.0,
+            )
+        )
+    for reason, n in rejected.items():
+        for k in range(n):
+            stats.add_rejection(Rejection(f"{corpus}__r{k}", Stage.FILTER, reason, corpus=corpus))
+    return stats.to_dict()
 
 
 def write_workdir(
@@ -231,7 +246,7 @@ def work_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
             _rejection("dailytalk__d11", "dailytalk", "filter", "balance"),
             _rejection("dailytalk__d12", "dailytalk", "filter", "balance"),
         ],
-        _stats("dailytalk", 3, {"balance": 4, "interruptions": 1, "missing_file": 1}),
+        _stats("dailytalk", {"balance": 4, "interruptions": 1, "missing_file": 1}),
     )
     write_workdir(
         root / "magicdata_ramc",
@@ -240,7 +255,7 @@ def work_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
             DialogueSpec("magicdata_ramc", "HH", "zh", 4, True, backchannel=True),
         ],
         [_rejection("magicdata_ramc__G0001__w001", "magicdata_ramc", "window", "too_short")],
-        _stats("magicdata_ramc", 2, {"too_short": 1}),
+        _stats("magicdata_ramc", {"too_short": 1}),
     )
     write_workdir(
         root / "ph",
@@ -287,8 +302,13 @@ def release_dir(work_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
         "code_version": "0.1.0-test",
         "config_hash": "cafef00d12345678",
         "counts": {sp: sum(r["split"] == sp for r in rows) for sp in ("train", "val", "test")},
-        "stats": [json.loads((work_root / "dailytalk" / "stats.json").read_text())],
+        "render_config": {"gap_ms_min": 170.0, "gap_ms_max": 240.0},
     }
+    (store / "releases" / rid / "stats").mkdir()
+    shutil.copyfile(
+        work_root / "dailytalk" / "stats.json",
+        store / "releases" / rid / "stats" / "00-dailytalk.json",
+    )
     (store / "releases" / rid / "RELEASE.json").write_text(json.dumps(meta))
     (store / "releases" / "LATEST").write_text(rid + "\n")
     return store / "releases" / rid

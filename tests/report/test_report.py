@@ -159,13 +159,20 @@ def test_shares_durations_and_turns(work_root: Path, report) -> None:
     assert u.counts[u.edges.index(0.5)] == sum(abs(s - 0.5) < 1e-12 for s in shares)
 
 
-def test_source_stats_ph_and_provenance(report) -> None:
+def test_source_stats_ph_and_provenance(work_root: Path, report) -> None:
     data = report.data
     labels = {s.label for s in data.source_stats}
     assert labels == {"dailytalk", "magicdata_ramc"}
+    raw = json.loads((work_root / "dailytalk" / "stats.json").read_text())["corpora"]["dailytalk"]
     dt = next(s for s in data.source_stats if s.label == "dailytalk")
-    assert dt.overlap_classes == {"backchannel": 5, "interruption": 2, "non_floor_interruption": 1}
-    assert dt.fto is not None and dt.fto.n == 39
+    assert dt.overlap_classes == raw["overlaps"]
+    assert dt.overlap_classes == {"backchannel": 8, "interruption": 2, "non_floor_interruption": 4}
+    assert (dt.dialogues, dt.windows, dt.kept, dt.rejected) == (4, 12, 2, 6)
+    assert dt.fto is not None and dt.fto.n == raw["fto"]["n"] == 48
+    assert dt.fto.mean == pytest.approx(raw["fto"]["mean"] * 1000)  # seconds → ms
+    assert dt.kept_fto is not None and dt.kept_fto.n == 8
+    assert dt.balance is not None and dt.balance.n == 12
+    assert f"| dailytalk | 4 | {360 / 3600:.3f} | 12 | 2 |" in report.markdown.read_text()
     assert data.ph.dialogues == 2
     assert data.ph.backends == {"default": 1, "spark": 1}
     assert data.ph.similarity.n == 4
@@ -199,6 +206,8 @@ def test_release_report_counts_per_split(release_dir: Path, tmp_path: Path) -> N
             in paths.markdown.read_text()
         )
     assert paths.data.provenance.release_id == "r-test-0001"
+    # the release's own render config gives the gap band
+    assert paths.data.distributions["gap_ms"].band == (170.0, 240.0)
     assert paths.data.provenance.config_hash == "cafef00d12345678"
     assert paths.data.title == "duetflow release r-test-0001"
     assert len(paths.data.audio_sample) == 3 and not paths.data.audio_errors
@@ -208,6 +217,21 @@ def test_release_report_counts_per_split(release_dir: Path, tmp_path: Path) -> N
     assert latest.data.counts == paths.data.counts
     summary = summary_markdown(paths.data)
     assert f"**{len(d)}** dialogues" in summary and "| train |" in summary
+
+
+def test_publish_style_report_from_workdirs_and_split_plan(
+    work_root: Path, release_dir: Path, tmp_path: Path
+) -> None:
+    """Publish reports a release before RELEASE.json exists: work dirs + its split plan."""
+    d = pd.read_parquet(release_dir / "manifests" / "dialogues.parquet")
+    plan = dict(zip(d.dialogue_id, d.split, strict=True))
+    from_release = build_report(release_dir, tmp_path / "a", audio_sample=0)
+    staged = build_report(
+        work_root, tmp_path / "b", audio_sample=0, splits=plan, release_id="r-test-0001"
+    )
+    assert staged.data.counts == from_release.data.counts
+    assert staged.data.title == "duetflow release r-test-0001"
+    assert {r.split for r in staged.data.counts} == {"train", "val", "test"}
 
 
 def test_same_inputs_give_byte_identical_outputs(work_root: Path, tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,10 +83,19 @@ def collect_report(
     *,
     audio_sample: int = DEFAULT_AUDIO_SAMPLE,
     title: str | None = None,
+    splits: Mapping[str, str] | None = None,
+    release_id: str | None = None,
 ) -> ReportData:
     """Only the numbers (no files): for artifacts and checks."""
     with open_inputs(source, config) as inputs:
-        return collect(inputs, config, audio_sample=audio_sample, title=title)
+        return collect(
+            inputs,
+            config,
+            audio_sample=audio_sample,
+            title=title,
+            splits=splits,
+            release_id=release_id,
+        )
 
 
 def build_report(
@@ -96,6 +105,8 @@ def build_report(
     *,
     audio_sample: int = DEFAULT_AUDIO_SAMPLE,
     title: str | None = None,
+    splits: Mapping[str, str] | None = None,
+    release_id: str | None = None,
 ) -> ReportPaths:
     """Write the HTML report, the Markdown card, the plots and report.json into ``out_dir``.
 
@@ -104,9 +115,17 @@ def build_report(
     store URI. ``config`` gives the configured bands (gap window, balance, loudness tolerance)
     and the sampling seed; by default the release's own config, else the defaults.
     ``audio_sample`` dialogues are re-measured from their audio (VAD gaps, loudness).
-    Same inputs and config give byte-identical files.
+    ``splits`` (dialogue id → split) and ``release_id`` let publish report the release it is
+    about to write from the work directories. Same inputs and config give byte-identical files.
     """
-    data = collect_report(source, config, audio_sample=audio_sample, title=title)
+    data = collect_report(
+        source,
+        config,
+        audio_sample=audio_sample,
+        title=title,
+        splits=splits,
+        release_id=release_id,
+    )
     return write_report(data, Path(out_dir))
 
 

@@ -196,16 +196,28 @@ class RejectionRow:
 
 @dataclass(frozen=True)
 class SourceStats:
-    """Turn-taking statistics of the *source* dialogues before filtering (from ``stats.json``)."""
+    """Turn-taking statistics of one corpus's *source* dialogues before filtering.
+
+    Read from the process stage's ``stats.json`` (``duetflow.stats.CorpusStats.to_dict()``):
+    ``fto``/``balance``/``overlaps`` describe all source dialogues (balance per candidate
+    window), the ``kept_*`` fields the windows that were kept.
+    """
 
     label: str
     dialogues: int | None
-    fto: Distribution | None
-    overlap_classes: Mapping[str, int]
-    balance: Distribution | None
+    windows: int | None
     kept: int | None
     rejected: int | None
     rejected_by_reason: Mapping[str, int]
+    rejected_by_stage: Mapping[str, int]
+    source_hours: float | None
+    kept_hours: float | None
+    fto: Distribution | None
+    kept_fto: Distribution | None
+    overlap_classes: Mapping[str, int]
+    kept_overlap_classes: Mapping[str, int]
+    balance: Distribution | None
+    kept_balance: Distribution | None
 
 
 @dataclass(frozen=True)
@@ -375,8 +387,11 @@ def _similarities(prov: Mapping[str, Any]) -> list[float]:
 
 
 class _Collector:
-    def __init__(self, config: RunConfig, audio_sample: int) -> None:
+    def __init__(
+        self, config: RunConfig, audio_sample: int, splits: Mapping[str, str] | None = None
+    ) -> None:
         self.config = config
+        self.splits = splits or {}
         r, f = config.render, config.filters
         gap_band = (r.gap_ms_min, r.gap_ms_max)
         self.acc: dict[str, _Acc] = {
@@ -411,7 +426,7 @@ class _Collector:
     # -- manifests --
 
     def dialogue(self, inp: ReportInput, row: dict[str, Any], turns: list[dict[str, Any]]) -> None:
-        split = str(row.get("split") or NO_SPLIT)
+        split = str(row.get("split") or self.splits.get(row["dialogue_id"]) or NO_SPLIT)
         key = (split, str(row["category"]), str(row["language"]), str(row["corpus"]))
         cell = self.counts.setdefault(key, [0, 0.0, 0])
         dur = float(row["duration_s"])
@@ -623,22 +638,28 @@ def measure_gaps_vad(
 
 
 def _dist_from_hist(name: str, unit: str, d: Any, scale: float = 1.0) -> Distribution | None:
-    """A Distribution from a stats.json histogram: ``{edges, counts}`` (+ optional moments)."""
+    """A Distribution from a stats.json histogram (``duetflow.stats.Histogram.to_dict()``).
+
+    ``scale`` converts units (seconds → ms). Min/max are not stored there, so they are the
+    outer edges of the first and last non-empty bins.
+    """
     if not isinstance(d, Mapping):
         return None
-    edges = d.get("edges") or d.get("bin_edges") or d.get("bins")
-    counts = d.get("counts") or d.get("hist")
+    edges, counts = d.get("edges"), d.get("counts")
     if not isinstance(edges, list) or not isinstance(counts, list):
         return None
     if len(edges) != len(counts) + 1:
         return None
-    e = tuple(float(x) * scale for x in edges)
+    e = tuple(round(float(x) * scale, 9) for x in edges)
     c: tuple[int, ...] = tuple(int(x) for x in counts)
+    below = int(d.get("underflow", d.get("below", 0)) or 0)
+    above = int(d.get("overflow", d.get("above", 0)) or 0)
     total = int(sum(c))
-    n = int(d.get("n", total + int(d.get("below", 0)) + int(d.get("above", 0))))
+    n = int(d.get("n") or (total + below + above))
     mean = _num(d.get("mean"))
-    lo, hi = _num(d.get("min")), _num(d.get("max"))
-    if mean is None and total:
+    if mean is not None:
+        mean *= scale
+    elif total:
         mids = [(e[i] + e[i + 1]) / 2 for i in range(len(c))]
         mean = sum(m * k for m, k in zip(mids, c, strict=True)) / total
     nz = [i for i, k in enumerate(c) if k]
@@ -646,13 +667,13 @@ def _dist_from_hist(name: str, unit: str, d: Any, scale: float = 1.0) -> Distrib
         name=name,
         unit=unit,
         n=n,
-        mean=mean * scale if mean is not None and d.get("mean") is not None else mean,
-        min=lo * scale if lo is not None else (e[nz[0]] if nz else None),
-        max=hi * scale if hi is not None else (e[nz[-1] + 1] if nz else None),
+        mean=mean,
+        min=e[nz[0]] if nz else None,
+        max=e[nz[-1] + 1] if nz else None,
         edges=e,
         counts=c,
-        below=int(d.get("below", 0)),
-        above=int(d.get("above", 0)),
+        below=below,
+        above=above,
     )
 
 
@@ -666,27 +687,67 @@ def _int_map(v: Any) -> dict[str, int]:
     return out
 
 
-def parse_source_stats(label: str, d: Mapping[str, Any]) -> SourceStats:
-    """Read one ``stats.json`` (``CorpusStats.to_dict()``) tolerantly: missing parts stay empty."""
-    fto = d.get("fto_ms") or d.get("fto")
-    scale = 1.0
-    if fto is None and d.get("fto_s") is not None:
-        fto, scale = d.get("fto_s"), 1000.0
-    rejected_by = _int_map(d.get("rejected_by_reason") or d.get("rejections") or {})
-    kept = d.get("kept")
-    rejected = d.get("rejected")
+def _opt_int(v: Any) -> int | None:
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def _hours(v: Any) -> float | None:
+    f = _num(v)
+    return None if f is None else f / 3600.0
+
+
+def _one_source(label: str, d: Mapping[str, Any]) -> SourceStats:
+    # CorpusStats stores FTOs in seconds under "fto"; "fto_ms" is accepted as milliseconds.
+    fto_scale = 1.0 if "fto_ms" in d else 1000.0
+    fto_key = "fto_ms" if "fto_ms" in d else "fto"
+    by_reason = _int_map(d.get("rejected_by_reason"))
+    rejected = _opt_int(d.get("rejected"))
     return SourceStats(
-        label=str(d.get("corpus") or label),
-        dialogues=int(d["dialogues"]) if isinstance(d.get("dialogues"), int) else None,
-        fto=_dist_from_hist("floor-transfer offset", "ms", fto, scale),
-        overlap_classes=_int_map(d.get("overlap_classes") or d.get("overlaps") or {}),
-        balance=_dist_from_hist("utterance share (balance)", "", d.get("balance")),
-        kept=int(kept) if isinstance(kept, int | float) else None,
-        rejected=int(rejected)
-        if isinstance(rejected, int | float)
-        else (sum(rejected_by.values()) if rejected_by else None),
-        rejected_by_reason=rejected_by,
+        label=label,
+        dialogues=_opt_int(d.get("dialogues")),
+        windows=_opt_int(d.get("windows")),
+        kept=_opt_int(d.get("kept")),
+        rejected=rejected if rejected is not None else (sum(by_reason.values()) or None),
+        rejected_by_reason=by_reason,
+        rejected_by_stage=_int_map(d.get("rejected_by_stage")),
+        source_hours=_hours(d.get("source_duration_s")),
+        kept_hours=_hours(d.get("kept_duration_s")),
+        fto=_dist_from_hist(
+            f"{label}: floor-transfer offset, all sources", "ms", d.get(fto_key), fto_scale
+        ),
+        kept_fto=_dist_from_hist(
+            f"{label}: floor-transfer offset, kept windows",
+            "ms",
+            d.get(f"kept_{fto_key}"),
+            fto_scale,
+        ),
+        overlap_classes=_int_map(d.get("overlaps") or d.get("overlap_classes")),
+        kept_overlap_classes=_int_map(d.get("kept_overlaps")),
+        balance=_dist_from_hist(
+            f"{label}: speaker B utterance share, all windows",
+            "share",
+            d.get("balance_b_share") or d.get("balance"),
+        ),
+        kept_balance=_dist_from_hist(
+            f"{label}: speaker B utterance share, kept windows",
+            "share",
+            d.get("kept_balance_b_share"),
+        ),
     )
+
+
+def parse_source_stats(label: str, d: Mapping[str, Any]) -> list[SourceStats]:
+    """One :class:`SourceStats` per corpus of a ``stats.json``.
+
+    The process stage writes ``{"total": {...}, "corpora": {name: {...}}}``; a bare per-corpus
+    object is read as one source named ``label``.
+    """
+    corpora = d.get("corpora")
+    if isinstance(corpora, Mapping) and corpora:
+        return [
+            _one_source(str(k), v) for k, v in sorted(corpora.items()) if isinstance(v, Mapping)
+        ]
+    return [_one_source(str(d.get("corpus") or label), d)]
 
 
 # --- entry point --------------------------------------------------------------------------------
@@ -710,13 +771,26 @@ _DIST_META: dict[str, tuple[str, str]] = {
 
 
 def _config_from_release(meta: Mapping[str, Any] | None) -> RunConfig | None:
-    cfg = (meta or {}).get("config")
-    if isinstance(cfg, Mapping):
-        try:
-            return RunConfig.model_validate(dict(cfg))
-        except Exception as e:  # a release from another code version: fall back to defaults
-            log.warning("report: release config not loadable (%s); using defaults", e)
-    return None
+    """The config a release was built with, as far as RELEASE.json records it.
+
+    Publish records the sections the report needs (``render_config``, ``release_config``);
+    a full ``config`` object is used when present.
+    """
+    meta = meta or {}
+    data: dict[str, Any] = {}
+    if isinstance(meta.get("config"), Mapping):
+        data = dict(meta["config"])
+    for section in ("render", "release", "filters", "turns"):
+        v = meta.get(f"{section}_config")
+        if isinstance(v, Mapping):
+            data[section] = dict(v)
+    if not data:
+        return None
+    try:
+        return RunConfig.model_validate(data)
+    except Exception as e:  # a release from another code version: fall back to defaults
+        log.warning("report: release config not loadable (%s); using defaults", e)
+        return None
 
 
 def collect(
@@ -725,11 +799,17 @@ def collect(
     *,
     audio_sample: int = DEFAULT_AUDIO_SAMPLE,
     title: str | None = None,
+    splits: Mapping[str, str] | None = None,
+    release_id: str | None = None,
 ) -> ReportData:
-    """Compute every number of the report in one pass (plus audio of a bounded sample)."""
+    """Compute every number of the report in one pass (plus audio of a bounded sample).
+
+    ``splits`` (dialogue id → split) labels work-directory rows, which carry no split column,
+    so publish can report a release before it exists; ``release_id`` names it.
+    """
     release = next((i for i in inputs if i.release), None)
     cfg = config or _config_from_release(release.release if release else None) or RunConfig()
-    c = _Collector(cfg, audio_sample)
+    c = _Collector(cfg, audio_sample, splits)
     for inp in inputs:
         for row, turns in _dialogues_with_turns(inp):
             c.dialogue(inp, row, turns)
@@ -750,9 +830,10 @@ def collect(
     )
     dists = {k: c.acc[k].freeze(*_DIST_META[k]) for k in _DIST_META}
     source_stats = tuple(
-        parse_source_stats(Path(inp.label).name or inp.label, s)
+        st
         for inp in inputs
         for s in inp.stats
+        for st in parse_source_stats(Path(inp.label).name or inp.label, s)
     )
     failures = {r.reason: r.count for r in rejections if r.stage == Stage.SYNTHESIZE}
     ph = PhStats(
@@ -773,7 +854,7 @@ def collect(
         if b in LICENCES and b not in corpora:
             src.append((b, *LICENCES[b]))
     meta = dict(release.release) if release and release.release else {}
-    rid = release.release_id if release else None
+    rid = release_id or (release.release_id if release else None)
     prov = Provenance(
         code_version=str(meta.get("code_version") or __version__),
         code_versions_in_data=tuple(sorted(c.code_versions)),

@@ -53,39 +53,49 @@ def _crop(d: Distribution) -> tuple[list[float], list[int]]:
     return list(d.edges[lo : hi + 1]), list(d.counts[lo:hi])
 
 
-def hist_plot(name: str, dists: Sequence[Distribution], labels: Sequence[str] = ()) -> Plot | None:
+def hist_plot(
+    name: str,
+    dists: Sequence[Distribution | None],
+    labels: Sequence[str] = (),
+    xlabel: str | None = None,
+) -> Plot | None:
     """Histogram of one or more distributions sharing bins; the configured band is shaded."""
-    dists = [d for d in dists if d.n]
-    if not dists:
+    pairs: list[tuple[Distribution, str]] = [
+        (d, labels[i] if i < len(labels) else "") for i, d in enumerate(dists) if d and d.n
+    ]
+    if not pairs:
         return None
+    shown = [d for d, _ in pairs]
+    names = [lbl for _, lbl in pairs]
     fig = _fig()
     ax = fig.add_subplot()
     colors = [_BLUE, _ORANGE, _GREEN]
-    lo_edge = min(_crop(d)[0][0] for d in dists)
-    hi_edge = max(_crop(d)[0][-1] for d in dists)
-    for i, d in enumerate(dists):
+    lo_edge = min(_crop(d)[0][0] for d in shown)
+    hi_edge = max(_crop(d)[0][-1] for d in shown)
+    for i, d in enumerate(shown):
         edges, counts = _crop(d)
         ax.stairs(
             counts,
             edges,
-            fill=len(dists) == 1,
+            fill=len(shown) == 1,
             color=colors[i % 3],
-            alpha=0.85 if len(dists) == 1 else 1.0,
+            alpha=0.85 if len(shown) == 1 else 1.0,
             linewidth=1.5,
-            label=labels[i] if i < len(labels) else None,
+            label=names[i] or None,
         )
-    band = dists[0].band
+    band = shown[0].band
     if band is not None:
         ax.axvspan(band[0], band[1], color=_BAND, alpha=0.35, zorder=0, label="configured band")
     ax.set_xlim(lo_edge, hi_edge)
-    unit = dists[0].unit
-    ax.set_xlabel(f"{dists[0].name if len(dists) == 1 else name} ({unit})" if unit else name)
+    unit = shown[0].unit
+    label = xlabel or (shown[0].name if len(shown) == 1 else name)
+    ax.set_xlabel(f"{label} ({unit})" if unit else label)
     ax.set_ylabel("count")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(axis="y", alpha=0.3)
-    if len(dists) > 1 or band is not None:
+    if len(shown) > 1 or band is not None:
         ax.legend(fontsize=8, loc="upper right")
-    cap = "; ".join(_summary(d) for d in dists)
+    cap = "; ".join(_summary(d) for d in shown)
     return Plot(name, cap, _png(fig))
 
 
@@ -117,6 +127,28 @@ def bar_plot(
         ax.set_ylabel(xlabel)
         ax.grid(axis="y", alpha=0.3)
         ax.tick_params(axis="x", labelrotation=20)
+    return Plot(name, caption, _png(fig))
+
+
+def grouped_bar_plot(
+    name: str, caption: str, groups: Mapping[str, Mapping[str, int]], ylabel: str
+) -> Plot | None:
+    """Bars per key, one colour per group (e.g. overlap classes: all sources vs kept)."""
+    keys = sorted({k for g in groups.values() for k in g})
+    if not keys or not any(any(g.values()) for g in groups.values()):
+        return None
+    fig = _fig()
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(groups))
+    colors = [_BLUE, _ORANGE, _GREEN]
+    for j, (gname, g) in enumerate(groups.items()):
+        xs = [i + (j - (len(groups) - 1) / 2) * width for i in range(len(keys))]
+        ax.bar(xs, [g.get(k, 0) for k in keys], width=width, label=gname, color=colors[j % 3])
+    ax.set_xticks(range(len(keys)), [k.replace("_", " ") for k in keys])
+    ax.set_ylabel(ylabel)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
     return Plot(name, caption, _png(fig))
 
 
@@ -172,19 +204,26 @@ def all_plots(data: ReportData) -> list[Plot]:
         hist_plot("utterance_share", [d["utterance_share_a"]]),
         hist_plot("speaking_time_share", [d["speaking_time_share_a"]]),
     ]
+    both = ["all sources", "kept windows"]
     for i, s in enumerate(data.source_stats):
-        if s.fto is not None:
-            out.append(hist_plot(f"fto_{i}", [s.fto]))
-        if s.overlap_classes:
-            out.append(
-                bar_plot(
-                    f"overlaps_{i}",
-                    f"{s.label}: overlap events by class",
-                    dict(s.overlap_classes),
-                    "events",
-                )
+        out.append(
+            hist_plot(f"fto_{i}", [s.fto, s.kept_fto], both, f"{s.label}: floor-transfer offset")
+        )
+        out.append(
+            grouped_bar_plot(
+                f"overlaps_{i}",
+                f"{s.label}: overlap events by class (all sources vs kept windows)",
+                {"all sources": s.overlap_classes, "kept windows": s.kept_overlap_classes},
+                "events",
             )
-        if s.balance is not None:
-            out.append(hist_plot(f"balance_{i}", [s.balance]))
+        )
+        out.append(
+            hist_plot(
+                f"balance_{i}",
+                [s.balance, s.kept_balance],
+                both,
+                f"{s.label}: speaker B utterance share per window",
+            )
+        )
     out.append(hist_plot("ph_similarity", [data.ph.similarity]))
     return [p for p in out if p is not None]

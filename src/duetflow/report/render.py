@@ -187,14 +187,20 @@ def _rejection_rows(data: ReportData) -> list[dict[str, Any]]:
 
 
 def _source_rows(s: SourceStats) -> dict[str, Any]:
+    def opt(v: Any) -> Any:
+        return "–" if v is None else v
+
     return {
-        "source": s.label,
-        "dialogues": "–" if s.dialogues is None else s.dialogues,
-        "kept": "–" if s.kept is None else s.kept,
-        "rejected": "–" if s.rejected is None else s.rejected,
+        "corpus": s.label,
+        "source dialogues": opt(s.dialogues),
+        "source hours": "–" if s.source_hours is None else f"{s.source_hours:.3f}",
+        "windows": opt(s.windows),
+        "kept": opt(s.kept),
+        "kept hours": "–" if s.kept_hours is None else f"{s.kept_hours:.3f}",
+        "rejected": opt(s.rejected),
         "FTO mean (ms)": fmt_num(s.fto.mean if s.fto else None),
         "FTO median≈ (ms)": fmt_num(s.fto.quantile(0.5) if s.fto else None),
-        **{f"overlap: {k}": v for k, v in sorted(s.overlap_classes.items())},
+        **{k.replace("_", " "): v for k, v in sorted(s.overlap_classes.items())},
     }
 
 
@@ -341,13 +347,22 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
 
     tt: list[str] = []
     if data.source_stats:
+        tt.append(
+            "<p>From the process stage's <code>stats.json</code>: floor-transfer offsets at every"
+            " speaker change (negative = overlap), listener vocalisations by overlap class, and"
+            " each candidate window's speaker-B utterance share — for all source dialogues and"
+            " for the windows that were kept.</p>"
+        )
         tt.append(_html_table([_source_rows(s) for s in data.source_stats]))
         for i, s in enumerate(data.source_stats):
             tt.append(f"<h3>{_esc(s.label)}</h3>")
             if s.rejected_by_reason:
                 tt.append(
                     _html_table(
-                        [{"reason": k, "count": v} for k, v in sorted(s.rejected_by_reason.items())]
+                        [
+                            {"rejection reason": k, "count": v}
+                            for k, v in sorted(s.rejected_by_reason.items())
+                        ]
                     )
                 )
             tt += [_figure(P.get(f"fto_{i}")), _figure(P.get(f"overlaps_{i}"))]
@@ -481,7 +496,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     if data.source_stats:
         lines += [_md_table([_source_rows(s) for s in data.source_stats]), ""]
         for i, _ in enumerate(data.source_stats):
-            lines += img(f"fto_{i}") + img(f"overlaps_{i}")
+            lines += img(f"fto_{i}") + img(f"overlaps_{i}") + img(f"balance_{i}")
     else:
         lines += ["_No source statistics in the inputs._", ""]
     ph = data.ph

@@ -217,6 +217,13 @@ def _remote_release_input(uri: str, config: Any, stack: ExitStack) -> ReportInpu
             paths[name] = man / name
         else:
             paths[name] = None
+    stats_dir = tmp / "stats"
+    stats_dir.mkdir()
+    lister = getattr(store, "list", None)
+    if callable(lister):
+        for key in sorted(lister(f"{base}/stats/")):
+            if str(key).endswith(".json"):
+                (stats_dir / Path(str(key)).name).write_bytes(_store_get(store, str(key)))
     dpath = paths[DIALOGUES]
     if dpath is None:
         raise InputError(uri, f"release {rid} has no manifests/{DIALOGUES}")
