@@ -84,12 +84,21 @@ class _Planned:
     text: str
 
 
-def _plan(rng: np.random.Generator, language: str, roles: tuple[str, str]) -> list[_Planned]:
-    """Turn timings of one 20–60 s dialogue: alternating turns, gaps/overlaps, backchannels."""
+def _plan(
+    rng: np.random.Generator, language: str, roles: tuple[str, str], interruption: bool = False
+) -> tuple[list[_Planned], list[dict[str, Any]]]:
+    """Turn timings of one 20–60 s dialogue and the interruptions placed in it.
+
+    Alternating turns of 1.4–4.6 s; gaps of 0.1–1.2 s around 300 ms; listener backchannels
+    (overlapping speech) inside long turns; with ``interruption`` one transition in the middle
+    overlaps by 0.3–0.45 s (a floor-taking interruption). Transitions never overlap by a few
+    tens of ms, which the overlap analysis could count either way.
+    """
     target = float(rng.uniform(24.0, 42.0))
     t = round(float(rng.uniform(0.4, 0.9)), 3)
     spk = 0
     out: list[_Planned] = []
+    interruptions: list[dict[str, Any]] = []
     k = 0
     while t < target:
         dur = round(float(rng.uniform(1.4, 4.6)), 3)
@@ -102,12 +111,17 @@ def _plan(rng: np.random.Generator, language: str, roles: tuple[str, str]) -> li
             bc = _BACKCHANNELS[language][int(rng.integers(len(_BACKCHANNELS[language])))]
             out.append(_Planned(1 - spk, bs, round(bs + bd, 3), "backchannel", bc))
             earliest = bs + bd + 0.5
-        gap = float(np.clip(rng.normal(0.25, 0.3), -0.5, 1.0))
+        gap = float(np.clip(rng.normal(0.3, 0.2), 0.1, 1.2))
+        if interruption and not interruptions and k >= 3 and earliest <= t + dur - 0.45:
+            gap = -float(rng.uniform(0.3, 0.45))
+        host_end = t + dur
         t = round(max(t + dur + gap, earliest), 3)
+        if t < host_end - 0.25:
+            interruptions.append({"time": t, "interrupter": 1 - spk})
         spk = 1 - spk
         k += 1
     out.sort(key=lambda p: (p.start, p.speaker))
-    return out
+    return out, interruptions
 
 
 def _line(rng: np.random.Generator, language: str, role: str, k: int) -> str:
@@ -138,7 +152,13 @@ def _delay(x: Audio, ms: float) -> Audio:
 
 def _truth_turns(plan: list[_Planned], speakers: tuple[str, str]) -> list[dict[str, Any]]:
     return [
-        {"speaker": speakers[p.speaker], "start": p.start, "end": p.end, "kind": p.kind}
+        {
+            "speaker": speakers[p.speaker],
+            "start": p.start,
+            "end": p.end,
+            "kind": p.kind,
+            "text": p.text,
+        }
         for p in plan
     ]
 
@@ -203,15 +223,16 @@ def _session(
     transcript: str | None = None,
     rttm: bool = False,
     disclosure: bool = False,
+    interruption: bool = False,
 ) -> dict[str, Any]:
-    """Write one session folder; return its truth entry."""
+    """Write one session folder; return its truth entry (keyed like the corpus generators')."""
     rng = rng_for(seed, CORPUS, sid)
     folder = base / sid
     roles = ("human", "machine") if category == "HM" else ("human", "human")
     ids = ("user", "system") if category == "HM" else ("spk_a", "spk_b")
     genders: tuple[str, str] = ("F", "M") if rng.random() < 0.5 else ("M", "F")
     voices = [random_voice(rng, g, ids[i]) for i, g in enumerate(genders)]  # type: ignore[arg-type]
-    plan = _plan(rng, language, roles)
+    plan, placed = _plan(rng, language, roles, interruption=interruption)
     if disclosure:
         k = next(i for i, p in enumerate(plan) if p.speaker == 1 and p.kind == "turn")
         p = plan[k]
@@ -287,64 +308,70 @@ def _session(
             rttm="turns.rttm" if rttm else None,
         ),
     )
+    talk = [p for p in plan if p.kind == "turn"]
     return {
-        "dialogue_id": dialogue_id(CORPUS, sid),
+        "corpus": CORPUS,
+        "source_id": sid,
+        "expected": "kept",
         "category": category,
         "layout": layout,
         "language": language,
+        "topic": "weekend plans",
+        "speakers": list(ids),
         "duration_s": duration,
         "crosstalk_db": CROSSTALK_DB if layout != "mono" else None,
         "turn_source": "transcript" if transcript == "timed" else ("rttm" if rttm else "audio"),
         "turns": _truth_turns(plan, ids),
-        "expected": "kept",
-        "reason": None,
+        "interruptions": [
+            {"time": x["time"], "interrupter": ids[x["interrupter"]]} for x in placed
+        ],
+        "backchannels": [
+            {"time": p.start, "speaker": ids[p.speaker]} for p in plan if p.kind == "backchannel"
+        ],
+        "utterance_share": {
+            ids[i]: round(sum(p.speaker == i for p in talk) / len(talk), 4) for i in range(2)
+        },
     }
 
 
 def generate(root: Path, seed: int, scale: int = 1) -> dict[str, Any]:
     """Write sample studio sessions under ``root/studio``; return their ground truth.
 
-    The returned mapping is ``{"studio": {"root": "studio", "sessions": {session_id: {...}}}}``
-    where each session lists its ``turns`` (speaker/start/end/kind, seconds), ``layout``,
-    ``expected`` (``kept`` / ``rejected``) and the expected rejection ``reason``.
+    Returns ``{"dialogues": {dialogue_id: entry}, "broken": [...]}`` like the corpus
+    generators: ``dialogues`` holds the sessions the adapter must keep, with their exact turns
+    (``speaker``/``start``/``end``/``kind``/``text``), ``layout``, ``turn_source`` (``audio``:
+    detected by VAD; ``transcript``/``rttm``: given) and ``crosstalk_db``; ``broken`` the
+    sessions it must reject, with the reason code (and the same truth fields, for reference).
     """
     base = Path(root) / CORPUS
     base.mkdir(parents=True, exist_ok=True)
-    sessions: dict[str, dict[str, Any]] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    rejected: dict[str, str] = {}
     for i in range(max(1, scale)):
         sid = f"hm_tracks_{i + 1:03d}"
-        sessions[sid] = _session(
+        entries[sid] = _session(
             base, seed, sid, category="HM", layout="tracks", language="en", transcript="text"
         )
         sid = f"hh_stereo_{i + 1:03d}"
-        sessions[sid] = _session(base, seed, sid, category="HH", layout="stereo", language="zh")
-    sessions["hm_stereo_timed"] = _session(
-        base,
-        seed,
-        "hm_stereo_timed",
-        category="HM",
-        layout="stereo",
-        language="en",
+        entries[sid] = _session(
+            base, seed, sid, category="HH", layout="stereo", language="zh", interruption=True
+        )
+    entries["hm_stereo_timed"] = _session(
+        base, seed, "hm_stereo_timed", category="HM", layout="stereo", language="en",
         transcript="timed",
-    )
-    sessions["hm_mono_rttm"] = _session(
+    )  # fmt: skip
+    entries["hm_mono_rttm"] = _session(
         base, seed, "hm_mono_rttm", category="HM", layout="mono", language="en", rttm=True
     )
-    sessions["hh_mono_untimed"] = _session(
+    entries["hh_mono_untimed"] = _session(
         base, seed, "hh_mono_untimed", category="HH", layout="mono", language="zh"
     )
-    sessions["hh_mono_untimed"].update(expected="rejected", reason="mono_without_diarization")
-    sessions["hm_tracks_disclosure"] = _session(
-        base,
-        seed,
-        "hm_tracks_disclosure",
-        category="HM",
-        layout="tracks",
-        language="en",
-        transcript="text",
-        disclosure=True,
-    )
-    sessions["hm_tracks_disclosure"].update(expected="rejected", reason="identity_disclosure")
+    rejected["hh_mono_untimed"] = "mono_without_diarization"
+    entries["hm_tracks_disclosure"] = _session(
+        base, seed, "hm_tracks_disclosure", category="HM", layout="tracks", language="en",
+        transcript="text", disclosure=True,
+    )  # fmt: skip
+    rejected["hm_tracks_disclosure"] = "identity_disclosure"
     # a malformed sidecar: unknown category, a misspelt field, no opening line
     bad = base / "broken_sidecar"
     bad.mkdir(parents=True, exist_ok=True)
@@ -354,12 +381,18 @@ def generate(root: Path, seed: int, scale: int = 1) -> dict[str, Any]:
         "strategy: role_playing\nlayout: mono\nspeakrs: []\n",
         encoding="utf-8",
     )
-    sessions["broken_sidecar"] = {
-        "dialogue_id": dialogue_id(CORPUS, "broken_sidecar"),
-        "layout": "mono",
-        "turns": [],
-        "expected": "rejected",
-        "reason": "bad_sidecar",
-    }
-    log.info("wrote %d studio sessions under %s", len(sessions), base)
-    return {"studio": {"root": CORPUS, "sessions": sessions}}
+    rejected["broken_sidecar"] = "bad_sidecar"
+    dialogues = {dialogue_id(CORPUS, sid): e for sid, e in entries.items() if sid not in rejected}
+    broken = [
+        {
+            "corpus": CORPUS,
+            "item_id": dialogue_id(CORPUS, sid),
+            "reason": reason,
+            "path": f"{CORPUS}/{sid}/session.yaml",
+            **{k: v for k, v in entries.get(sid, {}).items() if k != "expected"},
+            "expected": "rejected",
+        }
+        for sid, reason in sorted(rejected.items())
+    ]
+    log.info("wrote %d studio sessions under %s", len(entries) + 1, base)
+    return {"dialogues": dialogues, "broken": broken}
