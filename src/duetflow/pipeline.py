@@ -542,7 +542,7 @@ def merge_workdirs(
             for f in sorted(audio.rglob("*")):
                 if f.is_file():
                     _link(f, partial / "audio" / f.relative_to(audio))
-    _merge_stats(ordered, partial)
+    _merge_stats(ordered, partial, [Path(p) for p in leading_rejections])
     kept, rejected, by_reason = _table_counts(partial)
     found = sum(p.found for p in ordered)
     outcome = StepOutcome(stage, label, "", str(out), found, kept, rejected, by_reason)
@@ -553,37 +553,62 @@ def merge_workdirs(
     return outcome
 
 
-def _merge_stats(parts: Sequence[StepOutcome], out: Path) -> None:
-    """Sum numeric fields of the shards' ``stats.json`` (nested dicts summed key by key)."""
-    merged: dict[str, Any] = {}
-    found = False
+def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Fold ``stats.json`` documents of shards into one, as if one run had counted them all.
 
-    def add(into: dict[str, Any], data: Mapping[str, Any]) -> None:
-        for k, v in data.items():
-            if isinstance(v, bool):
-                into.setdefault(k, v)
-            elif isinstance(v, int | float):
-                into[k] = into.get(k, 0) + v
-            elif isinstance(v, Mapping):
-                sub = into.setdefault(k, {})
-                if isinstance(sub, dict):
-                    add(sub, v)
-            elif isinstance(v, list):
-                existing = into.setdefault(k, [])
-                if isinstance(existing, list):
-                    existing.extend(v)
-            else:
-                into.setdefault(k, v)
+    Counts add up, histogram ``counts`` add bin by bin, ``edges`` stay, ``min``/``max`` take
+    the extreme, a ``mean`` next to an ``n`` is re-weighted; anything else keeps the first value.
+    """
+    out: dict[str, Any] = {}
+    for part in parts:
+        for k, v in part.items():
+            cur = out.get(k)
+            if cur is None:
+                out[k] = json.loads(json.dumps(v))
+            elif isinstance(v, Mapping) and isinstance(cur, dict):
+                out[k] = _merge_hist(cur, v) if "n" in v and "mean" in v else merge_stats([cur, v])
+            elif isinstance(v, bool) or k == "edges":
+                continue
+            elif k in ("min", "max") and isinstance(v, int | float):
+                out[k] = min(cur, v) if k == "min" else max(cur, v)
+            elif isinstance(v, int | float) and isinstance(cur, int | float):
+                total = cur + v
+                out[k] = round(total, 6) if isinstance(total, float) else total
+            elif isinstance(v, list) and isinstance(cur, list) and len(v) == len(cur):
+                out[k] = [a + b for a, b in zip(cur, v, strict=True)]
+    return out
 
-    for p in parts:
-        path = Path(p.path) / "stats.json"
-        if path.exists():
-            found = True
-            add(merged, json.loads(path.read_text(encoding="utf-8")))
-    if found:
-        (out / "stats.json").write_text(
-            json.dumps(merged, sort_keys=True, indent=1), encoding="utf-8"
-        )
+
+def _merge_hist(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    merged = merge_stats([{k: v for k, v in a.items() if k != "mean"},
+                          {k: v for k, v in b.items() if k != "mean"}])  # fmt: skip
+    weighted = [
+        (m, n) for m, n in ((a.get("mean"), a["n"]), (b.get("mean"), b["n"])) if m is not None
+    ]
+    n = sum(n for _, n in weighted)
+    merged["mean"] = sum(m * n for m, n in weighted) / n if n else None
+    return merged
+
+
+def _merge_stats(
+    parts: Sequence[StepOutcome], out: Path, leading_rejections: Sequence[Path]
+) -> None:
+    """``stats.json`` of the merged directory: the shards' plus the carried rejections."""
+    docs: list[Mapping[str, Any]] = []
+    carried = [p for p in leading_rejections if p.exists()]
+    if carried:
+        from duetflow.stats import CorpusStats
+
+        acc = CorpusStats()
+        for path in carried:
+            for row in manifest.iter_rows(path):
+                acc.add_rejection(manifest.rejection_from_row(row))
+        docs.append(acc.to_dict())
+    shard_docs = [Path(p.path) / "stats.json" for p in parts]
+    docs.extend(json.loads(f.read_text(encoding="utf-8")) for f in shard_docs if f.exists())
+    if any(f.exists() for f in shard_docs):
+        text = json.dumps(merge_stats(docs), sort_keys=True, indent=1)
+        (out / "stats.json").write_text(text, encoding="utf-8")
 
 
 def rendered_dir(config: RunConfig, label: str) -> Path:

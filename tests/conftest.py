@@ -1,0 +1,109 @@
+"""Shared pytest fixtures."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# --- Prefect (tests/flows) ----------------------------------------------------------------------
+# Before anything imports prefect: never write runs into the developer's ~/.prefect, never send
+# telemetry from a sandbox.
+os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="duetflow-test-prefect-"))
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+            return bool(r.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """One real Prefect API server on 127.0.0.1 (SQLite, temporary PREFECT_HOME) per session.
+
+    Yields the environment for subprocesses (CLI, workers); this process and the Dask workers it
+    starts talk to the same server through PREFECT_API_URL. Prefect's temporary in-process API
+    is not used: it drops task-run records and cannot serve Dask workers.
+    """
+    home = tmp_path_factory.mktemp("prefect-server")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PREFECT_HOME": str(home),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_UI_ENABLED": "false",
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+    }
+    env.pop("PREFECT_API_URL", None)
+    log = (home / "server.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+         "--port", str(port)],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/api"
+    deadline = time.monotonic() + 180
+    while not _healthy(url):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(
+                f"prefect server did not start:\n{(home / 'server.log').read_text()}"
+            )
+        time.sleep(0.5)
+    env["PREFECT_API_URL"] = url
+    saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL",)}
+    os.environ["PREFECT_API_URL"] = url  # for Dask worker processes started by the tests
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    try:
+        with temporary_settings({PREFECT_API_URL: url}):
+            yield env
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+
+# --- sample corpora (tests/corpora and anyone needing real-layout data) -------------------------
+
+
+@pytest.fixture(scope="session")
+def sample_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Sample corpora written once per session by ``make_samples(seed=0)``; read-only for tests.
+
+    Holds ``dailytalk/``, ``IEMOCAP_full_release/``, ``MagicData-RAMC/`` (and ``studio/``,
+    ``scripts/`` when those generators are installed) plus ``truth.json``.
+    """
+    from duetflow.samples import make_samples
+
+    root = tmp_path_factory.mktemp("samples")
+    make_samples(root, seed=0)
+    return root

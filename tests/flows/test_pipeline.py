@@ -1,0 +1,114 @@
+"""The plain-Python core under the flows: keys, the cache directory protocol, merging."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from flow_helpers import write_config
+
+from duetflow import manifest, pipeline
+from duetflow.config import build_config
+from duetflow.pipeline import StepOutcome
+
+
+def test_stage_keys_follow_only_the_sections_a_stage_reads(tmp_path: Path) -> None:
+    base = build_config({"workdir": str(tmp_path)})
+    stricter = build_config({"workdir": str(tmp_path), "filters": {"balance_min": 0.45}})
+    other_split = build_config(
+        {"workdir": str(tmp_path), "release": {"ratios": {"HH": (0.7, 0.2, 0.1)}}}
+    )
+    for cfg, changed in ((stricter, {"process"}), (other_split, {"publish"})):
+        for stage in pipeline.STAGE_SECTIONS:
+            same = pipeline.stage_key(stage, base, "x") == pipeline.stage_key(stage, cfg, "x")
+            assert same == (stage not in changed), stage
+    assert pipeline.stage_key("process", base, "a") != pipeline.stage_key("process", base, "b")
+
+
+def test_tree_fingerprint_sees_new_and_changed_files(tmp_path: Path) -> None:
+    (tmp_path / "s1").mkdir()
+    (tmp_path / "s1" / "a.wav").write_bytes(b"abc")
+    before = pipeline.tree_fingerprint(tmp_path)
+    assert pipeline.tree_fingerprint(tmp_path) == before
+    (tmp_path / "s2").mkdir()
+    (tmp_path / "s2" / "b.wav").write_bytes(b"x")
+    added = pipeline.tree_fingerprint(tmp_path)
+    assert added != before
+    (tmp_path / "s1" / "a.wav").write_bytes(b"abcd")
+    assert pipeline.tree_fingerprint(tmp_path) != added
+
+
+def test_a_step_that_dies_leaves_nothing_that_looks_finished(tmp_path: Path) -> None:
+    final = tmp_path / "cache" / "process" / "k1"
+    calls: list[int] = []
+
+    def dying(out: Path) -> StepOutcome:
+        (out / "half.parquet").write_bytes(b"partial")
+        raise RuntimeError("killed")
+
+    def working(out: Path) -> StepOutcome:
+        calls.append(1)
+        (out / "dialogues.parquet").write_bytes(b"done")
+        return StepOutcome("process", "c", "k1", str(out), found=2, kept=1, rejected=1)
+
+    with pytest.raises(RuntimeError):
+        pipeline._build_cached(final, dying)
+    assert pipeline.load_outcome(final) is None
+    first = pipeline._build_cached(final, working)
+    assert not first.reused and first.path == str(final)
+    assert (final / "dialogues.parquet").read_bytes() == b"done"
+    assert not (tmp_path / "cache" / "process" / "k1.partial").exists()
+    again = pipeline._build_cached(final, working)
+    assert again.reused and calls == [1]
+    assert (again.found, again.kept, again.rejected) == (2, 1, 1)
+
+
+def test_merge_stats_adds_counts_and_reweights_means() -> None:
+    a = {"kept": 2, "dur": 1.5, "h": {"edges": [0, 1, 2], "counts": [1, 1], "n": 2, "mean": 1.0,
+         "min": 0.5, "max": 1.5}}  # fmt: skip
+    b = {"kept": 1, "dur": 0.5, "h": {"edges": [0, 1, 2], "counts": [0, 1], "n": 1, "mean": 1.6,
+         "min": 1.6, "max": 1.6}, "new": {"x": 1}}  # fmt: skip
+    m = pipeline.merge_stats([a, b])
+    assert m["kept"] == 3 and m["dur"] == 2.0 and m["new"] == {"x": 1}
+    assert m["h"]["edges"] == [0, 1, 2] and m["h"]["counts"] == [1, 2] and m["h"]["n"] == 3
+    assert m["h"]["mean"] == pytest.approx(1.2)
+    assert (m["h"]["min"], m["h"]["max"]) == (0.5, 1.6)
+
+
+def test_plain_pipeline_merges_shards_in_intake_order_and_resumes(
+    tmp_path: Path, flow_samples: Path
+) -> None:
+    cfg_path = write_config(tmp_path / "run.yaml", flow_samples, scripts=False)
+    from duetflow.config import load_config
+
+    cfg = load_config(cfg_path)
+    first = pipeline.run_pipeline(cfg, publish=False)
+    intake = next(s for s in first.steps if s.stage == "ingest")
+    shards = [s for s in first.steps if s.stage == "process"]
+    assert len(shards) == -(-intake.kept // 2) and first.computed("process") == len(shards)
+    merged = first.merged[0]
+    # inputs = kept + rejected: every intake rejection is carried into the rendered workdir
+    rendered = Path(merged.path)
+    carried = sum(n for k, n in merged.by_reason.items() if k.startswith("ingest:"))
+    assert carried == intake.rejected > 0
+    ids = [r["dialogue_id"] for r in manifest.iter_rows(rendered / manifest.DIALOGUES)]
+    shard_ids = [
+        r["dialogue_id"]
+        for s in sorted(shards, key=lambda s: s.index)
+        for r in manifest.iter_rows(Path(s.path) / manifest.DIALOGUES)
+    ]
+    assert ids == shard_ids and len(ids) == merged.kept > 0
+    for row in manifest.iter_rows(rendered / manifest.DIALOGUES):
+        audio = rendered / row["audio_path"]
+        assert audio.is_file() and os.stat(audio).st_nlink >= 1
+    stats = json.loads((rendered / "stats.json").read_text())
+    assert stats["total"]["rejected"] == merged.rejected
+    before = pq.read_table(rendered / manifest.DIALOGUES)
+
+    second = pipeline.run_pipeline(cfg, publish=False)
+    assert second.computed("ingest") == second.computed("process") == 0
+    assert second.reused("process") == len(shards)
+    assert pq.read_table(rendered / manifest.DIALOGUES).equals(before)
