@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from duetflow.config import build_config
+from duetflow.corpora import get_adapter
 from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, TurnKind
 from duetflow.samples import make_samples
 from duetflow.selection import select
@@ -18,11 +19,19 @@ from duetflow.turns import OverlapClass, balance, classify_overlaps
 CFG = build_config({})
 
 
+CORPORA = ["dailytalk", "iemocap", "magicdata_ramc"]
+
+
 @pytest.fixture(scope="module")
-def truth(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def sample_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("samples")
-    make_samples(root, seed=7, include=["dailytalk", "iemocap", "magicdata_ramc"])
-    data: dict[str, Any] = json.loads((Path(root) / "truth.json").read_text(encoding="utf-8"))
+    make_samples(root, seed=7, include=CORPORA)
+    return root
+
+
+@pytest.fixture(scope="module")
+def truth(sample_root: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((sample_root / "truth.json").read_text(encoding="utf-8"))
     return data
 
 
@@ -115,3 +124,36 @@ def test_selection_rejects_interrupted_and_imbalanced_windows(truth: dict[str, A
         if entry["shape"] == "backchannels" and sel.kept:
             seen_shapes.add("backchannels")
     assert {"imbalanced", "backchannels"} <= seen_shapes
+
+
+def test_through_the_adapters(sample_root: Path, truth: dict[str, Any]) -> None:
+    """Same checks on what the corpus adapters actually yield (their rounding, kinds, labels)."""
+    n_dialogues = 0
+    for name in CORPORA:
+        adapter = get_adapter(name)(sample_root / truth["corpora"][name]["root"], {}, config=CFG)
+        for item in adapter.scan():
+            if not isinstance(item, Dialogue):
+                continue
+            n_dialogues += 1
+            entry = truth["dialogues"][item.id]
+            events = classify_overlaps(item.turns, CFG.turns)
+            interruptions = [e for e in events if e.klass is OverlapClass.INTERRUPTION]
+            assert len(interruptions) == len(entry["interruptions"]), (item.id, events)
+            for placed in entry["interruptions"]:
+                assert any(
+                    e.listener == placed["interrupter"] and abs(e.start - placed["time"]) < 1e-3
+                    for e in interruptions
+                ), (item.id, placed, events)
+            bcs = [e for e in events if e.klass is OverlapClass.BACKCHANNEL]
+            assert len(bcs) == len(entry["backchannels"]), (item.id, events)
+            sel = select(item, CFG)
+            assert len(sel.kept) + len(sel.rejected) == max(sel.stats.n_windows, 1)
+            for w in sel.kept:
+                assert w.window is not None
+                assert not any(
+                    w.window[0] <= p["time"] < w.window[1] for p in entry["interruptions"]
+                )
+                marked = sum(t.kind is TurnKind.BACKCHANNEL for t in w.turns)
+                inside = sum(w.window[0] <= p["time"] < w.window[1] for p in entry["backchannels"])
+                assert marked == inside, (w.id, marked, inside)
+    assert n_dialogues == len(truth["dialogues"])
