@@ -202,3 +202,11 @@ def test_balance_reports_silent_speakers_and_empty_input() -> None:
 def test_balance_time_counts_own_overlap_once() -> None:
     ts = turns(("A", 0.0, 4.0), ("A", 2.0, 6.0), ("B", 6.0, 8.0))
     assert balance(ts, CFG).time_share == pytest.approx({"A": 0.75, "B": 0.25})
+
+
+def test_three_parties_overlapping_at_once() -> None:
+    # Two listeners chime in over A at once (a stray third party, e.g. an unfiltered extra
+    # speaker): each is a backchannel of A, never of each other.
+    ts = turns(("A", 0.0, 10.0), ("B", 2.0, 2.5), ("C", 2.2, 2.6), ("C", 4.0, 12.0))
+    assert classes(ts) == [(1, 0, BC), (2, 0, BC), (3, 0, NFI)]
+    assert balance(ts, CFG).counts == {"A": 1, "B": 0, "C": 1}
