@@ -13,6 +13,7 @@ from duetflow.audio.io import write_audio
 from duetflow.samples.voice import FEMALE, MALE, db_to_amp, room_tone, speech
 
 SR = 16000
+NO_STATE = {"state_dir": None}  # tests that are not about incremental ingest keep no state
 # (speaker index, start, end): user, system, user
 PLAN = [(0, 0.3, 1.3), (1, 1.55, 2.6), (0, 2.85, 3.6)]
 DURATION = 4.0

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from studio_helpers import NO_STATE
 
 from duetflow.audio.io import read_frames, resample
 from duetflow.audio.vad import VadParams, detect_speech
@@ -27,7 +28,7 @@ def _truth(session: dict[str, Any]) -> list[Turn]:
 
 def _dialogues(root: Path) -> dict[str, Dialogue]:
     out: dict[str, Dialogue] = {}
-    for item in StudioAdapter(root).scan():
+    for item in StudioAdapter(root, NO_STATE).scan():
         if isinstance(item, Dialogue):
             out[item.source_id] = item
     return out
@@ -168,7 +169,7 @@ def test_score_turns_matching_rules() -> None:
 
 def test_rejections_and_kept_add_up(studio_samples: tuple[Path, dict[str, Any]]) -> None:
     root, truth = studio_samples
-    items = list(StudioAdapter(root).scan())
+    items = list(StudioAdapter(root, NO_STATE).scan())
     assert len(items) == len(truth)
     for item in items:
         sid = item.item_id.split("__", 1)[1] if isinstance(item, Rejection) else item.source_id

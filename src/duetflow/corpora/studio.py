@@ -14,21 +14,23 @@ VAD per track with crosstalk attribution (:mod:`duetflow.segment`, tracks/stereo
 diarisation backend (:mod:`duetflow.diarize`, mono). A mono session with none of these is
 rejected ``mono_without_diarization``: turns are never guessed.
 
-Every session folder yields exactly one ``Dialogue`` or ``Rejection``. With the ``state_dir``
-option (ingest passes ``<workdir>/studio_state``) unchanged sessions are re-emitted from the
-state without reading audio (:mod:`duetflow.studio_state`); :attr:`StudioAdapter.counters` says
-what was done.
+Every session folder yields exactly one ``Dialogue`` or ``Rejection``. Unchanged sessions are
+re-emitted from the incremental state (option ``state_dir``, by default
+``<config.workdir>/studio_state/<root key>``) without reading audio
+(:mod:`duetflow.studio_state`); :attr:`StudioAdapter.counters` says what was done.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import logging
 import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -59,6 +61,7 @@ from duetflow.model import (
     Speaker,
     Turn,
     TurnKind,
+    safe_id,
 )
 from duetflow.segment import ANALYSIS_RATE, detect_turns
 from duetflow.studio_state import (
@@ -72,6 +75,32 @@ from duetflow.studio_state import (
 )
 
 log = logging.getLogger(__name__)
+
+#: modules whose code decides what a session yields; editing one invalidates the studio state
+_OUTPUT_MODULES = (
+    "corpora/studio.py",
+    "corpora/base.py",
+    "segment.py",
+    "diarize/__init__.py",
+    "diarize/pyannote.py",
+    "audio/vad.py",
+    "audio/io.py",
+    "studio_state.py",
+    "model.py",
+    "manifest.py",
+)
+
+
+@lru_cache(maxsize=1)
+def code_hash() -> str:
+    """Hash of the code behind a session's output (so a bug fix re-processes old sessions)."""
+    base = Path(duetflow.__file__).resolve().parent
+    h = hashlib.sha256(duetflow.__version__.encode())
+    for rel in _OUTPUT_MODULES:
+        p = base / rel
+        h.update(rel.encode() + b"\0" + (p.read_bytes() if p.exists() else b"-"))
+    return h.hexdigest()[:16]
+
 
 SIDECAR = "session.yaml"
 AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".opus", ".m4a", ".aiff", ".aif"})
@@ -403,8 +432,10 @@ class StudioAdapter(CorpusAdapter):
 
     name: ClassVar[str] = "studio"
     default_options: ClassVar[Mapping[str, Any]] = {
-        "state_dir": None,  # incremental-ingest state (ingest passes <workdir>/studio_state)
-        "force": False,  # re-process every session even when unchanged
+        # incremental-ingest state: "auto" = <config.workdir>/studio_state/<root key>;
+        # a path = that directory; None / false = off (every session processed every time)
+        "state_dir": "auto",
+        "force": False,  # re-process every session even when unchanged (state is rewritten)
     }
 
     def __init__(
@@ -415,14 +446,22 @@ class StudioAdapter(CorpusAdapter):
         config: Any = None,
     ) -> None:
         super().__init__(root, options, config=config)
-        state_dir = self.options.get("state_dir")
-        self.state = StudioState(Path(state_dir)) if state_dir else None
+        self.state = StudioState(state_dir) if (state_dir := self.state_dir()) else None
         self.counters = StudioCounters()
         self._backend: DiarizationBackend | None = None
         self._config_hash = (
-            f"v{STATE_VERSION}-{duetflow.__version__}-"
-            f"{self.config.section_hash('segment', 'studio')}"
+            f"v{STATE_VERSION}-{code_hash()}-{self.config.section_hash('segment', 'studio')}"
         )
+
+    def state_dir(self) -> Path | None:
+        """Where the incremental state of this root lives (None: incremental ingest is off)."""
+        opt = self.options.get("state_dir")
+        if not opt:
+            return None
+        if opt == "auto":
+            key = hashlib.sha256(str(self.real_root).encode()).hexdigest()[:12]
+            return Path(self.config.workdir) / "studio_state" / f"{safe_id(self.root.name)}-{key}"
+        return Path(opt)
 
     # -- discovery ------------------------------------------------------------------------------
 
