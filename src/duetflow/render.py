@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 import duetflow
+from duetflow.audio import bs1770
 from duetflow.audio import loudness as ld
 from duetflow.audio.io import Audio, audio_info, read_frames, resample, write_audio
 from duetflow.audio.mix import fade_envelope, place, smooth_steps
@@ -346,7 +347,7 @@ def _extent(
 def _measure(chunks: Sequence[Audio], sr: int) -> ld.Loudness:
     if not chunks:
         return ld.Loudness(ld.SILENCE_LUFS, "silent")
-    return ld.measure(np.concatenate(chunks), sr)
+    return bs1770.measure(np.concatenate(chunks), sr)
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -417,32 +418,36 @@ def _render_separable(
     loud = {s: _measure(chunks[s], sr) for s in ids}
     gains = {s: ld.gain_to_target(loud[s].lufs, cfg.loudness_target_lufs) for s in ids}
 
-    # assemble
+    # assemble: speech layer + envelope weight (per speaker only when stems are written)
     n_out = int(round(tl.duration_s * sr))
-    weight = {s: np.zeros(n_out, dtype=np.float32) for s in ids}
-    layer = {s: np.zeros(n_out, dtype=np.float32) for s in ids}
+    out = np.zeros(n_out, dtype=np.float32)
+    weight = np.zeros(n_out, dtype=np.float32)
+    stem_layer = {s: np.zeros(n_out, dtype=np.float32) for s in ids} if cfg.stems else {}
+    stem_weight = {s: np.zeros(n_out, dtype=np.float32) for s in ids} if cfg.stems else {}
     rows = []
     for p in tl.placements:
         tr = tracks[p.speaker]
         i0, i1 = extents[p.index]
         a, b = max(0, i0 - pad_n), min(tr.n, i1 + pad_n)
         at = int(round(p.out_start * sr)) - (i0 - a)
-        clip = tr.samples[a:b] * np.float32(ld.db_to_gain(gains[p.speaker]))
         env = fade_envelope(b - a, fade_n)
-        place(layer[p.speaker], clip, at, env)
-        place(weight[p.speaker], env, at)
+        clip = tr.samples[a:b] * (env * np.float32(ld.db_to_gain(gains[p.speaker])))
+        place(out, clip, at)
+        place(weight, env, at)
+        if cfg.stems:
+            place(stem_layer[p.speaker], clip, at)
+            place(stem_weight[p.speaker], env, at)
         s0 = at + (i0 - a)
-        rows.append(_turn_row(d, p.index, p, turns, s0 / sr, (s0 + i1 - i0) / sr))
-    tone_meta: dict[str, Any] = {"used": False}
-    bed = np.zeros(n_out, dtype=np.float32)
+        rows.append(_turn_row(d, p.index, p, s0 / sr, (s0 + i1 - i0) / sr))
     usable = [s for s in ids if tones[s] is not None]
+    bed: Audio | None = None
     if cfg.room_tone and usable:
         src_s = min(usable, key=lambda s: floors[s] or -math.inf)
         tone = tones[src_s]
         assert tone is not None
         bed = fill(tone, n_out, rng, max(1, int(0.01 * sr)))
         bed *= np.float32(ld.db_to_gain(gains[src_s]))
-        tone_meta = {
+        tone_meta: dict[str, Any] = {
             "used": True,
             "from_speaker": src_s,
             "rms_dbfs": round(float(floors[src_s] or -math.inf), 2),
@@ -452,26 +457,23 @@ def _render_separable(
         tone_meta = {"used": False, "reason": "no non-speech material or digital silence"}
     else:
         tone_meta = {"used": False, "reason": "render.room_tone is false"}
-    w_all = np.minimum(sum(weight.values(), np.zeros(n_out, dtype=np.float32)), 1.0)
-    out = bed * (1.0 - w_all) + sum(layer.values(), np.zeros(n_out, dtype=np.float32))
     stems = None
     if cfg.stems:
-        stems = np.stack(
-            [bed * (1.0 - np.minimum(weight[s], 1.0)) + layer[s] for s in ids], axis=1
-        ).astype(np.float32)
-    return (
-        _Result(
-            out.astype(np.float32),
-            stems,
-            rows,
-            list(tl.gaps_s),
-            loud,
-            gains,
-            tone_meta,
-            sorted({*dropped, *tl.dropped}),
-        ),
-        files,
-    )
+        chans = []
+        for s in ids:
+            ch = stem_layer[s]
+            if bed is not None:
+                ch += bed * (1.0 - np.minimum(stem_weight[s], 1.0))
+            chans.append(ch)
+        stems = np.stack(chans, axis=1).astype(np.float32)
+    if bed is not None:  # duck the bed under speech: out += bed * (1 - min(weight, 1))
+        np.minimum(weight, 1.0, out=weight)
+        np.subtract(1.0, weight, out=weight)
+        bed *= weight
+        out += bed
+    dropped_all = sorted({*dropped, *tl.dropped})
+    res = _Result(out, stems, rows, list(tl.gaps_s), loud, gains, tone_meta, dropped_all)
+    return res, files
 
 
 def _render_mixed(
@@ -522,7 +524,7 @@ def _render_mixed(
         if not alone.any():
             alone = masks[s] & inside
         loud[s] = (
-            ld.measure(track.samples[alone], sr)
+            bs1770.measure(track.samples[alone], sr)
             if alone.any()
             else ld.Loudness(ld.SILENCE_LUFS, "silent")
         )
@@ -554,7 +556,7 @@ def _render_mixed(
             start = min(max(t.start, blk.start), blk.end) + shift
             end = min(max(t.end, blk.start), blk.end) + shift
             p = Placement(i, t.speaker, t.kind, t.start, t.end, start)
-            rows.append(_turn_row(d, i, p, turns, start, end))
+            rows.append(_turn_row(d, i, p, start, end))
     bed = np.zeros(n_out, dtype=np.float32)
     if cfg.room_tone and tone is not None:
         bed = fill(tone, n_out, rng, max(1, int(0.01 * sr))) * np.float32(ld.db_to_gain(mid_db))
@@ -576,9 +578,7 @@ def _render_mixed(
     ]
 
 
-def _turn_row(
-    d: Dialogue, index: int, p: Placement, orig: Sequence[Turn], start: float, end: float
-) -> dict[str, Any]:
+def _turn_row(d: Dialogue, index: int, p: Placement, start: float, end: float) -> dict[str, Any]:
     o = d.turns[index]
     return {
         "dialogue_id": d.id,

@@ -42,15 +42,20 @@ def xfade_concat(pieces: Sequence[Audio], fade_n: int) -> Audio:
     out = np.zeros(total, dtype=np.float32)
     fout, fin = _xfade_curves(fade_n) if fade_n else (None, None)
     pos = 0
+    last = len(parts) - 1
     for k, p in enumerate(parts):
-        seg = p.astype(np.float32, copy=True)
-        if fade_n and fin is not None and fout is not None:
-            if k > 0:
-                seg[:fade_n] *= fin
-            if k < len(parts) - 1:
-                seg[-fade_n:] *= fout
-        out[pos : pos + len(seg)] += seg
-        pos += len(seg) - fade_n
+        n = len(p)
+        if not fade_n or fin is None or fout is None:
+            out[pos : pos + n] = p
+        else:
+            head = fade_n if k > 0 else 0
+            tail = fade_n if k < last else 0
+            if head:
+                out[pos : pos + head] += p[:head] * fin
+            out[pos + head : pos + n - tail] = p[head : n - tail]
+            if tail:
+                out[pos + n - tail : pos + n] += p[n - tail :] * fout
+        pos += n - fade_n
     return out
 
 

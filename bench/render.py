@@ -1,0 +1,286 @@
+"""Rendering throughput: duetflow vs the same work done with pydub, and the machine's floor.
+
+One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a cProfile of our path).
+
+* corpus: HH dialogues recorded two-channel (one speaker per channel, IEMOCAP/studio shape),
+  16 kHz, ~45 s windows with loose annotations, speakers 16 dB apart and a -58 dBFS room;
+  ``--dialogues`` per scale (1x), and 10x as many for the memory check;
+* **ours**: ``duetflow.render.render_dialogue`` per dialogue (seeked reads, trim, re-time,
+  room tone, per-speaker BS.1770, true-peak ceiling, FLAC write, sha256);
+* **pydub**: what a user would write with pydub: ``AudioSegment.from_file`` of the whole file,
+  ``split_to_mono``, slicing by milliseconds, ``apply_gain``, ``fade_in/fade_out``, ``+`` joins
+  with ``AudioSegment.silent`` gaps, then export. pydub has neither VAD nor loudness, so the
+  same trimmer and the same BS.1770 measurement (``duetflow.audio.bs1770``) are called on the
+  slices' samples, and the same true-peak check on the result. ffmpeg is
+  not installed here, so the FLAC encode of the joined segment goes through soundfile (the same
+  libsndfile encoder ours uses); pydub's own export would add an ffmpeg process per file;
+* **floor**: reading the window frames and writing the same duration of FLAC, nothing else.
+
+Each path runs in a fresh child process, timed by its own CPU clock (``time.process_time``), so
+the figures are per core. Peak RSS is the child's ``ru_maxrss``.
+Last line: ``render: <x> x realtime per core; peak_rss_mb <m>; vs_pydub <r>x; floor <f> x``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+from duetflow.config import build_config
+from duetflow.model import Category, Dialogue, MultichannelSource, Speaker, Turn
+
+SR = 16000
+UNIQUE = 3  # distinct recordings; dialogues reuse them under their own ids
+
+
+def _make_recordings(root: Path, dur_s: float) -> list[tuple[Path, list[Turn]]]:
+    from duetflow.samples.voice import FEMALE, MALE, speech
+
+    out = []
+    for k in range(UNIQUE):
+        rng = np.random.default_rng(k)
+        n = int(dur_s * SR)
+        x = rng.normal(0, 10 ** (-58 / 20), (n, 2)).astype(np.float32)
+        turns, t, who = [], 0.5, 0
+        while True:
+            d = float(rng.uniform(1.5, 4.0))
+            if t + d > dur_s - 0.5:
+                break
+            sig = speech(d, SR, MALE if who == 0 else FEMALE, rng, -18.0 if who == 0 else -34.0)
+            i = int(t * SR)
+            x[i : i + len(sig), who] += sig
+            turns.append(Turn("A" if who == 0 else "B", round(t - 0.15, 3), round(t + d + 0.2, 3)))
+            t += d + float(rng.uniform(0.4, 1.2))
+            who = 1 - who
+        path = root / f"rec{k}.wav"
+        sf.write(path, x, SR, subtype="PCM_16")
+        out.append((path, turns))
+    return out
+
+
+def _dialogues(recs: list[tuple[Path, list[Turn]]], count: int, dur_s: float) -> list[Dialogue]:
+    out = []
+    for i in range(count):
+        path, turns = recs[i % len(recs)]
+        out.append(
+            Dialogue(
+                id=f"bench__d{i:05d}",
+                corpus="bench",
+                source_id=f"d{i}",
+                category=Category.HH,
+                language="en",
+                topic="",
+                speakers=(Speaker("A"), Speaker("B")),
+                turns=tuple(turns),
+                source=MultichannelSource(str(path), {"A": 0, "B": 1}),
+                duration_s=dur_s,
+                window=(turns[0].start, turns[-1].end),
+            )
+        )
+    return out
+
+
+# --- the three paths ----------------------------------------------------------------------------
+
+
+def run_ours(ds: list[Dialogue], out: Path) -> float:
+    from duetflow.render import render_dialogue
+
+    cfg = build_config({})
+    audio = 0.0
+    for d in ds:
+        audio += render_dialogue(d, cfg, out).row["duration_s"]
+    return audio
+
+
+def run_pydub(ds: list[Dialogue], out: Path) -> float:
+    from pydub import AudioSegment
+
+    from duetflow.audio import bs1770
+    from duetflow.audio import loudness as ld
+    from duetflow.audio.retime import plan_gaps
+    from duetflow.audio.trim import acoustic_extent
+    from duetflow.seeding import rng_for
+
+    cfg = build_config({})
+    audio = 0.0
+    out.mkdir(parents=True, exist_ok=True)
+    for d in ds:
+        src = d.source
+        assert isinstance(src, MultichannelSource)
+        seg = AudioSegment.from_file(src.path, format="wav")
+        chans = seg.split_to_mono()
+        clips: list[tuple[str, Any, Turn]] = []
+        for t in d.turns:
+            ch = chans[src.channels[t.speaker]]
+            clip = ch[int(t.start * 1000) : int(t.end * 1000)]
+            x = np.array(clip.get_array_of_samples(), dtype=np.float32) / 32768.0
+            ext = acoustic_extent(x, SR, -58.0)
+            if ext is None:
+                continue
+            a_ms, b_ms = ext[0] * 1000 // SR, ext[1] * 1000 // SR
+            trimmed = clip[max(0, a_ms - 20) : b_ms + 20]
+            dur = (b_ms - a_ms) / 1000
+            clips.append((t.speaker, trimmed, Turn(t.speaker, t.start, t.start + dur)))
+        gains = {}
+        for s in ("A", "B"):
+            x = np.concatenate(
+                [
+                    np.array(c.get_array_of_samples(), dtype=np.float32) / 32768.0
+                    for who, c, _ in clips
+                    if who == s
+                ]
+            )
+            gains[s] = ld.gain_to_target(
+                bs1770.measure(x, SR).lufs, cfg.render.loudness_target_lufs
+            )
+        gaps = plan_gaps([c[2] for c in clips], cfg.render, rng_for(cfg.seed, d.id))
+        mix = AudioSegment.silent(duration=200, frame_rate=SR)
+        for k, (who, c, _) in enumerate(clips):
+            mix += c.apply_gain(gains[who]).fade_in(5).fade_out(5)
+            if k < len(gaps):
+                mix += AudioSegment.silent(duration=gaps[k] * 1000, frame_rate=SR)
+        y = np.array(mix.get_array_of_samples(), dtype=np.float32) / 32768.0
+        ceiling = ld.ceiling_gain_db(y, SR, cfg.render.true_peak_ceiling_dbtp)
+        if ceiling < 0:
+            mix = mix.apply_gain(ceiling)
+            y = np.array(mix.get_array_of_samples(), dtype=np.float32) / 32768.0
+        sf.write(out / f"{d.id}.flac", y, SR, subtype="PCM_16", format="FLAC")
+        audio += len(mix) / 1000.0
+    return audio
+
+
+def run_floor(ds: list[Dialogue], out: Path) -> float:
+    from duetflow.audio.io import read_frames, write_audio
+
+    out.mkdir(parents=True, exist_ok=True)
+    audio = 0.0
+    for d in ds:
+        src = d.source
+        assert isinstance(src, MultichannelSource) and d.window is not None
+        a, b = int(d.window[0] * SR), int(d.window[1] * SR)
+        x, _ = read_frames(src.path, a, b)
+        write_audio(out / f"{d.id}.flac", x.mean(axis=1), SR, audio_format="flac")
+        audio += (b - a) / SR
+    return audio
+
+
+PATHS = {"ours": run_ours, "pydub": run_pydub, "floor": run_floor}
+
+
+def child(args: argparse.Namespace) -> None:
+    root = Path(args.root)
+    recs = [
+        (Path(p), [Turn(**t) for t in ts]) for p, ts in json.loads((root / "recs.json").read_text())
+    ]
+    ds = _dialogues(recs, args.dialogues * args.scale, args.dur)
+    out = Path(tempfile.mkdtemp(dir=root))
+    fn = PATHS[args.child]
+    # imports (scipy via pyloudnorm, pydub) are paid once per process: not part of the figures
+    import pydub  # noqa: F401
+
+    import duetflow.audio.loudness
+    import duetflow.render
+
+    duetflow.audio.loudness.measure(np.zeros(SR, np.float32) + 0.1, SR)
+    prof = cProfile.Profile() if args.profile else None
+    t0 = time.process_time()
+    if prof:
+        prof.enable()
+    audio = fn(ds, out)
+    if prof:
+        prof.disable()
+    cpu = time.process_time() - t0
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    report = ""
+    if prof:
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
+        report = buf.getvalue()
+    print(json.dumps({"audio_s": audio, "cpu_s": cpu, "rss_mb": rss_mb, "profile": report}))
+
+
+def _spawn(
+    root: Path, which: str, scale: int, args: argparse.Namespace, profile: bool = False
+) -> Any:
+    cmd = [
+        sys.executable, __file__, "--child", which, "--root", str(root), "--scale", str(scale),
+        "--dialogues", str(args.dialogues), "--dur", str(args.dur),
+    ]  # fmt: skip
+    if profile:
+        cmd.append("--profile")
+    res = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--dialogues", type=int, default=8, help="dialogues at scale 1")
+    ap.add_argument("--dur", type=float, default=45.0, help="seconds per recording")
+    ap.add_argument("--profile", action="store_true", help="print a cProfile of our path")
+    ap.add_argument("--child", choices=sorted(PATHS), help=argparse.SUPPRESS)
+    ap.add_argument("--root", help=argparse.SUPPRESS)
+    ap.add_argument("--scale", type=int, default=1, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        child(args)
+        return
+    with tempfile.TemporaryDirectory(prefix="duetflow-bench-") as tmp:
+        root = Path(tmp)
+        recs = _make_recordings(root, args.dur)
+        (root / "recs.json").write_text(
+            json.dumps(
+                [
+                    (str(p), [{"speaker": t.speaker, "start": t.start, "end": t.end} for t in ts])
+                    for p, ts in recs
+                ]
+            )
+        )
+        ours = _spawn(root, "ours", 1, args)
+        ours10 = _spawn(root, "ours", 10, args)
+        pyd = _spawn(root, "pydub", 1, args)
+        floor = _spawn(root, "floor", 1, args)
+        prof = _spawn(root, "ours", 1, args, profile=True) if args.profile else None
+
+    def rtf(r: Any) -> float:
+        return float(r["audio_s"] / r["cpu_s"])
+
+    n1 = args.dialogues
+    print(f"corpus: {n1} HH dialogues x {args.dur:.0f} s (1x), {10 * n1} (10x)")
+    head = ("path", "audio h", "cpu s", "x realtime/core", "audio h/cpu s", "rss MB")
+    print(f"{head[0]:<10}{head[1]:>10}{head[2]:>9}{head[3]:>17}{head[4]:>15}{head[5]:>9}")
+    for name, r in (
+        ("ours 1x", ours),
+        ("ours 10x", ours10),
+        ("pydub 1x", pyd),
+        ("floor 1x", floor),
+    ):
+        print(
+            f"{name:<10}{r['audio_s'] / 3600:>10.3f}{r['cpu_s']:>9.2f}{rtf(r):>17.0f}"
+            f"{r['audio_s'] / 3600 / r['cpu_s']:>15.4f}{r['rss_mb']:>9.0f}"
+        )
+    print(f"peak RSS: {ours['rss_mb']:.0f} MB at 1x, {ours10['rss_mb']:.0f} MB at 10x")
+    if prof:
+        print(prof["profile"])
+    x = rtf(ours10)
+    print(
+        f"render: {x:.0f} x realtime per core; peak_rss_mb {ours10['rss_mb']:.0f}; "
+        f"vs_pydub {x / rtf(pyd):.2f}x; floor {rtf(floor):.0f} x"
+    )
+
+
+if __name__ == "__main__":
+    main()
