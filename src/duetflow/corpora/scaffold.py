@@ -242,7 +242,7 @@ def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
         audio = room_tone(n / SR, SR, -55.0, rng)
         for spk, s, e in turns:
             sig = speech(e - s, SR, voices[spk], rng)
-            a = int(round(s * SR))
+            a = round(s * SR)
             audio[a : a + len(sig)] += sig[: n - a]
         folder = base / name
         folder.mkdir(parents=True, exist_ok=True)
