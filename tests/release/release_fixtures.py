@@ -37,7 +37,9 @@ class Spec:
     corpus: str = "toy"
 
 
-def specs(n: int, *, prefix: str = "toy", per_source: int = 2, category: str = "HH", start: int = 0):
+def specs(
+    n: int, *, prefix: str = "toy", per_source: int = 2, category: str = "HH", start: int = 0
+):
     return [
         Spec(
             f"{prefix}__d{i:03d}__w000",
@@ -114,8 +116,14 @@ def make_workdir(
     write_table(root / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, rows)
     write_table(root / TURNS, RENDERED_TURN_SCHEMA, turns)
     rej = [
-        {"item_id": "toy__bad", "corpus": "toy", "source_path": "x.wav", "stage": "filter",
-         "reason": "balance", "detail": "A 80%"},
+        {
+            "item_id": "toy__bad",
+            "corpus": "toy",
+            "source_path": "x.wav",
+            "stage": "filter",
+            "reason": "balance",
+            "detail": "A 80%",
+        },
         *rejections,
     ]
     write_table(root / REJECTIONS, REJECTION_SCHEMA, rej)

@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from duetflow import __version__
-from duetflow.config import RunConfig
+from duetflow.config import ReleaseConfig, RunConfig
 from duetflow.errors import ManifestError, StorageError
 from duetflow.manifest import (
     DIALOGUES,
@@ -229,12 +229,23 @@ def _stage_manifests(
     return counts, sorted(uploads.values(), key=lambda u: u.key)
 
 
+#: Release settings about *how* a release travels, not what it contains.
+_TRANSPORT_FIELDS = (
+    "store",
+    "endpoint_url",
+    "region",
+    "release_id",
+    "multipart_threshold_mb",
+    "max_attempts",
+)
+
+
 def content_config_hash(config: RunConfig) -> str:
-    """Config hash without where the release goes (store, endpoint, region, explicit id).
+    """Config hash without where and how the release travels (store, endpoint, retries...).
 
     The same content published to a local store and to S3 gets the same id and RELEASE.json.
     """
-    where = {"store": "", "endpoint_url": None, "region": None, "release_id": None}
+    where = {k: ReleaseConfig.model_fields[k].default for k in _TRANSPORT_FIELDS}
     return config.model_copy(
         update={"release": config.release.model_copy(update=where)}
     ).config_hash()
@@ -325,7 +336,7 @@ def publish(
                 "code_version": __version__,
                 "config_hash": content_config_hash(cfg),
                 "release_config": cfg.release.model_dump(
-                    mode="json", exclude={"store", "endpoint_url", "region", "release_id"}
+                    mode="json", exclude=set(_TRANSPORT_FIELDS)
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],

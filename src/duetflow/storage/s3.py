@@ -118,7 +118,7 @@ class S3Store(Store):
         endpoint = endpoint_url or os.environ.get("DUETFLOW_S3_ENDPOINT_URL") or None
         region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
         cfg = Config(
-            retries={"max_attempts": self.max_attempts, "mode": "standard"},
+            retries={"total_max_attempts": self.max_attempts, "mode": "standard"},
             connect_timeout=connect_timeout_s,
             read_timeout=read_timeout_s,
             # Path-style works with every S3-compatible server behind a custom endpoint.
