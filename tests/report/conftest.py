@@ -352,3 +352,30 @@ def artifacts_dir() -> Iterator[Path]:
     path = path / "report"
     path.mkdir(parents=True, exist_ok=True)
     yield path
+
+
+# --- the real sample pipeline ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def sample_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample pipeline for real: generated DailyTalk + RAMC → ingest → process → publish.
+
+    Returns the local store root (its ``releases/LATEST`` is the release).
+    """
+    from duetflow.config import RunConfig
+    from duetflow.ingest import ingest
+    from duetflow.process import process_workdir
+    from duetflow.release.publish import publish
+    from duetflow.samples import make_samples
+
+    root = tmp_path_factory.mktemp("report-sample")
+    make_samples(root / "samples", seed=0, scale=1, include=["dailytalk", "magicdata_ramc"])
+    cfg = RunConfig()
+    workdirs = []
+    for corpus, folder in (("dailytalk", "dailytalk"), ("magicdata_ramc", "MagicData-RAMC")):
+        ingest(corpus, root / "samples" / folder, root / "intake" / corpus, cfg)
+        process_workdir(root / "intake" / corpus, root / "work" / corpus, cfg)
+        workdirs.append(root / "work" / corpus)
+    publish(workdirs, str(root / "store"), cfg)
+    return root / "store"

@@ -81,23 +81,19 @@ def test_console_error_check_catches_a_broken_page(chromium: str, tmp_path: Path
     assert any("undefinedFn is not defined" in c for c in _errors(console))
 
 
-def test_report_loads_in_headless_chromium(
-    chromium: str, work_root: Path, release_dir: Path, tmp_path: Path, artifacts_dir: Path
-) -> None:
-    report = build_report(
-        [*sorted(p for p in work_root.iterdir() if p.is_dir())], tmp_path / "report", audio_sample=4
-    )
+def _check_page(chromium: str, html: Path, n_plots: int, tmp: Path, shot: Path) -> str:
+    """Load the page, probe it, screenshot it; returns the DOM Chromium rendered."""
     # 1. the page itself: no console output at all, every section in the DOM
-    dom, console = _load(chromium, report.html, tmp_path / "p1")
+    dom, console = _load(chromium, html, tmp / "p1")
     assert _errors(console) == []
     for sid, heading in SECTIONS:
         assert re.search(rf'<section id="{sid}"><h2>[^<]*</h2>', dom), sid
         assert heading.split(" ")[0] in dom
 
     # 2. a probed copy: each section rendered with height, each figure decoded by the browser
-    probed = report.html.with_name("probed.html")
-    probed.write_text(report.html.read_text().replace("</body>", _PROBE + "</body>"))
-    _, console = _load(chromium, probed, tmp_path / "p2")
+    probed = tmp / "probed.html"
+    probed.write_text(html.read_text().replace("</body>", _PROBE + "</body>"))
+    _, console = _load(chromium, probed, tmp / "p2")
     assert _errors(console) == []
     probe_lines = [c for c in console if "REPORT-PROBE" in c]
     assert len(probe_lines) == 1, console
@@ -106,35 +102,48 @@ def test_report_loads_in_headless_chromium(
     probe = json.loads(payload)
     assert [s["id"] for s in probe["sections"]] == [sid for sid, _ in SECTIONS]
     assert all(s["height"] > 40 for s in probe["sections"]), probe["sections"]
-    assert len(probe["images"]) == len(report.plots) >= 10
+    assert len(probe["images"]) == n_plots
     assert all(i["ok"] and i["w"] > 200 for i in probe["images"]), probe["images"]
-    probed.unlink()
 
     # 3. the screenshot, kept as a test artifact
-    shot = artifacts_dir / "report.png"
     shot.unlink(missing_ok=True)
     res = _chromium(
-        chromium,
-        tmp_path / "p3",
-        f"--screenshot={shot}",
-        "--window-size=1280,2400",
-        report.html.as_uri(),
+        chromium, tmp / "p3", f"--screenshot={shot}", "--window-size=1280,2400", html.as_uri()
     )
     assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
     print(f"report screenshot: {shot}")
+    return dom
 
-    # 4. the release report too (split columns, provenance of a release)
-    rel = build_report(release_dir, tmp_path / "release-report", audio_sample=2)
-    dom, console = _load(chromium, rel.html, tmp_path / "p4")
-    assert _errors(console) == []
-    assert "r-test-0001" in dom and "<td>train</td>" in dom
-    shot2 = artifacts_dir / "release-report.png"
-    res = _chromium(
-        chromium,
-        tmp_path / "p5",
-        f"--screenshot={shot2}",
-        "--window-size=1280,2400",
-        rel.html.as_uri(),
+
+def test_report_loads_in_headless_chromium(
+    chromium: str, work_root: Path, release_dir: Path, tmp_path: Path, artifacts_dir: Path
+) -> None:
+    wds = sorted(p for p in work_root.iterdir() if p.is_dir())
+    report = build_report(wds, tmp_path / "report", audio_sample=4)
+    assert len(report.plots) >= 10
+    (tmp_path / "a").mkdir()
+    _check_page(
+        chromium, report.html, len(report.plots), tmp_path / "a", artifacts_dir / "report.png"
     )
-    assert res.returncode == 0 and shot2.exists()
+
+    # the release report too (split columns, provenance of a release)
+    rel = build_report(release_dir, tmp_path / "release-report", audio_sample=2)
+    (tmp_path / "b").mkdir()
+    dom = _check_page(
+        chromium, rel.html, len(rel.plots), tmp_path / "b", artifacts_dir / "release-report.png"
+    )
+    assert "r-test-0001" in dom and "<td>train</td>" in dom
+
+
+def test_sample_pipeline_release_report_in_chromium(
+    chromium: str, sample_release: Path, tmp_path: Path, artifacts_dir: Path
+) -> None:
+    """The acceptance check: the sample pipeline's published release, reported and viewed."""
+    rep = build_report(sample_release, tmp_path / "report", audio_sample=4)
+    (tmp_path / "c").mkdir()
+    dom = _check_page(
+        chromium, rep.html, len(rep.plots), tmp_path / "c", artifacts_dir / "sample-release.png"
+    )
+    assert rep.data.provenance.release_id and rep.data.provenance.release_id in dom
+    assert "magicdata_ramc" in dom and "floor-transfer offset" in dom

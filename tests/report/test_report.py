@@ -181,7 +181,7 @@ def test_source_stats_ph_and_provenance(work_root: Path, report) -> None:
     card = report.markdown.read_text()
     for lic in ("CC BY-SA 4.0", "CC BY-NC-ND 4.0", "CC BY-NC-SA 4.0"):
         assert lic in card
-    assert "spark" in {k for k, _, _ in data.provenance.sources}
+    assert "tts:spark" in {k for k, _, _ in data.provenance.sources}
     assert data.provenance.config_hash == RunConfig().config_hash()
     html = report.html.read_text()
     for sid, _ in SECTIONS:

@@ -50,6 +50,11 @@ LICENCES: dict[str, tuple[str, str]] = {
     "iemocap": ("IEMOCAP", "USC SAIL academic EULA (non-commercial, by request)"),
     "magicdata_ramc": ("MagicData-RAMC", "CC BY-NC-ND 4.0"),
     "studio": ("Studio recordings", "in-house; see the session consent forms"),
+    "ph": (
+        "Pseudo-human TTS dialogues",
+        "derived: scripts + voice references from kept dialogues; the references' and TTS"
+        " model's licences apply",
+    ),
     "spark": ("Spark-TTS-0.5B weights", "CC BY-NC-SA 4.0"),
     "dia": ("Dia-1.6B weights", "Apache-2.0"),
     "default": (
@@ -380,6 +385,14 @@ def _similarities(prov: Mapping[str, Any]) -> list[float]:
             out.append(f)
         if out:
             return out
+    pair = [
+        _num(prov.get(f"{key}_{side}"))
+        for key in ("clone_similarity", "similarity")
+        for side in ("a", "b")
+    ]
+    out.extend(f for f in pair if f is not None)
+    if out:
+        return out
     qa = prov.get("qa")
     if isinstance(qa, Mapping):
         return _similarities(qa)
@@ -418,6 +431,7 @@ class _Collector:
         self.ph_n = 0
         self.ph_backends: Counter[str] = Counter()
         self.ph_cloning: Counter[str] = Counter()
+        self.ph_licences: dict[str, str] = {}
         self.code_versions: Counter[str] = Counter()
         self.sample_size = audio_sample
         self.heap: list[tuple[int, str, dict[str, Any], list[dict[str, Any]], ReportInput]] = []
@@ -479,7 +493,12 @@ class _Collector:
     def _ph(self, prov: Mapping[str, Any]) -> None:
         self.ph_n += 1
         backend = prov.get("backend") or prov.get("tts_backend")
-        self.ph_backends[str(backend) if backend else "unknown"] += 1
+        name = str(backend) if backend else "unknown"
+        self.ph_backends[name] += 1
+        lic = prov.get("license") or prov.get("licence")
+        if isinstance(lic, str) and lic and name not in self.ph_licences:
+            engine = prov.get("engine") or prov.get("model_path") or name
+            self.ph_licences[name] = f"{engine}: {lic}"
         cloned = prov.get("cloned", prov.get("clones"))
         self.ph_cloning[
             "unknown" if cloned is None else ("cloned" if cloned else "not cloned")
@@ -851,8 +870,11 @@ def collect(
             (name, known[0], known[1]) if known else (name, name, "unknown: check the source")
         )
     for b in ph.backends:
-        if b in LICENCES and b not in corpora:
-            src.append((b, *LICENCES[b]))
+        if b in c.ph_licences:  # what the backend itself recorded in the provenance
+            known_name = LICENCES[b][0] if b in LICENCES else b
+            src.append((f"tts:{b}", known_name, c.ph_licences[b]))
+        elif b in LICENCES:
+            src.append((f"tts:{b}", *LICENCES[b]))
     meta = dict(release.release) if release and release.release else {}
     rid = release_id or (release.release_id if release else None)
     prov = Provenance(

@@ -32,9 +32,13 @@ class Plot:
     png: bytes
 
 
-def _fig(width: float = 5.0, height: float = 2.8) -> Figure:
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+def _fig(width: float = 5.0, height: float = 2.8, left: float = 0.8) -> Figure:
+    """A figure with fixed margins (inches): constrained layout doubles the drawing time."""
+    fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
+    fig.subplots_adjust(
+        left=left / width, right=1 - 0.3 / width, bottom=0.55 / height, top=1 - 0.12 / height
+    )
     return fig
 
 
@@ -81,6 +85,7 @@ def hist_plot(
             color=colors[i % 3],
             alpha=0.85 if len(shown) == 1 else 1.0,
             linewidth=1.5,
+            linestyle="-" if i == 0 else "--",
             label=names[i] or None,
         )
     band = shown[0].band
@@ -115,7 +120,12 @@ def bar_plot(
         return None
     keys = list(values)
     vals = [values[k] for k in keys]
-    fig = _fig(5.0, max(2.2, 0.32 * len(keys) + 1.0) if horizontal else 2.8)
+    longest = max(len(k) for k in keys)
+    fig = (
+        _fig(5.0, max(2.2, 0.32 * len(keys) + 1.0), left=min(2.6, 0.2 + 0.075 * longest))
+        if horizontal
+        else _fig()
+    )
     ax = fig.add_subplot()
     if horizontal:
         ax.barh(keys[::-1], vals[::-1], color=_BLUE)
@@ -191,12 +201,18 @@ def all_plots(data: ReportData) -> list[Plot]:
         ),
         hist_plot("gaps", [d["gap_ms"]]),
         hist_plot("gaps_audio", [d["gap_ms_audio"]]),
-        hist_plot("loudness", [d["loudness_a"], d["loudness_b"]], ["speaker A", "speaker B"]),
+        hist_plot(
+            "loudness",
+            [d["loudness_a"], d["loudness_b"]],
+            ["speaker A", "speaker B"],
+            "per-speaker loudness (manifest)",
+        ),
         hist_plot("loudness_diff", [d["loudness_diff"]]),
         hist_plot(
             "loudness_audio",
             [d["loudness_a_audio"], d["loudness_b_audio"]],
             ["speaker A", "speaker B"],
+            "per-speaker loudness, measured on the audio sample",
         ),
         hist_plot("loudness_diff_audio", [d["loudness_diff_audio"]]),
         hist_plot("durations", [d["duration_s"]]),

@@ -404,7 +404,7 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         "<h3>Sources and licences</h3>",
         _html_table([{"source": k, "name": n, "licence": lic} for k, n, lic in pv.sources]),
         "<h3>Configuration</h3>",
-        f"<pre>{_esc(yaml.safe_dump(dict(pv.config), sort_keys=True))}</pre>",
+        f"<pre>{_esc(yaml.safe_dump(dict(pv.config), sort_keys=True, allow_unicode=True))}</pre>",
     ]
 
     nav = "".join(f'<a href="#{sid}">{_esc(t)}</a>' for sid, t in SECTIONS)
@@ -529,7 +529,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         "<details><summary>Configuration</summary>",
         "",
         "```yaml",
-        yaml.safe_dump(dict(pv.config), sort_keys=True).rstrip(),
+        yaml.safe_dump(dict(pv.config), sort_keys=True, allow_unicode=True).rstrip(),
         "```",
         "",
         "</details>",
