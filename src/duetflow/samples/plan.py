@@ -9,7 +9,7 @@ put every interruption and backchannel. Shapes:
   host turns; the host talks on for at least 1 s, so each is a backchannel, never an
   interruption;
 * ``interruption`` — balanced, plus one floor-taking interruption: the listener starts inside
-  the host's turn, the host stops 0.2–0.4 s later, the listener talks on for 2–4 s;
+  the host's turn, the host stops 0.2–0.3 s later, the listener talks on for 2–4 s;
 * ``imbalanced`` — speaker A takes three turns for every one of B's (B's share 0.25).
 """
 
@@ -113,7 +113,7 @@ def plan_dialogue(
             n_bc_wanted -= 1
         if k == interrupt_turn:
             onset = start + dur * float(rng.uniform(0.45, 0.6))
-            turn.end = _r(onset + float(rng.uniform(0.2, 0.4)), decimals)
+            turn.end = _r(onset + float(rng.uniform(0.2, 0.3)), decimals)
             forced_start = _r(onset, decimals)
             interruptions.append({"time": forced_start, "interrupter": other[cur]})
             nxt = other[cur]
