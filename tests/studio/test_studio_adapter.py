@@ -176,6 +176,15 @@ def test_bad_sidecar_names_the_field(
     assert r.reason == "bad_sidecar"
     assert f"[{field}]" in r.detail and needle in r.detail, r.detail
     assert r.source_path == "s1/session.yaml"
+    assert r.item_id == "studio__s1"  # the session id is still readable
+
+
+def test_unreadable_sidecar_is_named_after_its_folder(tmp_path: Path) -> None:
+    folder = write_session(tmp_path / "day 1" / "s1", "tracks")
+    (folder / "session.yaml").write_bytes(b"\xff\xfe\x00garbage")
+    r = _rejected(tmp_path)
+    assert r.reason in {"bad_sidecar", "bad_encoding"}
+    assert r.item_id.startswith("studio__day-1-s1")
 
 
 def test_sidecar_speaker_rules(tmp_path: Path) -> None:

@@ -61,9 +61,14 @@ def _item(tmp_path: Path, texts: tuple[str, str, str], **kw: Any) -> Dialogue | 
 
 
 def test_disclosure_by_the_system_rejects_the_session(tmp_path: Path) -> None:
-    r = _item(tmp_path, ("Hi, plan a trip?", "As an AI, I can only suggest places.", "Fine."))
+    texts = ("Hi, plan a trip?", "As an AI, I can only suggest places.", "Fine.")
+    write_session(tmp_path / "s1", "tracks", transcript=transcript(texts))
+    adapter = StudioAdapter(tmp_path, NO_STATE)
+    [r] = adapter.scan()
     assert isinstance(r, Rejection) and r.reason == "identity_disclosure"
     assert "'as an ai'" in r.detail and "system" in r.detail and "turn 1" in r.detail
+    assert "transcript.json" in r.detail
+    assert adapter.counters.audio_reads == 0  # decided from the transcript alone
 
 
 def test_the_human_asking_is_not_a_disclosure(tmp_path: Path) -> None:

@@ -510,16 +510,18 @@ class StudioAdapter(CorpusAdapter):
 
     def _session_item(self, s: _Session) -> Dialogue | Rejection:
         """The session's output: from the state when unchanged, else freshly processed."""
-        if self.state is None:
-            self.counters.new += 1
-            self.counters.processed += 1
-            return self._process(s)
         try:
             fp = fingerprint(s.folder)
         except OSError as e:
             return self.reject(
                 s.rel, InputError(s.folder, f"cannot list: {e}", reason="missing_file"), s.folder
             )
+        if self.state is None:
+            digest, nbytes = content_hash(s.folder, [f for f, _, _ in fp])
+            self.counters.bytes_hashed += nbytes
+            self.counters.new += 1
+            self.counters.processed += 1
+            return self._process(s, digest)
         record = self.state.get(s.rel)
         force = bool(self.options.get("force"))
         fresh = record is not None and record.config_hash == self._config_hash and not force
@@ -564,7 +566,7 @@ class StudioAdapter(CorpusAdapter):
         try:
             meta = load_sidecar(sidecar_path)
         except InputError as e:
-            return self.reject(s.rel, e, sidecar_path)
+            return self.reject(_peek_session_id(sidecar_path) or s.rel, e, sidecar_path)
         try:
             return self._build(s, meta, digest)
         except InputError as e:
@@ -582,6 +584,7 @@ class StudioAdapter(CorpusAdapter):
         }
         referenced = {p for p in files.values()}
         transcript: list[TranscriptTurn] | None = None
+        tpath: Path | None = None
         given: list[Turn] | None = None
         turn_source = ""
         if meta.transcript:
@@ -631,6 +634,13 @@ class StudioAdapter(CorpusAdapter):
         if digest is not None:
             provenance["content_hash"] = digest
 
+        # HM checks need only the transcript: decide before any audio is decoded
+        checks = self._hm_checks(meta, transcript)
+        provenance["hm_checks"] = checks["status"]
+        if checks.get("rejection") is not None:
+            reason, detail = checks["rejection"]
+            raise InputError(tpath, detail, reason=reason)
+
         source = self._source(meta, files)
         if transcript is not None and transcript and transcript[0].start is not None:
             given = [
@@ -648,7 +658,8 @@ class StudioAdapter(CorpusAdapter):
             given = load_rttm(rttm_path, ids)
             turn_source = "rttm"
         if given is not None:
-            timing_file = rttm_path if turn_source == "rttm" else files[ids[0]]
+            timing_file = rttm_path if turn_source == "rttm" else tpath
+            assert timing_file is not None  # given timings come from one of the two files
             for t in given:
                 if t.end <= t.start:
                     raise InputError(
@@ -656,7 +667,7 @@ class StudioAdapter(CorpusAdapter):
                         f"turn {t.speaker} {t.start}..{t.end} has no duration",
                         reason="bad_timing",
                     )
-            check_turn_timing(given, duration, Path(str(timing_file)), scfg.timing_tolerance_s)
+            check_turn_timing(given, duration, timing_file, scfg.timing_tolerance_s)
             turns = sorted(given, key=lambda t: (t.start, ids.index(t.speaker)))
         elif meta.layout in ("tracks", "stereo"):
             tracks: dict[str, Audio] = {}
@@ -698,12 +709,6 @@ class StudioAdapter(CorpusAdapter):
         if transcript is not None and turn_source != "transcript":
             turns, aligned = _attach_text(turns, transcript, ids)
             provenance["transcript_alignment"] = aligned
-        checks = self._hm_checks(meta, transcript)
-        provenance["hm_checks"] = checks["status"]
-        if checks.get("rejection") is not None:
-            reason, detail = checks["rejection"]
-            raise InputError(sidecar_path_of(s), detail, reason=reason)
-
         lang = meta.language
         speakers = tuple(
             Speaker(sp.id, Role.MACHINE if sp.role == "machine" else Role.HUMAN, sp.gender, lang)
@@ -790,8 +795,14 @@ class StudioAdapter(CorpusAdapter):
         return {"status": status, "rejection": rejection}
 
 
-def sidecar_path_of(s: _Session) -> Path:
-    return s.folder / SIDECAR
+def _peek_session_id(path: Path) -> str | None:
+    """The ``session_id`` of a sidecar that failed validation, when it can still be read."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    sid = data.get("session_id") if isinstance(data, dict) else None
+    return sid if isinstance(sid, str) and sid.strip() else None
 
 
 def _attach_text(
