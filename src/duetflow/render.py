@@ -42,7 +42,6 @@ from duetflow.audio import loudness as ld
 from duetflow.audio.io import Audio, audio_info, read_frames, resample, write_audio
 from duetflow.audio.mix import fade_envelope, place, smooth_steps
 from duetflow.audio.retime import (
-    Block,
     Placement,
     layout_blocks,
     layout_turns,
@@ -50,7 +49,7 @@ from duetflow.audio.retime import (
     mixed_speech_indices,
 )
 from duetflow.audio.roomtone import DIGITAL_SILENCE_DB, extract_room_tone, fill
-from duetflow.audio.trim import acoustic_extent, frame_db, rms_db
+from duetflow.audio.trim import Voicing, acoustic_extent, frame_db, rms_db
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.manifest import dumps
@@ -344,6 +343,9 @@ def _extent(
     return i0 + ext[0], i0 + ext[1]
 
 
+_ANCHOR_MAX_SHIFT_S = 0.08  # soft onset/tail allowed outside the voicing anchor
+
+
 def _measure(chunks: Sequence[Audio], sr: int) -> ld.Loudness:
     if not chunks:
         return ld.Loudness(ld.SILENCE_LUFS, "silent")
@@ -384,20 +386,16 @@ def _render_separable(
             tones[s] = _tone_between_extents(tracks[s], s, turns, sr)
     floors = {s: _level(tones[s]) for s in ids}
 
-    # trim
+    # trim each turn to its energy extent (what the clip keeps)
     extents: dict[int, tuple[int, int]] = {}
-    trimmed: list[Turn] = []
     dropped: list[int] = []
     for i, t in enumerate(turns):
         if t.kind == TurnKind.NONSPEECH:
-            trimmed.append(t)
             continue
-        tr = tracks[t.speaker]
-        ext = _extent(tr, t.start, t.end, sr, floors[t.speaker])
+        ext = _extent(tracks[t.speaker], t.start, t.end, sr, floors[t.speaker])
         if ext is None:
             if t.kind == TurnKind.BACKCHANNEL:
                 dropped.append(i)
-                trimmed.append(replace(t, kind=TurnKind.NONSPEECH))
                 continue
             raise InputError(
                 d.id,
@@ -405,18 +403,35 @@ def _render_separable(
                 reason="silent_turn",
             )
         extents[i] = ext
-        trimmed.append(replace(t, start=tr.t0 + ext[0] / sr, end=tr.t0 + ext[1] / sr))
+
+    # loudness per speaker on exactly the trimmed speech that is rendered
+    drop_bc = cfg.backchannels == "drop"
+    chunks: dict[str, list[Audio]] = {s: [] for s in ids}
+    for i, (i0, i1) in extents.items():
+        if not (drop_bc and turns[i].kind == TurnKind.BACKCHANNEL):
+            chunks[turns[i].speaker].append(tracks[turns[i].speaker].samples[i0:i1])
+    loud = {s: _measure(chunks[s], sr) for s in ids}
+    gains = {s: ld.gain_to_target(loud[s].lufs, cfg.loudness_target_lufs) for s in ids}
+
+    # voicing anchors (what gaps are timed from), found at the rendered level: VAD decisions
+    # depend on level, and the output is what listeners and checks hear
+    shift_n = int(_ANCHOR_MAX_SHIFT_S * sr)
+    voicing = {
+        s: Voicing(tracks[s].samples * np.float32(ld.db_to_gain(gains[s])), sr)
+        for s in {turns[i].speaker for i in extents}
+    }
+    anchors: dict[int, tuple[int, int]] = {}
+    trimmed: list[Turn] = []
+    for i, t in enumerate(turns):
+        if i not in extents:
+            trimmed.append(replace(t, kind=TurnKind.NONSPEECH))
+            continue
+        anchors[i] = anc = voicing[t.speaker].anchor(extents[i], shift_n)
+        t0 = tracks[t.speaker].t0
+        trimmed.append(replace(t, start=t0 + anc[0] / sr, end=t0 + anc[1] / sr))
 
     lead = cfg.gap_ms_min / 1000.0
     tl = layout_turns(trimmed, cfg, rng, lead_s=lead, tail_s=lead)
-
-    # loudness per speaker on exactly the trimmed speech that is rendered
-    chunks: dict[str, list[Audio]] = {s: [] for s in ids}
-    for p in tl.placements:
-        i0, i1 = extents[p.index]
-        chunks[p.speaker].append(tracks[p.speaker].samples[i0:i1])
-    loud = {s: _measure(chunks[s], sr) for s in ids}
-    gains = {s: ld.gain_to_target(loud[s].lufs, cfg.loudness_target_lufs) for s in ids}
 
     # assemble: speech layer + envelope weight (per speaker only when stems are written)
     n_out = int(round(tl.duration_s * sr))
@@ -428,8 +443,9 @@ def _render_separable(
     for p in tl.placements:
         tr = tracks[p.speaker]
         i0, i1 = extents[p.index]
+        v0, v1 = anchors[p.index]
         a, b = max(0, i0 - pad_n), min(tr.n, i1 + pad_n)
-        at = int(round(p.out_start * sr)) - (i0 - a)
+        at = int(round(p.out_start * sr)) - (v0 - a)
         env = fade_envelope(b - a, fade_n)
         clip = tr.samples[a:b] * (env * np.float32(ld.db_to_gain(gains[p.speaker])))
         place(out, clip, at)
@@ -437,8 +453,8 @@ def _render_separable(
         if cfg.stems:
             place(stem_layer[p.speaker], clip, at)
             place(stem_weight[p.speaker], env, at)
-        s0 = at + (i0 - a)
-        rows.append(_turn_row(d, p.index, p, s0 / sr, (s0 + i1 - i0) / sr))
+        s0 = at + (v0 - a)
+        rows.append(_turn_row(d, p.index, p, s0 / sr, (s0 + v1 - v0) / sr))
     usable = [s for s in ids if tones[s] is not None]
     bed: Audio | None = None
     if cfg.room_tone and usable:
@@ -490,9 +506,9 @@ def _render_mixed(
     floor = rms_db(tone) if tone is not None else None
 
     keep, dropped = mixed_speech_indices(turns, cfg)
-    blocks: list[Block] = []
+    raw_blocks = merge_blocks(turns, keep)
     extents: list[tuple[int, int]] = []
-    for blk in merge_blocks(turns, keep):
+    for blk in raw_blocks:
         ext = _extent(track, blk.start, blk.end, sr, floor)
         if ext is None:
             raise InputError(
@@ -501,9 +517,6 @@ def _render_mixed(
                 reason="silent_turn",
             )
         extents.append(ext)
-        blocks.append(replace(blk, start=track.t0 + ext[0] / sr, end=track.t0 + ext[1] / sr))
-    lead = cfg.gap_ms_min / 1000.0
-    starts, gaps, duration = layout_blocks(blocks, cfg, rng, lead_s=lead, tail_s=lead)
 
     # who speaks alone where (track samples), for measurement and the gain curve
     masks = {s: np.zeros(track.n, dtype=bool) for s in ids}
@@ -514,13 +527,16 @@ def _render_mixed(
     inside = np.zeros(track.n, dtype=bool)
     for i0, i1 in extents:
         inside[i0:i1] = True
-    loud: dict[str, ld.Loudness] = {}
+    alone_of: dict[str, np.ndarray] = {}
     for s in ids:
         others = np.zeros(track.n, dtype=bool)
         for o in ids:
             if o != s:
                 others |= masks[o]
-        alone = masks[s] & ~others & inside
+        alone_of[s] = masks[s] & ~others
+    loud: dict[str, ld.Loudness] = {}
+    for s in ids:
+        alone = alone_of[s] & inside
         if not alone.any():
             alone = masks[s] & inside
         loud[s] = (
@@ -532,24 +548,30 @@ def _render_mixed(
     mid_db = float(np.mean([gains[s] for s in ids]))
     g = np.full(track.n, ld.db_to_gain(mid_db), dtype=np.float64)
     for s in ids:
-        others = np.zeros(track.n, dtype=bool)
-        for o in ids:
-            if o != s:
-                others |= masks[o]
-        g[masks[s] & ~others] = ld.db_to_gain(gains[s])
+        g[alone_of[s]] = ld.db_to_gain(gains[s])
+
+    # voicing anchors at the rendered level (see _render_separable), then the layout
+    voicing = Voicing((track.samples * g).astype(np.float32), sr)
+    anchors = [voicing.anchor(ext, int(_ANCHOR_MAX_SHIFT_S * sr)) for ext in extents]
+    blocks = [
+        replace(blk, start=track.t0 + v0 / sr, end=track.t0 + v1 / sr)
+        for blk, (v0, v1) in zip(raw_blocks, anchors, strict=True)
+    ]
+    lead = cfg.gap_ms_min / 1000.0
+    starts, gaps, duration = layout_blocks(blocks, cfg, rng, lead_s=lead, tail_s=lead)
 
     n_out = int(round(duration * sr))
     out_layer = np.zeros(n_out, dtype=np.float32)
     weight = np.zeros(n_out, dtype=np.float32)
     rows = []
-    for blk, (i0, i1), o_start in zip(blocks, extents, starts, strict=True):
+    for blk, (i0, i1), (v0, _), o_start in zip(blocks, extents, anchors, starts, strict=True):
         a, b = max(0, i0 - pad_n), min(track.n, i1 + pad_n)
-        at = int(round(o_start * sr)) - (i0 - a)
+        at = int(round(o_start * sr)) - (v0 - a)
         gain = smooth_steps(g[a:b], fade_n)
         env = fade_envelope(b - a, fade_n)
         place(out_layer, track.samples[a:b] * gain, at, env)
         place(weight, env, at)
-        s0 = at + (i0 - a)
+        s0 = at + (v0 - a)
         shift = s0 / sr - blk.start
         for i in sorted(blk.members, key=lambda i: (turns[i].start, i)):
             t = turns[i]
