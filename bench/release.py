@@ -1,0 +1,198 @@
+"""Publish and pull throughput and memory, at 1x and 10x corpus size, local store and S3 (moto).
+
+One command: ``.venv/bin/python bench/release.py [--dialogues 200] [--no-s3]``.
+
+A synthetic rendered work directory (``--dialogues`` × scale rows, 0.8 s of 8 kHz noise each,
+so the cost is bookkeeping, hashing, Parquet and object traffic rather than audio size) is
+published and its train split pulled, each in a fresh child process that reports its wall time
+and peak RSS (``ru_maxrss``). For S3 a moto server runs in this (parent) process, so its memory
+does not count. Memory should stay flat from 1x to 10x: manifests are streamed row group by row
+group and only small per-dialogue records (ids, split, keys) are kept.
+Last line: ``release: publish <n>/s, pull <m>/s (local 10x); peak_rss_mb 1x <a> 10x <b>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from duetflow.audio.io import write_audio
+from duetflow.manifest import (
+    DIALOGUES,
+    REJECTION_SCHEMA,
+    REJECTIONS,
+    RENDERED_DIALOGUE_SCHEMA,
+    RENDERED_TURN_SCHEMA,
+    TURNS,
+    TableWriter,
+)
+from duetflow.storage import sha256_file
+
+SR = 8000
+
+
+def make_workdir(root: Path, n: int) -> Path:
+    """``n`` rendered dialogues, three turns each, written in lockstep row groups."""
+    rng = np.random.default_rng(0)
+    with (
+        TableWriter(root / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, 512) as dw,
+        TableWriter(root / TURNS, RENDERED_TURN_SCHEMA, 2048) as tw,
+        TableWriter(root / REJECTIONS, REJECTION_SCHEMA) as rw,
+    ):
+        rw.write([])
+        for i in range(n):
+            did = f"bench__d{i:06d}__w000"
+            rel = f"audio/{i % 100:02d}/{did}.flac"
+            write_audio(root / rel, (0.1 * rng.standard_normal(SR * 4 // 5)).astype(np.float32), SR)
+            a, b = f"{did}-A", f"{did}-B"
+            spans = [(a, 0.0, 0.1), (b, 0.3, 0.4), (a, 0.6, 0.7)]
+            tw.write(
+                {
+                    "dialogue_id": did,
+                    "turn_index": k,
+                    "speaker": s,
+                    "kind": "turn",
+                    "start_s": st,
+                    "end_s": en,
+                    "orig_start_s": st,
+                    "orig_end_s": en,
+                    "text": "hello there",
+                }
+                for k, (s, st, en) in enumerate(spans)
+            )
+            dw.write(
+                [
+                    {
+                        "dialogue_id": did,
+                        "source_id": f"bench__src{i // 3:06d}",
+                        "corpus": "bench",
+                        "category": "HH",
+                        "language": "en",
+                        "topic": "",
+                        "speaker_a": a,
+                        "speaker_b": b,
+                        "audio_path": rel,
+                        "sha256": sha256_file(root / rel),
+                        "duration_s": 0.8,
+                        "sample_rate": SR,
+                        "num_channels": 1,
+                        "n_turns": 3,
+                        "loudness_lufs_a": -23.0,
+                        "loudness_lufs_b": -23.0,
+                        "gain_db_a": 0.0,
+                        "gain_db_b": 0.0,
+                        "gap_ms_min": 200.0,
+                        "gap_ms_max": 200.0,
+                        "provenance": "{}",
+                    }
+                ]
+            )
+    return root
+
+
+def child(workdir: str, store: str, dest: str, endpoint: str | None) -> None:
+    """Publish then pull train; print one JSON line (runs in a fresh process)."""
+    from duetflow.config import build_config
+    from duetflow.release.publish import publish
+    from duetflow.release.pull import pull
+
+    cfg = build_config({"release": {"endpoint_url": endpoint}} if endpoint else {}, environ={})
+    t0 = time.perf_counter()
+    info = publish([Path(workdir)], store, cfg)
+    t1 = time.perf_counter()
+    res = pull(store, info.release_id, "train", Path(dest), cfg)
+    t2 = time.perf_counter()
+    print(
+        json.dumps(
+            {
+                "dialogues": info.counts["dialogues"],
+                "train": res.dialogues,
+                "publish_s": t1 - t0,
+                "pull_s": t2 - t1,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    )
+
+
+def run(n: int, tmp: Path, store: str, endpoint: str | None) -> dict[str, float]:
+    wd = tmp / f"wd-{n}"
+    if not wd.exists():
+        make_workdir(wd, n)
+    dest = tmp / f"dest-{n}-{abs(hash(store)) % 10000}"
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", str(wd), store, str(dest), endpoint or ""],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"},
+    )
+    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dialogues", type=int, default=200, help="dialogues at 1x")
+    ap.add_argument("--no-s3", action="store_true", help="skip the moto S3 runs")
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        wd, store, dest, endpoint = args.child
+        child(wd, store, dest, endpoint or None)
+        return
+    endpoint = None
+    server = None
+    if not args.no_s3:
+        import boto3
+        from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
+        boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(
+            Bucket="bench-release"
+        )
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="duetflow-bench-release-") as t:
+        tmp = Path(t)
+        for scale in (1, 10):
+            n = args.dialogues * scale
+            targets = [("local", str(tmp / f"store-{n}"), None)]
+            if endpoint:
+                targets.append(("s3", f"s3://bench-release/x{n}", endpoint))
+            for kind, store, ep in targets:
+                r = run(n, tmp, store, ep)
+                rows.append((kind, scale, r))
+                print(
+                    f"{kind:5s} {scale:2d}x {n:6d} dialogues: publish {r['publish_s']:6.2f} s "
+                    f"({n / r['publish_s']:7.1f}/s), pull train {r['train']:5d} in "
+                    f"{r['pull_s']:6.2f} s ({r['train'] / r['pull_s']:7.1f}/s), "
+                    f"peak RSS {r['peak_rss_mb']:6.1f} MB"
+                )
+    if server is not None:
+        server.stop()
+    local = {s: r for k, s, r in rows if k == "local"}
+    n10 = args.dialogues * 10
+    print(
+        f"release: publish {n10 / local[10]['publish_s']:.0f}/s, "
+        f"pull {local[10]['train'] / local[10]['pull_s']:.0f}/s (local 10x); "
+        f"peak_rss_mb 1x {local[1]['peak_rss_mb']:.0f} 10x {local[10]['peak_rss_mb']:.0f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
