@@ -456,6 +456,13 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         " human-machine (HM) and pseudo-human voice-cloned TTS (PH) dialogues of 20–60 s,"
         " inter-turn gaps re-timed and both speakers loudness-balanced.",
         "",
+        "- Categories: "
+        + (
+            ", ".join(
+                f"{r['category']} {r['dialogues']}" for r in _subtotals(data.counts, "category")
+            )
+            or "none"
+        ),
         f"- Dialogues: **{data.total_dialogues}**",
         f"- Hours: **{fmt_hours(sum(r.seconds for r in data.counts))}**",
         f"- Turns: **{data.total_turns}**",
