@@ -11,7 +11,8 @@ One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a cProfile
   ``split_to_mono``, slicing by milliseconds, ``apply_gain``, ``fade_in/fade_out``, ``+`` joins
   with ``AudioSegment.silent`` gaps, then export. pydub has neither VAD nor loudness, so the
   same trimmer and the same BS.1770 measurement (``duetflow.audio.bs1770``) are called on the
-  slices' samples, and the same true-peak check on the result. ffmpeg is
+  slices' samples, the same voicing anchors (whole-channel WebRTC VAD) time the gaps, and the
+  same true-peak check runs on the result. ffmpeg is
   not installed here, so the FLAC encode of the joined segment goes through soundfile (the same
   libsndfile encoder ours uses); pydub's own export would add an ffmpeg process per file;
 * **floor**: reading the window frames and writing the same duration of FLAC, nothing else.
@@ -113,7 +114,7 @@ def run_pydub(ds: list[Dialogue], out: Path) -> float:
     from duetflow.audio import bs1770
     from duetflow.audio import loudness as ld
     from duetflow.audio.retime import plan_gaps
-    from duetflow.audio.trim import acoustic_extent
+    from duetflow.audio.trim import Voicing, acoustic_extent
     from duetflow.seeding import rng_for
 
     cfg = build_config({})
@@ -124,36 +125,51 @@ def run_pydub(ds: list[Dialogue], out: Path) -> float:
         assert isinstance(src, MultichannelSource)
         seg = AudioSegment.from_file(src.path, format="wav")
         chans = seg.split_to_mono()
-        clips: list[tuple[str, Any, Turn]] = []
+        clips: list[tuple[str, Any, Turn, tuple[int, int], int]] = []
         for t in d.turns:
             ch = chans[src.channels[t.speaker]]
-            clip = ch[int(t.start * 1000) : int(t.end * 1000)]
+            start_ms = int(t.start * 1000)
+            clip = ch[start_ms : int(t.end * 1000)]
             x = np.array(clip.get_array_of_samples(), dtype=np.float32) / 32768.0
             ext = acoustic_extent(x, SR, -58.0)
             if ext is None:
                 continue
             a_ms, b_ms = ext[0] * 1000 // SR, ext[1] * 1000 // SR
             trimmed = clip[max(0, a_ms - 20) : b_ms + 20]
-            dur = (b_ms - a_ms) / 1000
-            clips.append((t.speaker, trimmed, Turn(t.speaker, t.start, t.start + dur)))
+            off = start_ms * SR // 1000
+            clips.append((t.speaker, trimmed, t, (off + ext[0], off + ext[1]), a_ms - 20))
         gains = {}
         for s in ("A", "B"):
             x = np.concatenate(
                 [
                     np.array(c.get_array_of_samples(), dtype=np.float32) / 32768.0
-                    for who, c, _ in clips
+                    for who, c, *_ in clips
                     if who == s
                 ]
             )
             gains[s] = ld.gain_to_target(
                 bs1770.measure(x, SR).lufs, cfg.render.loudness_target_lufs
             )
-        gaps = plan_gaps([c[2] for c in clips], cfg.render, rng_for(cfg.seed, d.id))
+        # the same voicing anchors as ours: whole-channel VAD at the rendered level
+        voicing = {
+            s: Voicing(
+                np.array(chans[src.channels[s]].get_array_of_samples(), dtype=np.float32)
+                * np.float32(ld.db_to_gain(gains[s]) / 32768.0),
+                SR,
+            )
+            for s in ("A", "B")
+        }
+        anchors = [voicing[who].anchor(ext, int(0.08 * SR)) for who, _, _, ext, _ in clips]
+        timed = [Turn(c[0], v0 / SR, v1 / SR) for c, (v0, v1) in zip(clips, anchors, strict=True)]
+        gaps = plan_gaps(timed, cfg.render, rng_for(cfg.seed, d.id))
         mix = AudioSegment.silent(duration=200, frame_rate=SR)
-        for k, (who, c, _) in enumerate(clips):
+        for k, (who, c, _, (_e0, e1), _) in enumerate(clips):
             mix += c.apply_gain(gains[who]).fade_in(5).fade_out(5)
             if k < len(gaps):
-                mix += AudioSegment.silent(duration=gaps[k] * 1000, frame_rate=SR)
+                tail_ms = (e1 - anchors[k][1]) * 1000 / SR + 20
+                head_ms = (anchors[k + 1][0] - clips[k + 1][3][0]) * 1000 / SR + 20
+                silence = max(0.0, gaps[k] * 1000 - tail_ms - head_ms)
+                mix += AudioSegment.silent(duration=silence, frame_rate=SR)
         y = np.array(mix.get_array_of_samples(), dtype=np.float32) / 32768.0
         ceiling = ld.ceiling_gain_db(y, SR, cfg.render.true_peak_ceiling_dbtp)
         if ceiling < 0:
