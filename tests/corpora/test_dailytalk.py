@@ -35,7 +35,11 @@ def test_samples_match_truth(sample_root: Path) -> None:
         assert [t.text for t in d.turns] == [t["text"] for t in e["turns"]]
         for t, te in zip(d.turns, e["turns"], strict=True):
             assert t.kind is TurnKind.TURN
-            assert {k: t.labels[k] for k in ("emotion", "act")} == te["labels"]
+            assert dict(t.labels) == {
+                **te["labels"],
+                "topic": e["topic"],
+                "utterance_index": t.labels["utterance_index"],
+            }
         assert d.topic == e["topic"]
         assert ms(d.duration_s) == ms(e["duration_s"])
         # the timeline is the clips end to end: each turn starts where the previous ended

@@ -192,7 +192,9 @@ class DailyTalkAdapter(CorpusAdapter):
             first = raw.splitlines()[0] if raw.strip() else ""
             text = " ".join(first.split()) or " ".join(str(u.get("text", "")).split())
             labels = {
-                k: str(u[k]) for k in ("emotion", "act") if u.get(k) is not None and u.get(k) != ""
+                k: str(u[k])
+                for k in ("emotion", "act", "topic")
+                if u.get(k) is not None and u.get(k) != ""
             }
             if u.get("index") is not None:
                 labels["utterance_index"] = str(u["index"])
