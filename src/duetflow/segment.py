@@ -7,10 +7,11 @@ utterance into a turn on *both* tracks. The rule used here:
 
 * the *coupling* ``c_ij`` (how loud track *j*'s sound arrives in track *i*, e.g. -20 dB for
   mics a metre apart, -inf for a line-out that hears nothing) is estimated per session from
-  frames where *j* is loud; a voiced frame of track *i* is kept only when it is louder than
-  *j*'s leakage would make it by ``crosstalk_margin_db``: ``E_i > E_j + c_ij + margin``
-  (energies smoothed over 50 ms). Leakage sits at ``E_j + c_ij`` and is dropped; genuine
-  overlap (both parties talking) keeps both turns, even when one party is much quieter;
+  frames where *j* is loud and louder than *i*; a voiced frame of track *i* is kept only when
+  it is louder than *j*'s leakage would make it by ``crosstalk_margin_db``:
+  ``E_i > E_j + c_ij + margin`` (energies smoothed over 50 ms). Leakage sits at
+  ``E_j + c_ij`` and is dropped; genuine overlap (both parties talking) keeps both turns, even
+  when one party is much quieter;
 * kept frames are smoothed like :func:`duetflow.audio.vad.smooth` (bridge pauses shorter than
   ``min_silence_ms``, drop runs shorter than ``min_speech_ms``);
 * each region's boundaries are then refined on a 10 ms energy grid: the start moves to the first
@@ -237,14 +238,15 @@ def _coupling_db(e_i: FloatArray, e_j: FloatArray, floor_j: float) -> float:
     """Level of track j's sound in track i relative to track j (dB), e.g. -20 for crosstalk.
 
     Estimated as the median of ``E_i - E_j`` over frames where j is strongly active (20 dB over
-    its floor): most of those frames are j talking alone, so i holds only j's leakage (or its
-    own noise floor, which makes the estimate an upper bound, the safe side). A track that never
-    gets loud cannot leak: ``-inf``.
+    its floor) and louder than i. Those are j talking alone, where i holds only j's leakage (or
+    its own noise floor, which makes the estimate an upper bound, the safe side); frames where i
+    talks are excluded even when i's voice leaks loudly into j. A track that never gets loud
+    cannot leak: ``-inf``.
     """
-    strong = e_j > floor_j + _STRONG_DB
-    if np.count_nonzero(strong) < _MIN_COUPLING_FRAMES:
+    sel = (e_j > floor_j + _STRONG_DB) & (e_i < e_j)
+    if np.count_nonzero(sel) < _MIN_COUPLING_FRAMES:
         return -math.inf
-    return float(min(0.0, np.median(e_i[strong] - e_j[strong])))
+    return float(min(0.0, np.median(e_i[sel] - e_j[sel])))
 
 
 def _refine(a: int, b: int, active: BoolArray, max_ext: int) -> tuple[int, int]:

@@ -178,3 +178,24 @@ def test_rejections_and_kept_add_up(studio_samples: tuple[Path, dict[str, Any]])
             assert t["expected"] == "rejected" and item.reason == t["reason"], item
         else:
             assert t["expected"] == "kept", item.id
+
+
+def test_loud_loudspeaker_does_not_cost_the_line_out_its_turns(tmp_path: Path) -> None:
+    """HM tracks with the system's voice at -10 dB in the user's mic.
+
+    The user's mic is then loud whenever the system talks too; the coupling of the user's mic
+    into the line-out must be estimated only where the mic is the louder track, or the clean
+    line-out loses its speech under every user backchannel (F1 0.8 on this session before).
+    """
+    from duetflow.samples.studio import write_session
+
+    truth = write_session(
+        tmp_path, 1, "tracks_1", category="HM", layout="tracks", language="en", crosstalk_db=-10.0
+    )
+    [d] = StudioAdapter(tmp_path, NO_STATE).scan()
+    assert isinstance(d, Dialogue)
+    score = score_turns(_truth(truth), d.turns)
+    assert score.f1 == 1.0, score
+    assert score.median_boundary_error_s <= 0.03
+    coupling = d.provenance["segmentation"]["tracks"]["system"]["coupling_db"]["user"]
+    assert coupling < -60  # the line-out hears nothing of the user

@@ -212,7 +212,7 @@ def _write_transcript(
     path.write_text(json.dumps({"turns": turns}, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
-def _session(
+def write_session(
     base: Path,
     seed: int,
     sid: str,
@@ -224,8 +224,13 @@ def _session(
     rttm: bool = False,
     disclosure: bool = False,
     interruption: bool = False,
+    crosstalk_db: float = CROSSTALK_DB,
 ) -> dict[str, Any]:
-    """Write one session folder; return its truth entry (keyed like the corpus generators')."""
+    """Write one session folder ``base/sid``; return its truth entry (as in :func:`generate`).
+
+    ``layout`` is tracks / stereo / mono; ``transcript`` None, ``"text"`` (no timings) or
+    ``"timed"``; ``crosstalk_db`` the level of each party in the other's mic (bench sweeps it).
+    """
     rng = rng_for(seed, CORPUS, sid)
     folder = base / sid
     roles = ("human", "machine") if category == "HM" else ("human", "human")
@@ -241,7 +246,7 @@ def _session(
     n = int(round(duration * SAMPLE_RATE))
     levels = (-26.0 + float(rng.uniform(-2, 2)), -24.0 + float(rng.uniform(-2, 2)))
     own = [_render_party(plan, i, voices[i], levels[i], n, rng) for i in range(2)]
-    leak = db_to_amp(CROSSTALK_DB)
+    leak = db_to_amp(crosstalk_db)
 
     def tone() -> Audio:
         return room_tone(duration, SAMPLE_RATE, ROOM_TONE_DBFS, rng)[:n]
@@ -319,7 +324,7 @@ def _session(
         "topic": "weekend plans",
         "speakers": list(ids),
         "duration_s": duration,
-        "crosstalk_db": CROSSTALK_DB if layout != "mono" else None,
+        "crosstalk_db": crosstalk_db if layout != "mono" else None,
         "turn_source": "transcript" if transcript == "timed" else ("rttm" if rttm else "audio"),
         "turns": _truth_turns(plan, ids),
         "interruptions": [
@@ -349,25 +354,25 @@ def generate(root: Path, seed: int, scale: int = 1) -> dict[str, Any]:
     rejected: dict[str, str] = {}
     for i in range(max(1, scale)):
         sid = f"hm_tracks_{i + 1:03d}"
-        entries[sid] = _session(
+        entries[sid] = write_session(
             base, seed, sid, category="HM", layout="tracks", language="en", transcript="text"
         )
         sid = f"hh_stereo_{i + 1:03d}"
-        entries[sid] = _session(
+        entries[sid] = write_session(
             base, seed, sid, category="HH", layout="stereo", language="zh", interruption=True
         )
-    entries["hm_stereo_timed"] = _session(
+    entries["hm_stereo_timed"] = write_session(
         base, seed, "hm_stereo_timed", category="HM", layout="stereo", language="en",
         transcript="timed",
     )  # fmt: skip
-    entries["hm_mono_rttm"] = _session(
+    entries["hm_mono_rttm"] = write_session(
         base, seed, "hm_mono_rttm", category="HM", layout="mono", language="en", rttm=True
     )
-    entries["hh_mono_untimed"] = _session(
+    entries["hh_mono_untimed"] = write_session(
         base, seed, "hh_mono_untimed", category="HH", layout="mono", language="zh"
     )
     rejected["hh_mono_untimed"] = "mono_without_diarization"
-    entries["hm_tracks_disclosure"] = _session(
+    entries["hm_tracks_disclosure"] = write_session(
         base, seed, "hm_tracks_disclosure", category="HM", layout="tracks", language="en",
         transcript="text", disclosure=True,
     )  # fmt: skip
