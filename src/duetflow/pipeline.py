@@ -55,6 +55,7 @@ STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
     "ingest": ("seed", "sample_rate", "segment", "studio"),
     "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
     "synth": ("seed", "sample_rate", "synth", "render", "turns"),
+    "report": ("seed", "turns", "window", "filters", "render", "synth"),
     "publish": ("seed", "release"),
 }
 
@@ -230,9 +231,12 @@ class SynthShard:
 
 @dataclass(frozen=True)
 class ReleaseSummary:
+    """A published release: its id, the store, publish's own record and the report step."""
+
     release_id: str
     store: str
     info: Mapping[str, Any]
+    report: StepOutcome | None = None
 
 
 @dataclass(frozen=True)
@@ -653,23 +657,63 @@ def voice_dirs(config: RunConfig, merged: Sequence[StepOutcome]) -> list[str]:
 # --- publish ------------------------------------------------------------------------------------
 
 
+def report_key(workdirs: Sequence[str | Path], config: RunConfig) -> str:
+    """Key of the report step: the merged tables' bytes and the sections the report reads."""
+    dirs = [Path(w) for w in workdirs]
+    names = (manifest.DIALOGUES, manifest.TURNS, manifest.REJECTIONS, "stats.json")
+    fp = files_fingerprint(d / n for d in dirs for n in names)
+    return stage_key("report", config, fp, *(d.name for d in dirs))
+
+
+def run_report(workdirs: Sequence[str | Path], config: RunConfig) -> StepOutcome:
+    """The HTML report + dataset card of the rendered work directories (cached by content).
+
+    Built before publishing so the release carries it; it re-measures a sample of the audio,
+    so an unchanged re-run reuses it like any other step.
+    """
+    from duetflow.report import build_report
+
+    dirs = [Path(w) for w in workdirs]
+    key = report_key(dirs, config)
+
+    def build(out: Path) -> StepOutcome:
+        build_report(dirs, out, config)
+        return StepOutcome("report", "report", key, str(out))
+
+    return _build_cached(cache_dir(config, "report", key), build)
+
+
 def run_publish(
-    workdirs: Sequence[str | Path], config: RunConfig, release_id: str | None = None
+    workdirs: Sequence[str | Path],
+    config: RunConfig,
+    release_id: str | None = None,
+    report: StepOutcome | None = None,
 ) -> ReleaseSummary:
     """Validate, split and publish the rendered work directories; idempotent for equal content."""
     from duetflow.release.publish import publish
 
-    report_dir = Path(config.workdir) / "report"
     info = publish(
         [Path(w) for w in workdirs],
         config.release.store,
         config,
         release_id=release_id or config.release.release_id,
-        report_dir=report_dir,
+        report_dir=_report_files(report.path) if report else None,
     )
     data = _as_dict(info)
     rid = str(data.get("release_id") or data.get("id") or getattr(info, "release_id", ""))
-    return ReleaseSummary(release_id=rid, store=str(config.release.store), info=data)
+    return ReleaseSummary(rid, str(config.release.store), data, report)
+
+
+def _report_files(report_dir: str | Path) -> Path:
+    """The report folder without the step's bookkeeping (``result.json`` is not the card)."""
+    src = Path(report_dir)
+    clean = src.with_name(src.name + ".publish")
+    if not clean.exists():
+        partial = src.with_name(src.name + ".publish.partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(src, partial, ignore=shutil.ignore_patterns(RESULT))
+        os.replace(partial, clean)
+    return clean
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:
@@ -719,5 +763,8 @@ def run_pipeline(
         merged.append(merge_synth(synth_results, rejected, config))
     release = None
     if publish:
-        release = run_publish([m.path for m in merged], config, release_id)
+        dirs = [m.path for m in merged]
+        report = run_report(dirs, config)
+        steps.append(report)
+        release = run_publish(dirs, config, release_id, report)
     return PipelineResult(tuple(steps), tuple(merged), release)

@@ -50,8 +50,16 @@ def tree_digest(root: Path) -> dict[str, str]:
 
 
 def release_content(store: Path, release_id: str) -> dict[str, str]:
-    """A release's manifests and audio objects, without RELEASE.json (it names the config)."""
+    """A release's manifests, splits, stats and audio objects.
+
+    Without RELEASE.json and report/: both record the full config, which names the runner and
+    the work directory, so they differ between two configs by design.
+    """
     rel = store / "releases" / release_id
-    files = {k: v for k, v in tree_digest(rel).items() if k != "RELEASE.json"}
+    files = {
+        k: v
+        for k, v in tree_digest(rel).items()
+        if k != "RELEASE.json" and not k.startswith("report/")
+    }
     audio = {f"audio/{k}": v for k, v in tree_digest(store / "audio").items()}
     return {**files, **audio}

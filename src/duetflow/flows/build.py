@@ -97,25 +97,6 @@ def _publish_artifacts(summary: BuildSummary, rows: list[dict[str, Any]]) -> Non
     )
 
 
-def _report(cfg: RunConfig, release: ReleaseSummary | None, logger: Any) -> str | None:
-    """The HTML + Markdown card; publish writes it into ``<workdir>/report`` when it can."""
-    out = Path(cfg.workdir) / "report"
-    if release is not None and out.exists() and any(out.iterdir()):
-        return str(out)
-    try:
-        from duetflow.report import build_report
-    except ImportError:
-        logger.warning("duetflow.report is not available: no report written")
-        return None
-    source: Any = f"{cfg.release.store}#{release.release_id}" if release else str(cfg.workdir)
-    try:
-        build_report(source if release is None else cfg.release.store, out)
-    except Exception as e:  # the dataset is published; a failed card must not fail the run
-        logger.warning("report failed: %s", e)
-        return None
-    return str(out)
-
-
 @flow(name="build-dataset")
 def build_dataset(
     config: str | RunConfig | None = None,
@@ -162,8 +143,10 @@ def build_dataset(
     if publish:
         release = stages.publish(config=cfg, workdirs=[m.path for m in merged],
                                  release_id=release_id)  # fmt: skip
-    report = _report(cfg, release, logger) if publish else None
-    stage_names = ("ingest", "process", "synth")
+    if release is not None and release.report is not None:
+        steps.append(release.report)
+    report = release.report.path if release is not None and release.report else None
+    stage_names = ("ingest", "process", "synth", "report")
     summary = BuildSummary(
         release_id=release.release_id if release else None,
         store=str(cfg.release.store),

@@ -209,7 +209,11 @@ def publish(
     dirs = workdirs if workdirs is not None else _rendered_dirs(cfg, with_ph=True)
     if not dirs:
         raise ConfigError(f"nothing to publish: no rendered work directories in {cfg.workdir}")
-    # in the flow's process: store credentials live here, not necessarily on Dask workers
-    summary = tasks.publish_release([str(Path(d)) for d in dirs], cfg, release_id)
-    get_run_logger().info("published release %s to %s", summary.release_id, summary.store)
+    logger = get_run_logger()
+    paths = [str(Path(d)) for d in dirs]
+    # both run in the flow's process: store credentials live here, not on Dask workers
+    report = tasks.build_report(paths, cfg)
+    logger.info("report %s: %s", "reused" if report.reused else "built", report.path)
+    summary = tasks.publish_release(paths, cfg, release_id, report)
+    logger.info("published release %s to %s", summary.release_id, summary.store)
     return summary
