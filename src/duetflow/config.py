@@ -50,7 +50,10 @@ class SegmentConfig(_Section):
         300, ge=0, description="shorter pauses inside one speaker's speech are bridged"
     )
     crosstalk_margin_db: float = Field(
-        6.0, ge=0, description="a region belongs to a track only if louder than the other by this"
+        6.0,
+        ge=0,
+        description="a frame is a track's own only if louder than the other track's leakage "
+        "(its level + the estimated coupling) by this; see docs/studio-sessions.md",
     )
     diarization_backend: str | None = Field(None, description="e.g. 'pyannote'; None: reject mono")
     diarization_model: str | None = Field(None, description="local dir of a pyannote pipeline")
