@@ -64,6 +64,10 @@ def command(
             opts[key] = value
     if not root.is_dir():
         raise click.BadParameter(f"{root} is not a directory", param_hint="--root")
+    if corpus == "studio":
+        # Incremental state lives beside the intake tables it describes, so re-running the same
+        # command on the same --out skips unchanged sessions.
+        opts.setdefault("state_dir", str(workdir / "studio_state"))
     try:
         cfg = load_config(config_path)
         report = ingest(corpus, root, workdir, cfg, opts or None)
