@@ -1,0 +1,145 @@
+"""Prefect overhead: the same sample workload through build_dataset and through plain calls.
+
+    python bench/flows.py --scale 10 [--samples DIR] [--out bench/results/flows.json]
+
+Each mode runs in a fresh subprocess on its own work directory and store (nothing cached),
+after the imports. The flow mode first runs one trivial flow so the Prefect API (a temporary
+local server unless PREFECT_API_URL is set) is up before the clock starts: the ratio is the
+orchestration overhead, not the server start-up, which is reported separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+
+
+def _config(samples: Path, run_dir: Path, shard_size: int, workers: int) -> Path:
+    from duetflow.cli.demo import bundled_config
+
+    data = yaml.safe_load(bundled_config().read_text(encoding="utf-8"))
+    data["corpora"] = [{**c, "root": str(samples / Path(c["root"]).name)} for c in data["corpora"]]
+    data["synth"]["scripts"] = str(samples / "scripts")
+    data["workdir"] = str(run_dir / "work")
+    data["release"]["store"] = str(run_dir / "store")
+    data["runner"].update({"shard_size": shard_size, "max_workers": workers})
+    path = run_dir / "config.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def _child(mode: str, cfg_path: Path) -> dict[str, Any]:
+    from duetflow.config import load_config
+
+    cfg = load_config(cfg_path)
+    out: dict[str, Any] = {"mode": mode}
+    if mode == "flow":
+        from prefect import flow
+
+        from duetflow.flows import build_dataset
+
+        @flow(name="bench-warmup")
+        def warmup() -> int:
+            return 1
+
+        t0 = time.perf_counter()
+        warmup()
+        out["api_start_s"] = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
+        summary = build_dataset(config=str(cfg_path))
+        out["wall_s"] = round(time.perf_counter() - t0, 2)
+        out["release_id"] = summary.release_id
+        out["kept"] = dict(summary.kept)
+        out["steps"] = dict(summary.computed)
+    else:
+        from duetflow.pipeline import run_pipeline
+
+        t0 = time.perf_counter()
+        result = run_pipeline(cfg)
+        out["wall_s"] = round(time.perf_counter() - t0, 2)
+        out["release_id"] = result.release.release_id if result.release else None
+        out["kept"] = {m.label: m.kept for m in result.merged}
+        out["steps"] = {s: result.computed(s) for s in ("ingest", "process", "synth", "report")}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--scale", type=int, default=10)
+    ap.add_argument("--samples", type=Path, default=None, help="existing make_samples output")
+    ap.add_argument("--shard-size", type=int, default=16)
+    ap.add_argument("--workers", type=int, default=1, help="thread pool size (1: same work order)")
+    ap.add_argument("--out", type=Path, default=HERE / "results" / "flows.json")
+    ap.add_argument("--child", choices=["flow", "plain"], help=argparse.SUPPRESS)
+    ap.add_argument("--config", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(_child(args.child, args.config)))
+        return
+
+    tmp = Path(tempfile.mkdtemp(prefix="duetflow-bench-flows-"))
+    try:
+        samples = args.samples
+        if samples is None:
+            from duetflow.samples import make_samples
+
+            samples = tmp / "samples"
+            t0 = time.perf_counter()
+            make_samples(samples, seed=0, scale=args.scale)
+            print(f"samples (scale {args.scale}) in {time.perf_counter() - t0:.1f} s", flush=True)
+        env = {
+            **os.environ,
+            "PREFECT_HOME": str(tmp / "prefect"),
+            "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+            "PREFECT_LOGGING_LEVEL": "WARNING",
+        }
+        results = {}
+        for mode in ("plain", "flow"):
+            run_dir = tmp / mode
+            run_dir.mkdir()
+            cfg = _config(samples, run_dir, args.shard_size, args.workers)
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", mode, "--config", str(cfg)],
+                env=env, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            if proc.returncode != 0:
+                sys.exit(f"{mode} run failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
+            results[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+            print(mode, results[mode], flush=True)
+        ratio = results["flow"]["wall_s"] / results["plain"]["wall_s"]
+        report = {
+            "scale": args.scale,
+            "shard_size": args.shard_size,
+            "workers": args.workers,
+            "plain_s": results["plain"]["wall_s"],
+            "flow_s": results["flow"]["wall_s"],
+            "api_start_s": results["flow"].get("api_start_s"),
+            "overhead_ratio": round(ratio, 3),
+            "same_counts": results["flow"]["kept"] == results["plain"]["kept"],
+            "steps": results["flow"]["steps"],
+            "kept": results["flow"]["kept"],
+            "machine": f"{platform.machine()} {os.cpu_count()} cpu py{platform.python_version()}",
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=1), encoding="utf-8")
+        print(json.dumps(report, indent=1))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
