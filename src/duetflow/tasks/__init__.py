@@ -11,13 +11,16 @@ returns a result whose files are gone.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State
 from prefect.tasks import exponential_backoff
 
 from duetflow import pipeline
 from duetflow.config import RunConfig
+from duetflow.errors import BackendError, ConfigError, InputError, ManifestError
 from duetflow.pipeline import CorpusJob, ProcessShard, ReleaseSummary, StepOutcome, SynthShard
 from duetflow.tts.voices import VoicePool
 
@@ -25,6 +28,20 @@ from duetflow.tts.voices import VoicePool
 TTS_TAG = "duetflow-tts"
 #: tag of tasks that read or write storage (retried with backoff)
 IO_TAG = "duetflow-io"
+
+#: failures a retry cannot fix: the same input and config fail the same way again
+DETERMINISTIC = (ManifestError, ConfigError, InputError, BackendError)
+
+
+def transient_only(task: Any, task_run: Any, state: State[Any]) -> bool:
+    """Retry storage and file-system hiccups, never a failed validation or a bad config."""
+    exc: Any = state.data
+    if not isinstance(exc, BaseException):
+        try:
+            exc = state.result(raise_on_failure=False)
+        except Exception:  # an unreadable result: let the retry decide
+            return True
+    return not isinstance(exc, DETERMINISTIC)
 
 
 @task(
@@ -34,6 +51,7 @@ IO_TAG = "duetflow-io"
     retries=2,
     retry_delay_seconds=exponential_backoff(backoff_factor=2),
     retry_jitter_factor=0.5,
+    retry_condition_fn=transient_only,
     cache_policy=NO_CACHE,
 )
 def ingest_corpus(job: CorpusJob, config: RunConfig, key: str) -> StepOutcome:
@@ -46,6 +64,7 @@ def ingest_corpus(job: CorpusJob, config: RunConfig, key: str) -> StepOutcome:
     task_run_name="process-{shard.label}-{shard.index}",
     retries=1,
     retry_delay_seconds=1,
+    retry_condition_fn=transient_only,
     cache_policy=NO_CACHE,
 )
 def process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
@@ -59,6 +78,7 @@ def process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
     tags=[TTS_TAG],
     retries=1,
     retry_delay_seconds=exponential_backoff(backoff_factor=5),
+    retry_condition_fn=transient_only,
     cache_policy=NO_CACHE,
 )
 def synthesize_shard(shard: SynthShard, pool: VoicePool, config: RunConfig) -> StepOutcome:
@@ -72,6 +92,7 @@ def synthesize_shard(shard: SynthShard, pool: VoicePool, config: RunConfig) -> S
     retries=3,
     retry_delay_seconds=exponential_backoff(backoff_factor=5),
     retry_jitter_factor=0.5,
+    retry_condition_fn=transient_only,
     cache_policy=NO_CACHE,
 )
 def publish_release(

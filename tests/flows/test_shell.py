@@ -1,0 +1,71 @@
+"""Small pieces of the Prefect shell that need no server: retry policy, progress bars, config."""
+
+from __future__ import annotations
+
+import io
+import logging
+from pathlib import Path
+
+import pytest
+from flow_helpers import write_config
+from prefect.states import Failed
+
+from duetflow.errors import ConfigError, ManifestError, StorageError
+from duetflow.flows.runner import build_task_runner, resolve_config
+from duetflow.pipeline import _emit
+from duetflow.tasks import transient_only
+
+
+def test_retries_only_for_failures_a_retry_can_fix() -> None:
+    assert transient_only(None, None, Failed(data=StorageError("s3: connection reset")))
+    assert transient_only(None, None, Failed(data=OSError("NFS stale handle")))
+    assert not transient_only(None, None, Failed(data=ManifestError("2 validation failures")))
+    assert not transient_only(None, None, Failed(data=ConfigError("unknown key")))
+
+
+def test_progress_records_drive_one_bar_per_stage() -> None:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from duetflow.cli.run import _BarHandler
+
+    progress = Progress(console=Console(file=io.StringIO()))
+    handler = _BarHandler(progress)
+    logger = logging.getLogger("duetflow.progress")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        _emit("process", "dailytalk", 1, 3)
+        _emit("process", "dailytalk", 3, 3)
+        _emit("synth", "ph", 2, None)
+    finally:
+        logger.removeHandler(handler)
+    tasks = {t.description: t for t in progress.tasks}
+    assert set(tasks) == {"process dailytalk", "synth ph"}
+    assert tasks["process dailytalk"].completed == 3 and tasks["process dailytalk"].total == 3
+    assert tasks["synth ph"].completed == 2
+
+
+def test_flow_parameters_override_the_config_file(tmp_path: Path) -> None:
+    cfg_path = write_config(tmp_path / "run.yaml", tmp_path)
+    cfg = resolve_config(
+        str(cfg_path), workdir=str(tmp_path / "w2"), store="s3://bucket/x", runner="dask",
+        overrides={"render": {"gap_ms_max": 240.0}},
+    )  # fmt: skip
+    assert cfg.workdir == tmp_path / "w2" and cfg.release.store == "s3://bucket/x"
+    assert cfg.runner.kind == "dask" and cfg.render.gap_ms_max == 240.0
+    assert cfg.runner.shard_size == 2  # from the file
+    again = resolve_config(cfg, overrides={"runner": {"max_workers": 3}})
+    assert again.runner.max_workers == 3 and again.render.gap_ms_max == 240.0
+    assert resolve_config(cfg) is cfg
+    with pytest.raises(ConfigError, match="unknown key"):
+        resolve_config(str(cfg_path), overrides={"render": {"gap_max": 1}})
+
+
+def test_thread_runner_is_bounded_and_dask_needs_an_address(tmp_path: Path) -> None:
+    cfg = resolve_config(str(write_config(tmp_path / "run.yaml", tmp_path)))
+    runner = build_task_runner(cfg.runner)
+    assert getattr(runner, "_max_workers", None) == 2
+    dask_cfg = resolve_config(cfg, runner="dask")
+    with pytest.raises(ConfigError, match="scheduler address"):
+        build_task_runner(dask_cfg.runner)
