@@ -27,6 +27,7 @@ turns lie before ``window[0]`` and fit in the window length) and shifted.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import math
 from collections.abc import Sequence
@@ -39,18 +40,19 @@ import numpy as np
 import duetflow
 from duetflow.audio import bs1770
 from duetflow.audio import loudness as ld
+from duetflow.audio.gaps import VoicingEdges, frame_samples, frame_shift
 from duetflow.audio.io import Audio, audio_info, read_frames, resample, write_audio
 from duetflow.audio.mix import fade_envelope, place, smooth_steps
 from duetflow.audio.retime import (
-    Placement,
+    Block,
     layout_blocks,
     layout_turns,
     merge_blocks,
     mixed_speech_indices,
 )
 from duetflow.audio.roomtone import DIGITAL_SILENCE_DB, extract_room_tone, fill
-from duetflow.audio.trim import Voicing, acoustic_extent, frame_db, rms_db
-from duetflow.config import RunConfig
+from duetflow.audio.trim import acoustic_extent, frame_db, rms_db
+from duetflow.config import RenderConfig, RunConfig
 from duetflow.errors import InputError
 from duetflow.manifest import dumps
 from duetflow.model import (
@@ -343,13 +345,206 @@ def _extent(
     return i0 + ext[0], i0 + ext[1]
 
 
-_ANCHOR_MAX_SHIFT_S = 0.08  # soft onset/tail allowed outside the voicing anchor
-
-
 def _measure(chunks: Sequence[Audio], sr: int) -> ld.Loudness:
     if not chunks:
         return ld.Loudness(ld.SILENCE_LUFS, "silent")
     return bs1770.measure(np.concatenate(chunks), sr)
+
+
+# --- assembly -----------------------------------------------------------------------------------
+
+_MAX_GAP_SHIFT_S = 0.2  # a measured gap further than this from the plan is not corrected
+_ROUNDS = 3  # gap measurements per dialogue, at most
+_CUT_SEARCH_S = 0.02  # a latched speaker change in a mix is cut within this of the overlap
+_CUT_FRAME_S = 0.005
+
+
+@dataclass(frozen=True)
+class _Clip:
+    """One piece of the output: gained, faded samples that move with main item ``group``."""
+
+    group: int
+    stem: int | None  # stem channel (speaker position) or None
+    data: Audio  # samples x gain x fade envelope
+    env: Audio  # the fade envelope (ducks the room-tone bed)
+    at: int  # provisional output index of data[0]
+    e0: int  # acoustic extent inside data
+    e1: int
+
+
+@dataclass(frozen=True)
+class _Change:
+    """A drawn speaker-change gap between main items ``after`` and ``after + 1``."""
+
+    after: int
+    gap_s: float
+
+
+@dataclass
+class _Mix:
+    out: Audio
+    stems: Audio | None
+    shifts: list[int]  # per main item, samples added to its provisional position
+    edges: list[tuple[int, int] | None]  # per change: measured (offset, onset), final samples
+    ceiling_db: float
+
+
+def _assemble(
+    clips: Sequence[_Clip], shifts: Sequence[int], n: int, bed: Audio | None, n_stems: int
+) -> tuple[Audio, Audio | None]:
+    """Lay the clips over the room-tone bed, ducked under speech by the clips' envelopes."""
+    out = np.zeros(n, dtype=np.float32)
+    weight = np.zeros(n, dtype=np.float32)
+    stem_layer = [np.zeros(n, dtype=np.float32) for _ in range(n_stems)]
+    stem_weight = [np.zeros(n, dtype=np.float32) for _ in range(n_stems)]
+    for c in clips:
+        at = c.at + shifts[c.group]
+        place(out, c.data, at)
+        place(weight, c.env, at)
+        if n_stems and c.stem is not None:
+            place(stem_layer[c.stem], c.data, at)
+            place(stem_weight[c.stem], c.env, at)
+    stems = None
+    if n_stems:
+        chans = []
+        for layer, w in zip(stem_layer, stem_weight, strict=True):
+            if bed is not None:
+                layer += bed[:n] * (1.0 - np.minimum(w, 1.0))
+            chans.append(layer)
+        stems = np.stack(chans, axis=1).astype(np.float32)
+    if bed is not None:  # out += bed * (1 - min(weight, 1)), in place
+        np.minimum(weight, 1.0, out=weight)
+        np.subtract(1.0, weight, out=weight)
+        weight *= bed[:n]
+        out += weight
+    return out, stems
+
+
+def _bed(tone: Audio | None, n: int, gain_db: float, rng: np.random.Generator, sr: int) -> Audio:
+    assert tone is not None
+    return fill(tone, n, rng, max(1, int(0.01 * sr))) * np.float32(ld.db_to_gain(gain_db))
+
+
+def _mixdown(
+    clips: Sequence[_Clip],
+    spans: Sequence[tuple[int, int]],
+    changes: Sequence[_Change],
+    duration_s: float,
+    sr: int,
+    cfg: RenderConfig,
+    bed_tone: tuple[Audio, float] | None,
+    rng: np.random.Generator,
+    n_stems: int,
+) -> _Mix:
+    """Assemble, measure every speaker-change gap with VAD, move turns by whole frames, repeat.
+
+    ``spans`` are each main item's acoustic extent in provisional output samples. See
+    :mod:`duetflow.audio.gaps` for why the loop is closed on the audio itself. A move changes
+    the detector's context (a shorter run of room tone before an onset), which now and then
+    moves a decision by a frame, so the result is measured again until every gap sits within a
+    frame of its draw (at most ``_ROUNDS`` measurements; in practice one or two).
+    """
+    frame_n = frame_samples(sr)
+    n0 = -(-int(round(duration_s * sr)) // frame_n) * frame_n  # a whole number of VAD frames
+    bed0 = _bed(bed_tone[0], n0, bed_tone[1], rng, sr) if bed_tone is not None else None
+    shifts = [0] * len(spans)
+    out, stems = _assemble(clips, shifts, n0, bed0, n_stems)
+    ceiling = bs1770.ceiling_gain_db(out, sr, cfg.true_peak_ceiling_dbtp)
+    limit = int(_MAX_GAP_SHIFT_S * sr)
+    rel: list[tuple[int, int] | None] = [None] * len(changes)  # edges relative to their items
+    for rnd in range(_ROUNDS if changes else 0):
+        # measure what the file will hold: the level after the ceiling and 16-bit samples (a
+        # decision at an edge can flip on a least significant bit)
+        voicing = VoicingEdges.measure(_as_written(out, ceiling), sr)
+        deltas = [0] * len(spans)
+        for c, ch in enumerate(changes):
+            k = ch.after
+            lo, end = (v + shifts[k] for v in spans[k])
+            start, hi = (v + shifts[k + 1] for v in spans[k + 1])
+            edge = voicing.gap_at((end + start) // 2, lo, hi)
+            if edge is None:
+                log.debug("no voicing edge at the change after item %d (round %d)", k, rnd)
+                continue
+            rel[c] = (edge[0] - shifts[k], edge[1] - shifts[k + 1])
+            # first round: the nearest whole frame; later ones only move a gap still more than
+            # a frame off (a decision that flips with its context cannot be pinned closer)
+            tol = frame_n // 2 if rnd == 0 else frame_n
+            step = frame_shift(
+                edge[1] - edge[0], int(round(ch.gap_s * sr)), frame_n, limit, tolerance_n=tol
+            )
+            deltas[k + 1] = max(step, -((start - end) // frame_n) * frame_n)  # extents never meet
+        if not any(deltas):
+            break
+        shifts = [s + d for s, d in zip(shifts, itertools.accumulate(deltas), strict=True)]
+        n1 = n0 + shifts[-1]
+        bed = _shift_bed(bed0, spans, shifts, n1) if bed0 is not None else None
+        out, stems = _assemble(clips, shifts, n1, bed, n_stems)
+        # the same clips at the same level: keep the measured level unless room tone moved
+        # under a join pushed a true peak over the ceiling
+        peak = bs1770.true_peak_dbtp(out, sr) + ceiling
+        if peak > cfg.true_peak_ceiling_dbtp - 0.02:
+            extra = cfg.true_peak_ceiling_dbtp - 0.05 - peak
+            log.info("true peak moved after re-timing: %.3f dB more reduction", extra)
+            ceiling += extra
+    else:
+        if changes:
+            log.info("gaps still moving after %d measurements; last moves unmeasured", _ROUNDS)
+    edges: list[tuple[int, int] | None] = [
+        None if e is None else (e[0] + shifts[ch.after], e[1] + shifts[ch.after + 1])
+        for ch, e in zip(changes, rel, strict=True)
+    ]
+    return _Mix(out, stems, shifts, edges, ceiling)
+
+
+def _as_written(x: Audio, gain_db: float) -> Audio:
+    """``x`` at ``gain_db`` as 16-bit PCM would hold it (what the file and its readers see)."""
+    y = x * np.float32(ld.db_to_gain(gain_db)) if gain_db < 0 else x
+    q: Audio = np.clip(y, -1.0, 1.0 - 1.0 / 32768).astype(np.float32)
+    q *= np.float32(32768.0)
+    np.rint(q, out=q)
+    q *= np.float32(1.0 / 32768.0)
+    return q
+
+
+def _shift_bed(
+    bed: Audio, spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int
+) -> Audio:
+    """The bed cut at mid-gap and moved with the items, so the room tone under and around every
+    turn is the very noise the gaps were measured with (only mid-gap length changes)."""
+    out = np.empty(n, dtype=np.float32)
+    lo = 0
+    for k, sh in enumerate(shifts):
+        if k + 1 < len(shifts):
+            mid = (spans[k][1] + spans[k + 1][0]) // 2
+            hi = mid + sh + (shifts[k + 1] - sh) // 2
+        else:
+            hi = n
+        hi = min(max(hi, lo), n)
+        out[lo:hi] = bed[lo - sh : hi - sh]
+        lo = hi
+    return out
+
+
+def _row_bounds(
+    spans: Sequence[tuple[int, int]], changes: Sequence[_Change], mix: _Mix, sr: int
+) -> list[tuple[int, int]]:
+    """Final output span of each main item as its rows report it.
+
+    The acoustic extent, except at a measured speaker change: the previous item ends at the
+    measured voicing offset and the next starts exactly the drawn gap later (within half a VAD
+    frame of its measured onset), so turn rows carry the drawn gaps.
+    """
+    out = [(a + s, b + s) for (a, b), s in zip(spans, mix.shifts, strict=True)]
+    for ch, edge in zip(changes, mix.edges, strict=True):
+        if edge is None:
+            continue
+        off = edge[0]
+        k = ch.after
+        start = off + int(round(ch.gap_s * sr))
+        if out[k][0] < off and start < out[k + 1][1]:
+            out[k] = (out[k][0], off)
+            out[k + 1] = (start, out[k + 1][1])
+    return out
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -365,6 +560,15 @@ class _Result:
     gains: dict[str, float]
     tone: dict[str, Any]
     dropped: list[int]
+    ceiling_db: float
+
+
+def _tone_meta(cfg: RenderConfig, used: bool, **kw: Any) -> dict[str, Any]:
+    if used:
+        return {"used": True, **kw}
+    if not cfg.room_tone:
+        return {"used": False, "reason": "render.room_tone is false"}
+    return {"used": False, "reason": "no non-speech material or digital silence"}
 
 
 def _render_separable(
@@ -413,83 +617,96 @@ def _render_separable(
     loud = {s: _measure(chunks[s], sr) for s in ids}
     gains = {s: ld.gain_to_target(loud[s].lufs, cfg.loudness_target_lufs) for s in ids}
 
-    # voicing anchors (what gaps are timed from), found at the rendered level: VAD decisions
-    # depend on level, and the output is what listeners and checks hear
-    shift_n = int(_ANCHOR_MAX_SHIFT_S * sr)
-    voicing = {
-        s: Voicing(tracks[s].samples * np.float32(ld.db_to_gain(gains[s])), sr)
-        for s in {turns[i].speaker for i in extents}
-    }
-    anchors: dict[int, tuple[int, int]] = {}
     trimmed: list[Turn] = []
     for i, t in enumerate(turns):
         if i not in extents:
             trimmed.append(replace(t, kind=TurnKind.NONSPEECH))
             continue
-        anchors[i] = anc = voicing[t.speaker].anchor(extents[i], shift_n)
-        t0 = tracks[t.speaker].t0
-        trimmed.append(replace(t, start=t0 + anc[0] / sr, end=t0 + anc[1] / sr))
-
+        t0, (i0, i1) = tracks[t.speaker].t0, extents[i]
+        trimmed.append(replace(t, start=t0 + i0 / sr, end=t0 + i1 / sr))
     lead = cfg.gap_ms_min / 1000.0
     tl = layout_turns(trimmed, cfg, rng, lead_s=lead, tail_s=lead)
 
-    # assemble: speech layer + envelope weight (per speaker only when stems are written)
-    n_out = int(round(tl.duration_s * sr))
-    out = np.zeros(n_out, dtype=np.float32)
-    weight = np.zeros(n_out, dtype=np.float32)
-    stem_layer = {s: np.zeros(n_out, dtype=np.float32) for s in ids} if cfg.stems else {}
-    stem_weight = {s: np.zeros(n_out, dtype=np.float32) for s in ids} if cfg.stems else {}
-    rows = []
+    # clips, each moving with its main turn (a kept backchannel with its host)
+    group = {p.index: k for k, p in enumerate(tl.mains)}
+    stem_of = {s: k for k, s in enumerate(ids)} if cfg.stems else {}
+    clips: list[_Clip] = []
+    spans: list[tuple[int, int]] = [(0, 0)] * len(group)
     for p in tl.placements:
         tr = tracks[p.speaker]
         i0, i1 = extents[p.index]
-        v0, v1 = anchors[p.index]
         a, b = max(0, i0 - pad_n), min(tr.n, i1 + pad_n)
-        at = int(round(p.out_start * sr)) - (v0 - a)
+        at = int(round(p.out_start * sr)) - (i0 - a)
         env = fade_envelope(b - a, fade_n)
-        clip = tr.samples[a:b] * (env * np.float32(ld.db_to_gain(gains[p.speaker])))
-        place(out, clip, at)
-        place(weight, env, at)
-        if cfg.stems:
-            place(stem_layer[p.speaker], clip, at)
-            place(stem_weight[p.speaker], env, at)
-        s0 = at + (v0 - a)
-        rows.append(_turn_row(d, p.index, p, s0 / sr, (s0 + v1 - v0) / sr))
+        data = tr.samples[a:b] * (env * np.float32(ld.db_to_gain(gains[p.speaker])))
+        g = group[p.index if p.host is None else p.host]
+        clips.append(_Clip(g, stem_of.get(p.speaker), data, env, at, i0 - a, i1 - a))
+        if p.host is None:
+            spans[g] = (at + i0 - a, at + i1 - a)
+    changes = [_Change(k, g) for k, g in zip(tl.change_after, tl.gaps_s, strict=True)]
+
     usable = [s for s in ids if tones[s] is not None]
-    bed: Audio | None = None
+    bed_tone: tuple[Audio, float] | None = None
+    tone_meta = _tone_meta(cfg, False)
     if cfg.room_tone and usable:
         src_s = min(usable, key=lambda s: floors[s] or -math.inf)
         tone = tones[src_s]
         assert tone is not None
-        bed = fill(tone, n_out, rng, max(1, int(0.01 * sr)))
-        bed *= np.float32(ld.db_to_gain(gains[src_s]))
-        tone_meta: dict[str, Any] = {
-            "used": True,
-            "from_speaker": src_s,
-            "rms_dbfs": round(float(floors[src_s] or -math.inf), 2),
-            "material_s": round(len(tone) / sr, 3),
-        }
-    elif cfg.room_tone:
-        tone_meta = {"used": False, "reason": "no non-speech material or digital silence"}
-    else:
-        tone_meta = {"used": False, "reason": "render.room_tone is false"}
-    stems = None
-    if cfg.stems:
-        chans = []
-        for s in ids:
-            ch = stem_layer[s]
-            if bed is not None:
-                ch += bed * (1.0 - np.minimum(stem_weight[s], 1.0))
-            chans.append(ch)
-        stems = np.stack(chans, axis=1).astype(np.float32)
-    if bed is not None:  # duck the bed under speech: out += bed * (1 - min(weight, 1))
-        np.minimum(weight, 1.0, out=weight)
-        np.subtract(1.0, weight, out=weight)
-        bed *= weight
-        out += bed
+        bed_tone = (tone, gains[src_s])
+        tone_meta = _tone_meta(
+            cfg,
+            True,
+            from_speaker=src_s,
+            rms_dbfs=round(float(floors[src_s] or -math.inf), 2),
+            material_s=round(len(tone) / sr, 3),
+        )
+    mix = _mixdown(
+        clips, spans, changes, tl.duration_s, sr, cfg, bed_tone, rng, len(ids) if cfg.stems else 0
+    )
+    bounds = _row_bounds(spans, changes, mix, sr)
+    rows = []
+    for p, c in zip(tl.placements, clips, strict=True):
+        if p.host is None:
+            s0, s1 = bounds[c.group]
+        else:
+            at = c.at + mix.shifts[c.group]
+            s0, s1 = at + c.e0, at + c.e1
+        rows.append(_turn_row(d, p.index, p.host is not None, s0 / sr, s1 / sr))
     dropped_all = sorted({*dropped, *tl.dropped})
-    res = _Result(out, stems, rows, list(tl.gaps_s), loud, gains, tone_meta, dropped_all)
+    res = _Result(
+        mix.out, mix.stems, rows, list(tl.gaps_s), loud, gains, tone_meta, dropped_all,
+        mix.ceiling_db,
+    )  # fmt: skip
     return res, files
+
+
+def _quietest(x: Audio, i0: int, i1: int, sr: int) -> int:
+    """Sample index at the centre of the quietest 5 ms frame of ``x[i0:i1]``."""
+    n = max(1, int(_CUT_FRAME_S * sr))
+    if i1 - i0 < n:
+        return (i0 + i1) // 2
+    levels = frame_db(x[i0:i1], n)
+    return i0 + int(np.argmin(levels)) * n + n // 2
+
+
+def _block_bounds(track: _Track, blocks: Sequence[Block], sr: int) -> list[tuple[float, float]]:
+    """Source-time range each block's audio may come from.
+
+    Blocks that overlap (a latched speaker change, see :func:`~duetflow.audio.retime.merge_blocks`)
+    are cut at the quietest point around the overlap, so neither keeps the other's voice.
+    """
+    bounds = [(b.start, b.end) for b in blocks]
+    m = _CUT_SEARCH_S
+    for k in range(len(blocks) - 1):
+        e, s = blocks[k].end, blocks[k + 1].start
+        if s >= e:
+            continue
+        lo = max(track.index(s - m, sr), track.index(blocks[k].start, sr), 0)
+        hi = min(track.index(e + m, sr), track.index(blocks[k + 1].end, sr), track.n)
+        c = track.t0 + _quietest(track.samples, lo, hi, sr) / sr
+        bounds[k] = (bounds[k][0], c)
+        bounds[k + 1] = (c, bounds[k + 1][1])
+    return bounds
 
 
 def _render_mixed(
@@ -506,10 +723,10 @@ def _render_mixed(
     floor = rms_db(tone) if tone is not None else None
 
     keep, dropped = mixed_speech_indices(turns, cfg)
-    raw_blocks = merge_blocks(turns, keep)
+    raw_blocks = merge_blocks(turns, keep, config.turns.min_overlap_s)
     extents: list[tuple[int, int]] = []
-    for blk in raw_blocks:
-        ext = _extent(track, blk.start, blk.end, sr, floor)
+    for blk, (b0, b1) in zip(raw_blocks, _block_bounds(track, raw_blocks, sr), strict=True):
+        ext = _extent(track, b0, b1, sr, floor)
         if ext is None:
             raise InputError(
                 src.path,
@@ -550,63 +767,71 @@ def _render_mixed(
     for s in ids:
         g[alone_of[s]] = ld.db_to_gain(gains[s])
 
-    # voicing anchors at the rendered level (see _render_separable), then the layout
-    voicing = Voicing((track.samples * g).astype(np.float32), sr)
-    anchors = [voicing.anchor(ext, int(_ANCHOR_MAX_SHIFT_S * sr)) for ext in extents]
     blocks = [
-        replace(blk, start=track.t0 + v0 / sr, end=track.t0 + v1 / sr)
-        for blk, (v0, v1) in zip(raw_blocks, anchors, strict=True)
+        replace(blk, start=track.t0 + i0 / sr, end=track.t0 + i1 / sr)
+        for blk, (i0, i1) in zip(raw_blocks, extents, strict=True)
     ]
     lead = cfg.gap_ms_min / 1000.0
-    starts, gaps, duration = layout_blocks(blocks, cfg, rng, lead_s=lead, tail_s=lead)
+    starts, gaps, after, duration = layout_blocks(blocks, cfg, rng, lead_s=lead, tail_s=lead)
 
-    n_out = int(round(duration * sr))
-    out_layer = np.zeros(n_out, dtype=np.float32)
-    weight = np.zeros(n_out, dtype=np.float32)
-    rows = []
-    for blk, (i0, i1), (v0, _), o_start in zip(blocks, extents, anchors, starts, strict=True):
-        a, b = max(0, i0 - pad_n), min(track.n, i1 + pad_n)
-        at = int(round(o_start * sr)) - (v0 - a)
-        gain = smooth_steps(g[a:b], fade_n)
+    # clip bounds: the pad never reaches into the neighbouring block's speech
+    lims = [(0, track.n) for _ in blocks]
+    for k in range(len(blocks) - 1):
+        e1, n0 = extents[k][1], extents[k + 1][0]
+        if n0 - e1 < 2 * pad_n:
+            mid = (e1 + n0) // 2
+            lims[k] = (lims[k][0], mid)
+            lims[k + 1] = (mid, lims[k + 1][1])
+    clips: list[_Clip] = []
+    spans: list[tuple[int, int]] = []
+    for k, ((i0, i1), o_start) in enumerate(zip(extents, starts, strict=True)):
+        a, b = max(lims[k][0], i0 - pad_n), min(lims[k][1], i1 + pad_n)
+        at = int(round(o_start * sr)) - (i0 - a)
         env = fade_envelope(b - a, fade_n)
-        place(out_layer, track.samples[a:b] * gain, at, env)
-        place(weight, env, at)
-        s0 = at + (v0 - a)
-        shift = s0 / sr - blk.start
+        data = track.samples[a:b] * smooth_steps(g[a:b], fade_n) * env
+        clips.append(_Clip(k, None, data, env, at, i0 - a, i1 - a))
+        spans.append((at + i0 - a, at + i1 - a))
+    changes = [_Change(k, gap) for k, gap in zip(after, gaps, strict=True)]
+    bed_tone = (tone, mid_db) if cfg.room_tone and tone is not None else None
+    mix = _mixdown(clips, spans, changes, duration, sr, cfg, bed_tone, rng, 0)
+    bounds = _row_bounds(spans, changes, mix, sr)
+
+    rows = []
+    for k, (blk, (lo, hi)) in enumerate(zip(blocks, bounds, strict=True)):
+        shift = (spans[k][0] + mix.shifts[k]) / sr - blk.start  # source -> output time
+        solo = len(blk.members) == 1
         for i in sorted(blk.members, key=lambda i: (turns[i].start, i)):
             t = turns[i]
-            start = min(max(t.start, blk.start), blk.end) + shift
-            end = min(max(t.end, blk.start), blk.end) + shift
-            p = Placement(i, t.speaker, t.kind, t.start, t.end, start)
-            rows.append(_turn_row(d, i, p, start, end))
-    bed = np.zeros(n_out, dtype=np.float32)
-    if cfg.room_tone and tone is not None:
-        bed = fill(tone, n_out, rng, max(1, int(0.01 * sr))) * np.float32(ld.db_to_gain(mid_db))
-        tone_meta: dict[str, Any] = {
-            "used": True,
-            "from_speaker": "mix",
-            "rms_dbfs": round(float(floor or -math.inf), 2),
-            "material_s": round(len(tone) / sr, 3),
-        }
+            start = min(max(t.start + shift, lo / sr), hi / sr)
+            end = min(max(t.end + shift, lo / sr), hi / sr)
+            hosted = t.kind == TurnKind.BACKCHANNEL and not solo
+            rows.append(_turn_row(d, i, hosted, start, end))
+    if bed_tone is not None:
+        tone_meta = _tone_meta(
+            cfg,
+            True,
+            from_speaker="mix",
+            rms_dbfs=round(float(floor or -math.inf), 2),
+            material_s=round(len(bed_tone[0]) / sr, 3),
+        )
     else:
-        reason = "render.room_tone is false" if not cfg.room_tone else "no non-speech material"
-        tone_meta = {"used": False, "reason": reason}
-    out = bed * (1.0 - np.minimum(weight, 1.0)) + out_layer
+        tone_meta = _tone_meta(cfg, False)
     if cfg.stems:
         log.info("%s: stems are not available for a mixed mono source", d.id)
         tone_meta["stems"] = "unavailable for mixed mono"
-    return _Result(out.astype(np.float32), None, rows, gaps, loud, gains, tone_meta, dropped), [
-        src.path
-    ]
+    res = _Result(mix.out, None, rows, gaps, loud, gains, tone_meta, dropped, mix.ceiling_db)
+    return res, [src.path]
 
 
-def _turn_row(d: Dialogue, index: int, p: Placement, start: float, end: float) -> dict[str, Any]:
+def _turn_row(d: Dialogue, index: int, hosted: bool, start: float, end: float) -> dict[str, Any]:
+    """A rendered turn row; ``hosted``: a backchannel inside another speaker's turn (a
+    stand-alone backchannel is laid out, and reported, as an ordinary turn)."""
     o = d.turns[index]
     return {
         "dialogue_id": d.id,
         "turn_index": 0,  # renumbered in output order
-        "speaker": p.speaker,
-        "kind": str(TurnKind.BACKCHANNEL if p.kind == TurnKind.BACKCHANNEL else TurnKind.TURN),
+        "speaker": o.speaker,
+        "kind": str(TurnKind.BACKCHANNEL if hosted else TurnKind.TURN),
         "start_s": round(start, 6),
         "end_s": round(end, 6),
         "orig_start_s": float(o.start),
@@ -638,7 +863,7 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
     else:
         res, files = _render_separable(d, turns, config, rng)
 
-    ceiling = ld.ceiling_gain_db(res.out, sr, cfg.true_peak_ceiling_dbtp)
+    ceiling = res.ceiling_db
     out, stems = res.out, res.stems
     if ceiling < 0:
         scale = np.float32(ld.db_to_gain(ceiling))

@@ -17,7 +17,7 @@ import numpy as np
 from scipy.signal import lfilter
 
 from duetflow.audio import loudness as ld
-from duetflow.audio.io import Audio
+from duetflow.audio.io import Audio, resample
 
 _ABS_GATE = -70.0
 
@@ -65,3 +65,48 @@ def measure(samples: Audio, sample_rate: int) -> ld.Loudness:
         if math.isfinite(value):
             return ld.Loudness(value, "integrated")
     return ld.measure(samples, sample_rate)  # short or sparse: the documented ungated method
+
+
+_TP_BLOCK_S = 0.05
+_TP_HEADROOM_DB = 6.0
+
+
+def true_peak_dbtp(samples: Audio, sample_rate: int) -> float:
+    """True peak (dBTP) as :func:`duetflow.audio.loudness.true_peak_dbtp` measures it (soxr
+    ``VHQ``, 4x), oversampling only where it can be.
+
+    Intersample overshoot of band-limited audio stays far below 6 dB, so a 50 ms block whose
+    sample peak is more than 6 dB under the signal's cannot hold the true peak. The blocks
+    within 6 dB are oversampled with their neighbours as filter context (one soxr call over
+    the pieces laid end to end; every evaluated sample is a block away from a seam), which
+    gives the full measurement's value (tested) at a fraction of the cost on speech.
+    """
+    x = np.ascontiguousarray(samples, dtype=np.float32).ravel()
+    n = len(x)
+    if n == 0:
+        return -math.inf
+    block = max(1, int(_TP_BLOCK_S * sample_rate))
+    nb = -(-n // block)
+    mag = np.zeros(nb * block, dtype=np.float32)
+    np.abs(x, out=mag[:n])
+    peaks = mag.reshape(nb, block).max(axis=1)
+    top = float(peaks.max())
+    if top <= 0:
+        return -math.inf
+    keep = peaks >= top * 10 ** (-_TP_HEADROOM_DB / 20)
+    context = keep.copy()
+    context[1:] |= keep[:-1]
+    context[:-1] |= keep[1:]
+    in_ctx = np.repeat(context, block)[:n]
+    evaluated = np.repeat(keep, block)[:n][in_ctx]
+    up = resample(x[in_ctx], sample_rate, sample_rate * 4, quality="VHQ")
+    sel = np.repeat(evaluated, 4)
+    m = min(len(up), len(sel))
+    peak = max(top, float(np.max(np.abs(up[:m][sel[:m]]), initial=0.0)))
+    return 20 * math.log10(peak)
+
+
+def ceiling_gain_db(samples: Audio, sample_rate: int, ceiling_dbtp: float) -> float:
+    """Drop-in for :func:`duetflow.audio.loudness.ceiling_gain_db` on :func:`true_peak_dbtp`."""
+    tp = true_peak_dbtp(samples, sample_rate)
+    return min(0.0, ceiling_dbtp - tp - 0.05) if math.isfinite(tp) else 0.0

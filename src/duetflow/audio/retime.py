@@ -86,6 +86,12 @@ class Timeline:
     gaps_s: tuple[float, ...]  # speaker-change gaps that were drawn, in order
     duration_s: float
     dropped: tuple[int, ...] = ()  # turn indices left out (dropped backchannels, non-speech)
+    change_after: tuple[int, ...] = ()  # per drawn gap: position (in main order) of the turn before
+
+    @property
+    def mains(self) -> tuple[Placement, ...]:
+        """The main (non-hosted) placements, in timeline order."""
+        return tuple(p for p in self.placements if p.host is None)
 
 
 def _host_of(i: int, turns: Sequence[Turn], mains: Sequence[int]) -> int | None:
@@ -145,10 +151,11 @@ def layout_turns(
             p = Placement(b, t.speaker, TurnKind.BACKCHANNEL, t.start, t.end, start, host=i)
             end = max(end, p.out_end)
             out.append(p)
-    changes = tuple(
-        g for g, a, b in zip(gaps, ordered, ordered[1:], strict=False) if a.speaker != b.speaker
+    after = tuple(
+        k for k, (a, b) in enumerate(itertools.pairwise(ordered)) if a.speaker != b.speaker
     )
-    return Timeline(tuple(out), changes, end + tail_s, tuple(sorted(dropped)))
+    changes = tuple(gaps[k] for k in after)
+    return Timeline(tuple(out), changes, end + tail_s, tuple(sorted(dropped)), after)
 
 
 @dataclass(frozen=True)
@@ -162,23 +169,41 @@ class Block:
     last_speaker: str
 
 
-def merge_blocks(turns: Sequence[Turn], indices: Sequence[int]) -> list[Block]:
-    """Group the given turns into blocks of overlapping (or touching) turns, in time order."""
+def merge_blocks(
+    turns: Sequence[Turn], indices: Sequence[int], overlap_tol_s: float = 0.0
+) -> list[Block]:
+    """Group the given turns into blocks of continuous talk, in time order.
+
+    A turn joins the current block when it overlaps it by more than ``overlap_tol_s``, or
+    touches/overlaps it at all and continues the same speaker. A change of speaker whose
+    overlap is at most ``overlap_tol_s`` (``turns.min_overlap_s``: latching, an ordinary
+    transition rather than an overlap event) starts a new block, so the change can be re-timed;
+    consecutive blocks may then overlap by up to ``overlap_tol_s`` and the renderer cuts them
+    at the quietest point of that overlap.
+
+    ``first_speaker``/``last_speaker`` come from the block's main turns (not backchannels), as
+    speaker changes are counted between main turns.
+    """
     order = sorted(indices, key=lambda i: (turns[i].start, i))
     blocks: list[list[int]] = []
     ends: list[float] = []
     for i in order:
         t = turns[i]
-        if blocks and t.start <= ends[-1]:
-            blocks[-1].append(i)
-            ends[-1] = max(ends[-1], t.end)
-        else:
-            blocks.append([i])
-            ends.append(t.end)
+        if blocks:
+            last = max(blocks[-1], key=lambda j: (turns[j].end, -j))
+            overlap = ends[-1] - t.start
+            same = turns[last].speaker == t.speaker
+            if overlap > overlap_tol_s or (overlap >= 0 and same):
+                blocks[-1].append(i)
+                ends[-1] = max(ends[-1], t.end)
+                continue
+        blocks.append([i])
+        ends.append(t.end)
     out = []
     for members in blocks:
-        first = min(members, key=lambda i: (turns[i].start, i))
-        last = max(members, key=lambda i: (turns[i].end, -i))
+        mains = [i for i in members if turns[i].kind == TurnKind.TURN] or members
+        first = min(mains, key=lambda i: (turns[i].start, i))
+        last = max(mains, key=lambda i: (turns[i].end, -i))
         out.append(
             Block(
                 start=min(turns[i].start for i in members),
@@ -217,13 +242,15 @@ def layout_blocks(
     *,
     lead_s: float,
     tail_s: float,
-) -> tuple[list[float], list[float], float]:
+) -> tuple[list[float], list[float], list[int], float]:
     """Mixed layout: output start of each block (``blocks`` carry acoustic extents).
 
-    Returns ``(out_starts, speaker_change_gaps, duration_s)``.
+    Returns ``(out_starts, speaker_change_gaps, change_after, duration_s)``, where
+    ``change_after[k]`` is the index of the block before the ``k``-th drawn gap.
     """
     starts: list[float] = []
     changes: list[float] = []
+    after: list[int] = []
     pos = lead_s
     for k, b in enumerate(blocks):
         if k > 0:
@@ -231,7 +258,8 @@ def layout_blocks(
             g = gap_between(prev.last_speaker, b.first_speaker, b.start - prev.end, cfg, rng)
             if prev.last_speaker != b.first_speaker:
                 changes.append(g)
+                after.append(k - 1)
             pos += g
         starts.append(pos)
         pos += b.end - b.start
-    return starts, changes, pos + tail_s
+    return starts, changes, after, pos + tail_s
