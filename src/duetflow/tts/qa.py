@@ -50,6 +50,7 @@ class SpeakerEncoder:
         self._encoder = VoiceEncoder("cpu", verbose=False)
         self._preprocess = preprocess_wav
         self.lock = threading.Lock()
+        self._refs: dict[str, np.ndarray[Any, np.dtype[np.float32]] | None] = {}
 
     @classmethod
     def get(cls) -> SpeakerEncoder:
@@ -66,13 +67,25 @@ class SpeakerEncoder:
         """L2-normalised 256-d embedding, or None when the clip has too little speech."""
         if self._encoder is None:
             return None
+        import torch
+
         x = resample(samples.astype(np.float32), sr, QA_RATE)
         with self.lock:
             wav = self._preprocess(x, source_sr=QA_RATE)
             if len(wav) < QA_RATE // 2:
                 return None
-            emb = self._encoder.embed_utterance(wav)
+            with torch.inference_mode():
+                emb = self._encoder.embed_utterance(wav)
         return np.asarray(emb, dtype=np.float32)
+
+    def embed_reference(self, voice: Voice) -> np.ndarray[Any, np.dtype[np.float32]] | None:
+        """Embedding of a reference clip, cached by clip id (references recur across dialogues)."""
+        if voice.clip_id not in self._refs:
+            if len(self._refs) >= 512:
+                self._refs.clear()
+            ref, sr = read_seconds(voice.clip_path)
+            self._refs[voice.clip_id] = self.embed(ref, sr)
+        return self._refs[voice.clip_id]
 
 
 def similarity(enc: SpeakerEncoder, a: Audio, sr_a: int, b: Audio, sr_b: int) -> float | None:
@@ -154,6 +167,7 @@ def clone_qa(
     sims: list[float | None] = []
     for k, voice in enumerate(voices):
         own = [u for u, s in zip(utterances, speakers, strict=True) if s == k]
-        ref, ref_sr = read_seconds(voice.clip_path)
-        sims.append(similarity(encoder, np.concatenate(own), sr, ref, ref_sr) if own else None)
+        e_ref = encoder.embed_reference(voice)
+        e_syn = encoder.embed(np.concatenate(own), sr) if own else None
+        sims.append(None if e_ref is None or e_syn is None else float(np.dot(e_ref, e_syn)))
     return CloneQA(sims[0], sims[1], True, "", tuple(bad), tuple(rates))
