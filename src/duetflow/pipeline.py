@@ -308,7 +308,8 @@ def _table_counts(workdir: Path) -> tuple[int, int, dict[str, int]]:
     return kept, sum(by_reason.values()), dict(sorted(by_reason.items()))
 
 
-def _emit(stage: str, label: str, done: int, total: int | None) -> None:
+def emit_progress(stage: str, label: str, done: int, total: int | None) -> None:
+    """A progress record (``duetflow.progress`` logger) the CLI draws as a bar."""
     progress_log.info(
         "%s %s: %d/%s",
         stage,
@@ -748,7 +749,7 @@ def run_pipeline(
         shard_results = []
         for shard in plan_process_shards(job.label, intake.path, config):
             shard_results.append(run_process_shard(shard, config))
-            _emit("process", job.label, len(shard_results), None)
+            emit_progress("process", job.label, len(shard_results), None)
         steps.extend(shard_results)
         merged.append(merge_process(job, intake, shard_results, config))
     if synthesize and synth_wanted(config):
@@ -758,7 +759,7 @@ def run_pipeline(
         synth_results = []
         for synth_shard in plan_synth_shards(config, voices, pool, rejected):
             synth_results.append(run_synth_shard(synth_shard, pool, config))
-            _emit("synth", PH_LABEL, len(synth_results), None)
+            emit_progress("synth", PH_LABEL, len(synth_results), None)
         steps.extend(synth_results)
         merged.append(merge_synth(synth_results, rejected, config))
     release = None

@@ -13,6 +13,8 @@ from flow_helpers import write_config
 
 from duetflow import manifest
 from duetflow.cli.deploy import POOL, deploy
+from duetflow.flows import weekly_release
+from duetflow.release.validate import validate_release
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 
@@ -58,3 +60,8 @@ def test_nightly_studio_ingest_deployment_runs_on_a_process_worker(
     rendered = tmp_path / "work" / "rendered" / "studio"
     kept = list(manifest.iter_rows(rendered / manifest.DIALOGUES))
     assert kept and all((rendered / r["audio_path"]).is_file() for r in kept)
+
+    # the weekly flow picks up what the nightly one rendered: synthesize, then publish
+    release = weekly_release(config=str(cfg_path))
+    validate_release(release.store, release.release_id)
+    assert release.info["counts"]["dialogues"] >= len(kept)

@@ -12,7 +12,7 @@ from prefect.states import Failed
 
 from duetflow.errors import ConfigError, ManifestError, StorageError
 from duetflow.flows.runner import build_task_runner, resolve_config
-from duetflow.pipeline import _emit
+from duetflow.pipeline import emit_progress
 from duetflow.tasks import transient_only
 
 
@@ -35,9 +35,9 @@ def test_progress_records_drive_one_bar_per_stage() -> None:
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     try:
-        _emit("process", "dailytalk", 1, 3)
-        _emit("process", "dailytalk", 3, 3)
-        _emit("synth", "ph", 2, None)
+        emit_progress("process", "dailytalk", 1, 3)
+        emit_progress("process", "dailytalk", 3, 3)
+        emit_progress("synth", "ph", 2, None)
     finally:
         logger.removeHandler(handler)
     tasks = {t.description: t for t in progress.tasks}

@@ -65,7 +65,7 @@ def _progress(stage: str, label: str, total: int | None) -> Callable[[int, StepO
     step = max(1, (total or 20) // 10)
 
     def report(done: int, outcome: StepOutcome) -> None:
-        pipeline._emit(stage, label, done, total)
+        pipeline.emit_progress(stage, label, done, total)
         if done % step == 0 or done == total:
             logger.info(
                 "%s %s: %d/%s shards done (shard %d %s)", stage, label, done,
