@@ -127,14 +127,15 @@ def test_s3_gives_up_after_max_attempts_with_storage_error(
     assert hook.injected == 2 * 2
 
 
+@pytest.mark.parametrize("mode", ["503", "drop"])
 def test_s3_outer_retry_recovers_when_botocore_gives_up(
-    s3_uri: str, aws_env: str, fast_backoff: None
+    s3_uri: str, aws_env: str, fast_backoff: None, mode: str
 ) -> None:
     store = open_store(s3_uri, ReleaseConfig(endpoint_url=aws_env, max_attempts=3))
     assert isinstance(store, S3Store)
     store.backoff_s = 0.01
     # more consecutive failures than botocore's own attempts: only the outer retry saves it
-    hook = attach(store, FaultHook(mode="503", operations=("PutObject",), fail_times=4))
+    hook = attach(store, FaultHook(mode=mode, operations=("PutObject",), fail_times=4))
     assert store.put_bytes("k", b"v") is True
     assert hook.injected == 4
     assert store.get_bytes("k") == b"v"

@@ -212,5 +212,6 @@ def validate_release(
     problems = _check_objects(st, doc["objects"], deep, workers)
     with tempfile.TemporaryDirectory(prefix="duetflow-validate-") as tmp:
         problems += _manifest_problems(st, rid, doc, cfg, Path(tmp))
+    problems = list(dict.fromkeys(problems))  # one check can fail in two passes
     log.info("validated %s/releases/%s: %d problem(s)", st.uri, rid, len(problems))
     return problems

@@ -31,6 +31,7 @@ from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
+    HTTPClientError,
     IncompleteReadError,
     ResponseStreamingError,
 )
@@ -92,7 +93,10 @@ def _transient(exc: BaseException) -> bool:
         return str(err.get("Code", "")) in _RETRY_CODES or int(status or 0) >= 500
     if isinstance(exc, S3UploadFailedError | RetriesExceededError):
         return not any(h in str(exc) for h in _FATAL_HINTS)
-    return isinstance(exc, BotoConnectionError | IncompleteReadError | ResponseStreamingError)
+    # HTTPClientError covers dropped connections (ConnectionClosedError) and read timeouts.
+    return isinstance(
+        exc, BotoConnectionError | HTTPClientError | IncompleteReadError | ResponseStreamingError
+    )
 
 
 class S3Store(Store):
