@@ -145,7 +145,8 @@ def attach(store: Any, hook: FaultHook) -> FaultHook:
 
 
 class FlakyProxy:
-    """A TCP proxy in front of moto that drops every ``every``-th connection mid-request.
+    """A TCP proxy in front of moto that drops the first and then every ``every``-th
+    connection mid-request.
 
     The dropped connection forwards nothing: the client has sent its request (headers, maybe
     part of the body) and gets a reset instead of a response — a real network fault.
@@ -182,7 +183,7 @@ class FlakyProxy:
             s.close()
 
     def _handle(self, client: socket.socket, n: int) -> None:
-        if self.every and n % self.every == 0:
+        if self.every and (n - 1) % self.every == 0:  # the 1st, then every every-th
             try:
                 client.settimeout(5)
                 client.recv(65536)  # the request has started...

@@ -48,7 +48,7 @@ def test_connections_dropped_by_the_network_are_retried(
     wd: Path, tmp_path: Path, s3_uri: str, s3_cfg: RunConfig, fast_backoff: None,
     flaky_proxy: Callable[[int], FlakyProxy],
 ) -> None:  # fmt: skip
-    proxy = flaky_proxy(3)  # every third TCP connection dies mid-request
+    proxy = flaky_proxy(3)  # the first and every third TCP connection die mid-request
     cfg = s3_config(proxy.endpoint, max_attempts=6)
     info = publish([wd], s3_uri, cfg, workers=6)
     assert proxy.dropped >= 1

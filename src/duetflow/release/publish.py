@@ -18,7 +18,7 @@ import json
 import logging
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -158,13 +158,21 @@ class _Publisher:
             self.skipped += 1
 
     def upload(self) -> None:
-        """Send the planned files (in parallel), then the planned small objects."""
+        """Send the planned files (in parallel), then the planned small objects.
+
+        The first failure cancels the uploads not yet started and is raised; what was sent
+        stays, so the next publish only sends the rest.
+        """
         if self.files:
-            with ThreadPoolExecutor(max_workers=self.workers) as pool:
-                for sent in pool.map(
-                    lambda u: self.store.put_file(u.key, u.path, u.sha256), self.files
-                ):
-                    self._count(sent)
+            pool = ThreadPoolExecutor(max_workers=self.workers)
+            try:
+                futures = [
+                    pool.submit(self.store.put_file, u.key, u.path, u.sha256) for u in self.files
+                ]
+                for fut in as_completed(futures):
+                    self._count(fut.result())
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
         for key, data in self.blobs:
             self._count(self.store.put_bytes(key, data))
         self.files, self.blobs = [], []
