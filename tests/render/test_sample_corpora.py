@@ -1,0 +1,170 @@
+"""End to end on the generated sample corpora: ingest -> process -> measure the rendered audio.
+
+Every corpus (DailyTalk clip-per-turn, IEMOCAP two-channel, MagicData-RAMC mono mix and
+two-channel) and every studio shape (a file per speaker, one stereo file, a mono mix with
+given timings) is rendered with the default config, and every rendered file is checked on its
+own audio: each speaker-change gap as WebRTC VAD hears it lies in the configured window (plus
+or minus one 10 ms VAD frame), both parties measure the same loudness (BS.1770, within 0.5 LU),
+the true peak is under the ceiling, and no join jumps by more than half the steepest slope of
+the speech.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import soundfile as sf
+from render_signals import FRAME_S, vad_onsets_offsets
+
+from duetflow.audio.loudness import measure, true_peak_dbtp
+from duetflow.config import RunConfig, build_config
+from duetflow.ingest import ingest
+from duetflow.manifest import DIALOGUES, TURNS, iter_rows
+from duetflow.process import process_workdir
+
+FOLDERS = {
+    "dailytalk": "dailytalk",
+    "iemocap": "IEMOCAP_full_release",
+    "magicdata_ramc": "MagicData-RAMC",
+    "studio": "studio",
+}
+# (corpus, source kind) groups the acceptance names: each must render at least one window
+GROUPS = [
+    ("dailytalk", "per_turn"),
+    ("iemocap", "multichannel"),
+    ("magicdata_ramc", "mixed_mono"),
+    ("magicdata_ramc", "multichannel"),
+    ("studio", "per_speaker"),  # a file per speaker
+    ("studio", "multichannel"),  # one stereo file
+    ("studio", "mixed_mono"),  # a mono mix with timings (RTTM)
+]
+
+
+Rendered = dict[tuple[str, str], list[tuple[dict[str, Any], list[dict[str, Any]]]]]
+
+
+@pytest.fixture(scope="module")
+def config() -> RunConfig:
+    return build_config({})
+
+
+@pytest.fixture(scope="module")
+def rendered(
+    sample_root: Path, tmp_path_factory: pytest.TempPathFactory, config: RunConfig
+) -> tuple[Path, Rendered]:
+    base = tmp_path_factory.mktemp("render-samples")
+    intakes = []
+    for corpus, folder in FOLDERS.items():
+        assert (sample_root / folder).is_dir(), f"sample corpus {folder} was not generated"
+        ingest(corpus, sample_root / folder, base / "intake" / corpus, config)
+        intakes.append(base / "intake" / corpus)
+    out = base / "out"
+    report = process_workdir(intakes, out, config)
+    assert report.rendered >= len(GROUPS)
+    turns: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for t in iter_rows(out / TURNS):
+        turns[t["dialogue_id"]].append(t)
+    groups: Rendered = defaultdict(list)
+    for row in iter_rows(out / DIALOGUES):
+        kind = json.loads(row["provenance"])["source_kind"]
+        groups[(row["corpus"], kind)].append((row, turns[row["dialogue_id"]]))
+    return out, groups
+
+
+def _change_gaps(y: np.ndarray, sr: int, rows: list[dict[str, Any]]) -> list[float]:
+    """Silence the VAD hears at every speaker change between consecutive main turns (s).
+
+    Changes the rendered rows report as overlaps (talk kept overlapping in a mono mix) have no
+    silence to measure and are skipped.
+    """
+    on, off = vad_onsets_offsets(y, sr)
+    mains = sorted((r for r in rows if r["kind"] == "turn"), key=lambda r: r["start_s"])
+    gaps = []
+    for a, b in itertools.pairwise(mains):
+        if a["speaker"] == b["speaker"] or b["start_s"] < a["end_s"]:
+            continue
+        mid = (a["end_s"] + b["start_s"]) / 2
+        before, after = off[off <= mid], on[on >= mid]
+        assert before.size and after.size, f"no voicing edge around {mid:.3f} s"
+        gaps.append(float(after.min() - before.max()))
+    return gaps
+
+
+def _solo(y: np.ndarray, sr: int, rows: list[dict[str, Any]], speaker: str) -> np.ndarray:
+    """One speaker's main-turn audio where no one else's turn (or backchannel) is rendered."""
+    own = np.zeros(len(y), dtype=bool)
+    other = np.zeros(len(y), dtype=bool)
+    for r in rows:
+        a, b = int(round(r["start_s"] * sr)), int(round(r["end_s"] * sr))
+        if r["speaker"] != speaker:
+            other[a:b] = True
+        elif r["kind"] == "turn":
+            own[a:b] = True
+    return y[own & ~other]
+
+
+def _join_jump(y: np.ndarray, sr: int, rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """(largest sample-to-sample jump at the joins, largest inside the turns).
+
+    Every join (a clip's faded edge over the room-tone bed) lies between two consecutive turns:
+    the trimmed tail and pad of one, the pad and soft onset of the next.
+    """
+    mains = sorted((r for r in rows if r["kind"] == "turn"), key=lambda r: r["start_s"])
+    d = np.abs(np.diff(y.astype(np.float64)))
+    joins, inner = 0.0, 0.0
+    for a, b in itertools.pairwise(mains):
+        i0, i1 = int(a["end_s"] * sr), int(b["start_s"] * sr)
+        if i1 > i0:
+            joins = max(joins, float(d[i0:i1].max()))
+    for r in mains:
+        i0, i1 = int(r["start_s"] * sr), int(r["end_s"] * sr)
+        if i1 > i0:
+            inner = max(inner, float(d[i0:i1].max()))
+    return joins, inner
+
+
+def test_every_corpus_and_studio_shape_is_rendered(rendered: tuple[Path, Rendered]) -> None:
+    _, groups = rendered
+    missing = [g for g in GROUPS if not groups.get(g)]
+    assert not missing, f"nothing rendered for {missing}; got {sorted(groups)}"
+
+
+@pytest.mark.parametrize("group", GROUPS, ids=[f"{c}-{k}" for c, k in GROUPS])
+def test_rendered_audio_meets_the_acceptance(
+    rendered: tuple[Path, Rendered], config: RunConfig, group: tuple[str, str]
+) -> None:
+    out, groups = rendered
+    items = groups.get(group, [])
+    assert items, f"nothing rendered for {group}"
+    r = config.render
+    eps = 1e-6  # VAD edges are whole frames; 240 ms computed in float may read 0.2400000001
+    lo, hi = r.gap_ms_min / 1000 - FRAME_S - eps, r.gap_ms_max / 1000 + FRAME_S + eps
+    n_gaps = 0
+    for row, rows in items:
+        did = row["dialogue_id"]
+        y, sr = sf.read(out / row["audio_path"], dtype="float32")
+        assert sr == config.sample_rate and y.ndim == 1
+
+        gaps = _change_gaps(y, sr, rows)
+        bad = [round(g * 1000, 1) for g in gaps if not lo <= g <= hi]
+        assert not bad, f"{did}: speaker-change gaps outside the window: {bad} ms"
+        n_gaps += len(gaps)
+
+        la = measure(_solo(y, sr, rows, row["speaker_a"]), sr).lufs
+        lb = measure(_solo(y, sr, rows, row["speaker_b"]), sr).lufs
+        assert abs(la - lb) <= r.loudness_tolerance_lu, (did, la, lb)
+        assert abs(la - r.loudness_target_lufs) <= 1.0, (did, la)
+
+        assert true_peak_dbtp(y, sr) <= r.true_peak_ceiling_dbtp + 1e-3, did
+
+        # a cut through speech without a fade jumps by the speech amplitude; faded joins over
+        # room tone stay well under the steepest slope of the speech itself
+        joins, inner = _join_jump(y, sr, rows)
+        assert joins <= 0.5 * inner, (did, joins, inner)
+    assert n_gaps >= 5 * len(items)  # the gap check saw real changes, not an empty list
