@@ -122,3 +122,11 @@ def test_scripts_from_hh_workdir(voices_workdir: Path) -> None:
     assert len(en.lines) == len(turns) - 1
     rows = list(iter_rows(voices_workdir / DIALOGUES))
     assert en.lines[0].speaker == "A" and rows[0]["speaker_a"] == turns[0]["speaker"]
+
+
+def test_sample_scripts_are_valid(sample_scripts: Path) -> None:
+    items = list(load_scripts(sample_scripts))
+    assert items and all(isinstance(i, Script) for i in items)
+    scripts = [i for i in items if isinstance(i, Script)]
+    assert {s.language for s in scripts} == {"en", "zh"}
+    assert all({ln.speaker for ln in s.lines} == {"A", "B"} for s in scripts)

@@ -70,7 +70,8 @@ SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
 
 
 def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
-    """Write the sample scripts to ``root/scripts`` (``scale`` copies); return a summary."""
+    """Write the sample scripts to ``root/scripts`` (``scale`` copies); return a summary for
+    ``truth.json`` (counts and file names)."""
     out = Path(root) / "scripts"
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -82,4 +83,5 @@ def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
             path = out / f"{data['id']}.json"
             path.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
             written.append(path.name)
-    return {"path": str(out), "scripts": len(written), "languages": ["en", "zh"]}
+    # relative names only: truth.json must not depend on where the samples were written
+    return {"scripts": len(written), "files": written, "languages": ["en", "zh"]}
