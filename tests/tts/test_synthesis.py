@@ -282,3 +282,21 @@ def test_cli(voices_workdir: Path, sample_scripts: Path, tmp_path: Path) -> None
     assert res.exit_code == 0, res.output
     assert "1 scripts -> 1 PH dialogues, 0 rejected" in res.output
     assert (tmp_path / "o" / "audio" / "ph__zh-books.flac").exists()
+
+
+def test_machine_side_of_hm_is_never_cloned(voices_workdir: Path, tmp_path: Path) -> None:
+    from duetflow.manifest import DIALOGUES, RENDERED_DIALOGUE_SCHEMA, write_table
+
+    wd = tmp_path / "hm"
+    shutil.copytree(voices_workdir, wd)
+    rows = list(iter_rows(wd / DIALOGUES))
+    rows[0]["category"] = "HM"  # no roles in the row: speaker B is the machine by convention
+    prov = json.loads(rows[1]["provenance"])
+    prov["speakers"] = [
+        {"id": rows[1]["speaker_a"], "role": "machine"},
+        {"id": rows[1]["speaker_b"], "role": "human"},
+    ]
+    rows[1]["provenance"] = json.dumps(prov)
+    write_table(wd / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, rows)
+    pool = build_voice_pool(wd, CFG, tmp_path / "cache")
+    assert sorted(v.speaker_id for v in pool.voices) == ["en_m", "zh_f"]

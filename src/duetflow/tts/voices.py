@@ -1,14 +1,16 @@
 """Voice references: a clean 5–10 s clip (with transcript) per real speaker, and the pairing policy.
 
-Input is a *rendered* work directory (``audio_path`` per dialogue, turn times on that audio) or
-an *intake* one (``source`` JSON per dialogue, turn times on the source timeline). For every
-speaker of every kept non-PH dialogue we build candidate clips from runs of the speaker's own
-turns (no overlap with the other speaker, backchannels and tag-only turns excluded) whose total
-length lies in ``[synth.reference_min_s, synth.reference_max_s]``, and score them by
-signal-to-noise ratio (VAD speech power over the recording's room-tone power) and voiced share.
-The best clip per speaker wins; ties go to the earlier dialogue and turn, so the choice is
-deterministic. Each dialogue's result is cached on disk under a key derived from the audio's
-content hash, the turns and the selection parameters, so reruns read no audio.
+Only human speakers are cloned (:func:`human_speakers`): never the machine side of an HM
+dialogue, never a PH dialogue. Input is a *rendered* work directory (``audio_path`` per
+dialogue, turn times on that audio) or an *intake* one (``source`` JSON per dialogue, turn
+times on the source timeline). For every human speaker of every kept dialogue we build candidate
+clips from runs of the speaker's own turns (no overlap with the other speaker, backchannels and
+tag-only turns excluded) whose total length lies in ``[synth.reference_min_s,
+synth.reference_max_s]``, and score them by signal-to-noise ratio (VAD speech power over the
+recording's room-tone power) and voiced share. The best clip per speaker wins; ties go to the
+earlier dialogue and turn, so the choice is deterministic. Each dialogue's result is cached on
+disk under a key derived from the audio's content hash, the turns and the selection parameters,
+so reruns read no audio.
 
 Pairing (:func:`choose_voices`): same language as the script; ``mixed_gender`` takes one male
 and one female speaker, ``any`` two distinct speakers; the draw comes from
@@ -40,6 +42,7 @@ from duetflow.model import (
     MultichannelSource,
     PerSpeakerSource,
     PerTurnSource,
+    Role,
     TurnKind,
 )
 from duetflow.seeding import rng_for
@@ -220,19 +223,38 @@ def _load_track(row: Mapping[str, Any], speaker: str, workdir: Path) -> _Dialogu
     return _DialogueAudio(np.concatenate(pieces).astype(np.float32), sr, 0.0)
 
 
-def _speaker_gender(row: Mapping[str, Any], speaker: str) -> Literal["M", "F"] | None:
-    blobs: list[Any] = []
+def _speaker_records(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Speaker dicts from the intake ``speakers`` column or ``provenance.speakers``."""
+    out: list[Mapping[str, Any]] = []
     if row.get("speakers"):
-        blobs.append(json.loads(row["speakers"]))
+        out.extend(s for s in json.loads(row["speakers"]) if isinstance(s, dict))
     prov = json.loads(row["provenance"]) if row.get("provenance") else {}
     if isinstance(prov, dict) and isinstance(prov.get("speakers"), list):
-        blobs.append(prov["speakers"])
-    for blob in blobs:
-        for s in blob:
-            if isinstance(s, dict) and s.get("id") == speaker and s.get("gender") in ("M", "F"):
-                g: Literal["M", "F"] = s["gender"]
-                return g
+        out.extend(s for s in prov["speakers"] if isinstance(s, dict))
+    return out
+
+
+def _speaker_gender(row: Mapping[str, Any], speaker: str) -> Literal["M", "F"] | None:
+    for s in _speaker_records(row):
+        if s.get("id") == speaker and s.get("gender") in ("M", "F"):
+            g: Literal["M", "F"] = s["gender"]
+            return g
     return None
+
+
+def human_speakers(row: Mapping[str, Any]) -> list[str]:
+    """Speakers of a dialogue that may be cloned: humans only, never a machine.
+
+    Roles come from the manifest when it has them; a rendered HM row without roles follows the
+    model's convention that speaker B (the responder a judge listens to) is the machine.
+    """
+    roles = {s.get("id"): s.get("role") for s in _speaker_records(row) if s.get("role")}
+    speakers = [row["speaker_a"], row["speaker_b"]]
+    if roles:
+        return [s for s in speakers if roles.get(s, str(Role.HUMAN)) == str(Role.HUMAN)]
+    if row["category"] == str(Category.HM):
+        return [row["speaker_a"]]
+    return speakers
 
 
 # --- candidate clips ----------------------------------------------------------------------------
@@ -333,7 +355,7 @@ def references_for_dialogue(
     synth = config.synth
     content = _content_hash(row, workdir)
     out: list[tuple[float, Voice]] = []
-    for speaker in (row["speaker_a"], row["speaker_b"]):
+    for speaker in human_speakers(row):
         key_src = {
             "v": SELECTION_VERSION,
             "audio": content,
