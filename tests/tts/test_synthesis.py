@@ -300,3 +300,59 @@ def test_machine_side_of_hm_is_never_cloned(voices_workdir: Path, tmp_path: Path
     write_table(wd / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, rows)
     pool = build_voice_pool(wd, CFG, tmp_path / "cache")
     assert sorted(v.speaker_id for v in pool.voices) == ["en_m", "zh_f"]
+
+
+def test_intake_workdir_as_voice_source(tmp_path: Path) -> None:
+    """An intake workdir: one stereo file, a channel per speaker, turns on the source timeline."""
+    from tts_helpers import SR, pink_noise, speak
+
+    from duetflow.audio.io import write_audio
+    from duetflow.manifest import IntakeWriter
+    from duetflow.model import Category, Dialogue, MultichannelSource, Role, Speaker, Turn
+
+    texts = [
+        ("A", "The train was late again this morning, so I missed the first meeting."),
+        ("B", "Oh no. Did anyone tell you what they decided about the new office?"),
+        ("A", "They want to move everyone to the fourth floor by the end of the month."),
+        ("B", "That is quick. I hope they keep the quiet room next to the kitchen."),
+    ]
+    voices = {"A": ("m1", "en-us+m3", 30), "B": ("f1", "en-us+f3", 70)}
+    rng = np.random.default_rng(3)
+    chans = {"A": [], "B": []}
+    turns, pos = [], int(0.4 * SR)
+    for label, text in texts:
+        sid, voice, pitch = voices[label]
+        wave = speak(text, voice, pitch)
+        for k in chans:
+            chans[k].append(wave if k == label else np.zeros_like(wave))
+            chans[k].append(np.zeros(int(0.4 * SR), dtype=np.float32))
+        turns.append(Turn(sid, pos / SR, (pos + len(wave)) / SR, text))
+        pos += len(wave) + int(0.4 * SR)
+    lead = np.zeros(int(0.4 * SR), dtype=np.float32)
+    stereo = np.stack([np.concatenate([lead, *chans[k]]) for k in ("A", "B")], axis=1)
+    stereo += 0.003 * pink_noise(stereo.size, rng).reshape(stereo.shape)
+    write_audio(tmp_path / "rec.wav", stereo, SR)
+    d = Dialogue(
+        id="corpus__d1",
+        corpus="corpus",
+        source_id="d1",
+        category=Category.HH,
+        language="en",
+        topic="",
+        speakers=(Speaker("m1", Role.HUMAN, "M", "en"), Speaker("f1", Role.HUMAN, "F", "en")),
+        turns=tuple(turns),
+        source=MultichannelSource("rec.wav", {"m1": 0, "f1": 1}),
+        duration_s=len(stereo) / SR,
+    )
+    with IntakeWriter(tmp_path / "intake") as w:
+        w.add(d)
+    shutil.move(str(tmp_path / "rec.wav"), tmp_path / "intake" / "rec.wav")  # relative to workdir
+    pool = build_voice_pool(tmp_path / "intake", CFG, tmp_path / "cache")
+    by_id = {v.speaker_id: v for v in pool.voices}
+    assert sorted(by_id) == ["f1", "m1"]
+    assert by_id["f1"].gender == "F" and by_id["f1"].gender_source == "manifest"
+    for v in pool.voices:
+        assert 5.0 <= v.duration_s <= 10.0 and v.snr_db is not None and v.snr_db > 10
+        x, sr = read_frames(v.clip_path)
+        pitch = estimate_pitch(x, sr)
+        assert pitch is not None and (pitch > 165) == (v.gender == "F")  # its own channel only
