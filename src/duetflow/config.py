@@ -224,6 +224,17 @@ class ReleaseConfig(_Section):
     max_attempts: int = 5
 
 
+#: Release settings that say where/how a release travels, not what it contains.
+TRANSPORT_FIELDS = (
+    "store",
+    "endpoint_url",
+    "region",
+    "release_id",
+    "multipart_threshold_mb",
+    "max_attempts",
+)
+
+
 class RunnerConfig(_Section):
     """Where Prefect runs tasks."""
 
@@ -260,6 +271,15 @@ class RunConfig(_Section):
 
     def config_hash(self) -> str:
         return self.section_hash()
+
+    def content_config(self) -> RunConfig:
+        """This config without where and how a release travels (store, endpoint, retries).
+
+        What a release records and hashes: the same content published to a local store and to
+        S3 gets the same id, RELEASE.json and report.
+        """
+        where = {k: ReleaseConfig.model_fields[k].default for k in TRANSPORT_FIELDS}
+        return self.model_copy(update={"release": self.release.model_copy(update=where)})
 
 
 def _jsonable(value: Any) -> Any:

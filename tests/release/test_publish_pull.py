@@ -257,3 +257,18 @@ def test_release_json_is_valid_json_with_counts(workdirs: list[Path], tmp_path: 
     doc = json.loads((tmp_path / "store" / f"releases/{info.release_id}/RELEASE.json").read_text())
     assert doc["counts"]["train"] + doc["counts"]["val"] + doc["counts"]["test"] == 18
     assert doc["release_config"]["ratios"]["PH"] == [0.0, 0.0, 1.0]
+
+
+def test_every_release_carries_its_report(workdirs: list[Path], tmp_path: Path) -> None:
+    info = publish(workdirs, str(tmp_path / "store"), RunConfig())
+    store = open_store(tmp_path / "store")
+    prefix = f"releases/{info.release_id}/report/"
+    keys = set(store.list(prefix))
+    assert {prefix + "index.html", prefix + "README.md"} <= keys
+    card = store.get_bytes(prefix + "README.md").decode()
+    assert info.release_id in card
+    # the card counts what the release holds, split by split (18 = 14 HH + 4 PH dialogues)
+    assert "| all | all | all | all | 18 |" in card
+    for split in ("train", "val", "test"):
+        n = open_release(str(tmp_path / "store")).table(split).num_rows
+        assert any(line.startswith(f"| {split} | {n} |") for line in card.splitlines())

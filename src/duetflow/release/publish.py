@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from duetflow import __version__
-from duetflow.config import ReleaseConfig, RunConfig
+from duetflow.config import TRANSPORT_FIELDS, RunConfig
 from duetflow.errors import ManifestError, StorageError
 from duetflow.manifest import (
     DIALOGUES,
@@ -237,26 +237,12 @@ def _stage_manifests(
     return counts, sorted(uploads.values(), key=lambda u: u.key)
 
 
-#: Release settings about *how* a release travels, not what it contains.
-_TRANSPORT_FIELDS = (
-    "store",
-    "endpoint_url",
-    "region",
-    "release_id",
-    "multipart_threshold_mb",
-    "max_attempts",
-)
-
-
 def content_config_hash(config: RunConfig) -> str:
     """Config hash without where and how the release travels (store, endpoint, retries...).
 
     The same content published to a local store and to S3 gets the same id and RELEASE.json.
     """
-    where = {k: ReleaseConfig.model_fields[k].default for k in _TRANSPORT_FIELDS}
-    return config.model_copy(
-        update={"release": config.release.model_copy(update=where)}
-    ).config_hash()
+    return config.content_config().config_hash()
 
 
 def default_release_id(manifest_digests: Mapping[str, str], config: RunConfig) -> str:
@@ -281,11 +267,14 @@ def publish(
     *,
     store: Store | None = None,
     workers: int = 8,
+    with_report: bool = True,
 ) -> ReleaseInfo:
     """Validate, split and upload rendered work directories as one release (module docstring).
 
     ``store`` overrides opening ``store_uri`` (e.g. an S3Store built with a Prefect block's
-    boto3 session).
+    boto3 session). Without ``report_dir`` the dataset report is built here, from the staged
+    work directories with the release's own splits and id, so every release carries
+    ``report/`` (``with_report=False`` skips it, e.g. for benchmarks).
     """
     cfg = config or RunConfig()
     wds = [Path(w) for w in workdirs]
@@ -309,6 +298,12 @@ def publish(
         )
         prefix = release_prefix(rid)
         report_rows = split_report(items, plan.splits)
+        if report_dir is None and with_report:
+            from duetflow.report import build_report  # report reads stores: import late
+
+            report_dir = build_report(
+                wds, staging / "report", cfg, splits=plan.splits, release_id=rid
+            ).html.parent
 
         for up in audio:
             pub.add_file(up.key, up.path, up.sha256)
@@ -344,7 +339,7 @@ def publish(
                 "code_version": __version__,
                 "config_hash": content_config_hash(cfg),
                 "release_config": cfg.release.model_dump(
-                    mode="json", exclude=set(_TRANSPORT_FIELDS)
+                    mode="json", exclude=set(TRANSPORT_FIELDS)
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
