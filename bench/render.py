@@ -108,73 +108,98 @@ def run_ours(ds: list[Dialogue], out: Path) -> float:
     return audio
 
 
+def _pydub_build(
+    faded: list[Any], gaps: list[float], moves: list[float]
+) -> tuple[Any, list[tuple[int, int]]]:
+    """Join the clips with silences (pydub ``+``): extents the planned gaps (+ moves) apart."""
+    from pydub import AudioSegment
+
+    pad = 20 * SR // 1000
+    mix = AudioSegment.silent(duration=200, frame_rate=SR)
+    spans = []
+    for k, c in enumerate(faded):
+        at = int(mix.frame_count())
+        spans.append((at + pad, at + int(c.frame_count()) - pad))
+        mix += c
+        if k < len(gaps):
+            silence = max(0.0, gaps[k] * 1000 - 40 + moves[k])
+            mix += AudioSegment.silent(duration=silence, frame_rate=SR)
+    return mix, spans
+
+
 def run_pydub(ds: list[Dialogue], out: Path) -> float:
     from pydub import AudioSegment
 
     from duetflow.audio import bs1770
     from duetflow.audio import loudness as ld
+    from duetflow.audio.gaps import VoicingEdges, frame_samples, frame_shift
     from duetflow.audio.retime import plan_gaps
-    from duetflow.audio.trim import Voicing, acoustic_extent
+    from duetflow.audio.trim import acoustic_extent
     from duetflow.seeding import rng_for
 
     cfg = build_config({})
+    frame_n = frame_samples(SR)
     audio = 0.0
     out.mkdir(parents=True, exist_ok=True)
+
+    def samples(seg: Any) -> np.ndarray:
+        return np.array(seg.get_array_of_samples(), dtype=np.float32) / np.float32(32768.0)
+
     for d in ds:
         src = d.source
         assert isinstance(src, MultichannelSource)
         seg = AudioSegment.from_file(src.path, format="wav")
         chans = seg.split_to_mono()
-        clips: list[tuple[str, Any, Turn, tuple[int, int], int]] = []
+        clips: list[tuple[str, Any, int, int]] = []  # speaker, faded clip, extent start/end ms
         for t in d.turns:
             ch = chans[src.channels[t.speaker]]
             start_ms = int(t.start * 1000)
             clip = ch[start_ms : int(t.end * 1000)]
-            x = np.array(clip.get_array_of_samples(), dtype=np.float32) / 32768.0
-            ext = acoustic_extent(x, SR, -58.0)
+            ext = acoustic_extent(samples(clip), SR, -58.0)
             if ext is None:
                 continue
             a_ms, b_ms = ext[0] * 1000 // SR, ext[1] * 1000 // SR
             trimmed = clip[max(0, a_ms - 20) : b_ms + 20]
-            off = start_ms * SR // 1000
-            clips.append((t.speaker, trimmed, t, (off + ext[0], off + ext[1]), a_ms - 20))
+            clips.append((t.speaker, trimmed, start_ms + a_ms, start_ms + b_ms))
         gains = {}
         for s in ("A", "B"):
-            x = np.concatenate(
-                [
-                    np.array(c.get_array_of_samples(), dtype=np.float32) / 32768.0
-                    for who, c, *_ in clips
-                    if who == s
-                ]
-            )
+            x = np.concatenate([samples(c) for who, c, *_ in clips if who == s])
             gains[s] = ld.gain_to_target(
                 bs1770.measure(x, SR).lufs, cfg.render.loudness_target_lufs
             )
-        # the same voicing anchors as ours: whole-channel VAD at the rendered level
-        voicing = {
-            s: Voicing(
-                np.array(chans[src.channels[s]].get_array_of_samples(), dtype=np.float32)
-                * np.float32(ld.db_to_gain(gains[s]) / 32768.0),
-                SR,
-            )
-            for s in ("A", "B")
-        }
-        anchors = [voicing[who].anchor(ext, int(0.08 * SR)) for who, _, _, ext, _ in clips]
-        timed = [Turn(c[0], v0 / SR, v1 / SR) for c, (v0, v1) in zip(clips, anchors, strict=True)]
+        faded = [c.apply_gain(gains[who]).fade_in(5).fade_out(5) for who, c, _, _ in clips]
+        timed = [Turn(who, a / 1000, b / 1000) for who, _, a, b in clips]
         gaps = plan_gaps(timed, cfg.render, rng_for(cfg.seed, d.id))
-        mix = AudioSegment.silent(duration=200, frame_rate=SR)
-        for k, (who, c, _, (_e0, e1), _) in enumerate(clips):
-            mix += c.apply_gain(gains[who]).fade_in(5).fade_out(5)
-            if k < len(gaps):
-                tail_ms = (e1 - anchors[k][1]) * 1000 / SR + 20
-                head_ms = (anchors[k + 1][0] - clips[k + 1][3][0]) * 1000 / SR + 20
-                silence = max(0.0, gaps[k] * 1000 - tail_ms - head_ms)
-                mix += AudioSegment.silent(duration=silence, frame_rate=SR)
-        y = np.array(mix.get_array_of_samples(), dtype=np.float32) / 32768.0
-        ceiling = ld.ceiling_gain_db(y, SR, cfg.render.true_peak_ceiling_dbtp)
-        if ceiling < 0:
-            mix = mix.apply_gain(ceiling)
-            y = np.array(mix.get_array_of_samples(), dtype=np.float32) / 32768.0
+        changes = [k for k in range(len(gaps)) if clips[k][0] != clips[k + 1][0]]
+        moves = [0.0] * len(gaps)  # ms added to each silence by the gap loop
+
+        # the same closed gap loop as ours: VAD on the 16-bit mix, whole-frame moves, 3 rounds
+        mix, spans = _pydub_build(faded, gaps, moves)
+        ceiling = bs1770.ceiling_gain_db(samples(mix), SR, cfg.render.true_peak_ceiling_dbtp)
+        for rnd in range(3):
+            voicing = VoicingEdges.measure(samples(mix.apply_gain(min(0.0, ceiling))), SR)
+            moved = False
+            for k in changes:
+                (lo, end), (start, hi) = spans[k], spans[k + 1]
+                edge = voicing.gap_at((end + start) // 2, lo, hi)
+                if edge is None:
+                    continue
+                tol = frame_n // 2 if rnd == 0 else frame_n
+                step = frame_shift(
+                    edge[1] - edge[0], int(round(gaps[k] * SR)), frame_n, SR // 5, tolerance_n=tol
+                )
+                if step:
+                    moves[k] += step * 1000 / SR
+                    moved = True
+            if not moved:
+                break
+            mix, spans = _pydub_build(faded, gaps, moves)
+        ceiling = min(0.0, ceiling)
+        y = samples(mix.apply_gain(ceiling))
+        extra = bs1770.ceiling_gain_db(y, SR, cfg.render.true_peak_ceiling_dbtp)
+        if extra < 0:
+            mix = mix.apply_gain(ceiling + extra)
+            y = samples(mix)
         sf.write(out / f"{d.id}.flac", y, SR, subtype="PCM_16", format="FLAC")
         audio += len(mix) / 1000.0
     return audio

