@@ -7,17 +7,23 @@ Steps, in order (see docs/ARCHITECTURE.md, stage *render*):
    speaker, clip per turn), one mixed track for mixed mono;
 2. **room tone**: the recording's quiet non-speech material (:mod:`duetflow.audio.roomtone`);
    its level is also the noise floor the trimmer works above;
-3. **trim** each turn (mixed mono: each block of continuous talk) to its acoustic extent;
+3. **trim** each turn (mixed mono: each block of continuous talk; a latched speaker change,
+   overlapping by no more than ``turns.min_overlap_s``, is cut at its quietest point so it can
+   be re-timed like any other) to its acoustic extent;
 4. **re-time** (:mod:`duetflow.audio.retime`): speaker changes get a seeded U[gap_ms_min,
-   gap_ms_max] silence, same-speaker pauses are capped;
+   gap_ms_max] silence between extents, same-speaker pauses are capped;
 5. **loudness**: each speaker's trimmed speech measured with BS.1770 and gained to the target;
    mixed mono gets a per-speaker gain curve (measured on non-overlapped speech), ramped at
    changes;
 6. **assemble** over a room-tone bed (ducked under speech by the clips' raised-cosine
-   envelopes, so there is no hard cut anywhere), then one gain reduction of the whole dialogue
-   keeps the true peak under the ceiling;
-7. **write** mono audio atomically to ``out_dir/audio/<id>.flac`` (and two-channel stems if
-   configured) and return the manifest rows.
+   envelopes, so there is no hard cut anywhere); one gain reduction of the whole dialogue keeps
+   the true peak under the ceiling;
+7. **close the gaps on the audio** (:mod:`duetflow.audio.gaps`): WebRTC VAD on the dialogue as
+   the file will hold it measures every speaker-change gap; the following turns move by whole
+   VAD frames until each measured gap is within a frame of its draw (re-measured after a move);
+8. **write** mono audio atomically to ``out_dir/audio/<id>.flac`` (and two-channel stems if
+   configured) and return the manifest rows. Turn rows carry the measured voicing offset at a
+   change and the drawn gap after it, so row gaps are the drawn gaps.
 
 Turn times in a windowed :class:`~duetflow.model.Dialogue` are on the source timeline (the
 model's convention); windows whose turns are relative to the window start are recognised (all

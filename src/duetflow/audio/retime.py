@@ -12,8 +12,10 @@ Two layouts, because what can be moved depends on the source:
   dropped (``drop``). A backchannel that overlaps no turn of the other speaker is an ordinary
   turn.
 * **mixed mono**: overlapping turns cannot be pulled apart, so they form *blocks* (runs of
-  continuous talk); only the silences between blocks are re-timed. Backchannels stay embedded;
-  with ``drop`` only the stand-alone ones (their own block) go.
+  continuous talk); only the silences between blocks are re-timed. A change of speaker that
+  overlaps by no more than ``turns.min_overlap_s`` is latching, not overlap (the turn-taking
+  analysis calls it an ordinary transition), so it starts a new block and is re-timed too.
+  Backchannels stay embedded; with ``drop`` only the stand-alone ones (their own block) go.
 
 Input times are acoustic extents (already trimmed) on the source timeline; output times are
 seconds on the rendered audio, where the acoustic start of the first item is ``lead_s``.

@@ -104,37 +104,3 @@ def _refine(x: Audio, edge: int, n: int, sr: int, thr_db: float, *, rising: bool
     if hits.size == 0:
         return edge
     return lo + int(hits[0]) if rising else lo + int(hits[-1]) + w
-
-
-class Voicing:
-    """WebRTC VAD decisions (10 ms frames) over a whole track, for onsets and for offsets.
-
-    Soft onsets and tails (fricatives, breath) are audible energy but not voicing; a listener
-    and a VAD both place a turn boundary at the voicing, so gaps are timed from there while the
-    clip keeps its whole energy extent (nothing is cut). The detector reacts to an onset within
-    a frame but holds speech on after it ends (built-in hangover), so offsets come from a pass
-    over the time-reversed track. Whole-track passes, not short edge windows: the detector
-    adapts to the noise floor and needs the context.
-    """
-
-    def __init__(self, samples: Audio, sample_rate: int, aggressiveness: int = 3) -> None:
-        from duetflow.audio.vad import voiced_frames
-
-        x = samples if samples.ndim == 1 else samples.mean(axis=1, dtype=np.float32)
-        self.n = len(x)
-        self.frame = sample_rate // 100
-        fwd, _ = voiced_frames(x, sample_rate, aggressiveness, 10)
-        rev, _ = voiced_frames(np.ascontiguousarray(x[::-1]), sample_rate, aggressiveness, 10)
-        self.onsets = np.flatnonzero(fwd) * self.frame  # start sample of each voiced frame
-        self.offsets = np.sort(self.n - np.flatnonzero(rev) * self.frame)  # end sample
-
-    def anchor(self, extent: tuple[int, int], max_shift: int) -> tuple[int, int]:
-        """Voicing start/end inside ``extent`` (moved at most ``max_shift`` samples inwards)."""
-        e0, e1 = extent
-        on = self.onsets[(self.onsets + self.frame > e0) & (self.onsets < e1)]
-        off = self.offsets[(self.offsets - self.frame < e1) & (self.offsets > e0)]
-        v0 = min(max(e0, int(on[0])), e0 + max_shift) if on.size else e0
-        v1 = max(min(e1, int(off[-1])), e1 - max_shift) if off.size else e1
-        if v1 - v0 < (e1 - e0) // 2:
-            return e0, e1
-        return v0, v1
