@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.signal import lfilter
 
 from duetflow.audio.io import Audio, resample, write_audio
 from duetflow.manifest import (
@@ -71,9 +70,12 @@ def speak(text: str, voice: str, pitch: int, sr: int = SR) -> Audio:
 
 
 def pink_noise(n: int, rng: np.random.Generator) -> Audio:
-    white = rng.standard_normal(n)
-    brown = lfilter([1.0], [1.0, -0.95], white)
-    x = white / white.std() + brown / brown.std()
+    """Unit-RMS 1/f noise (spectrum shaped with numpy's FFT)."""
+    spec = np.fft.rfft(rng.standard_normal(n))
+    f = np.arange(spec.size, dtype=np.float64)
+    f[0] = 1.0
+    x = np.fft.irfft(spec / np.sqrt(f), n)
+    x -= x.mean()
     return (x / x.std()).astype(np.float32)
 
 
