@@ -806,10 +806,14 @@ def _render_mixed(
     for k, (blk, (lo, hi)) in enumerate(zip(blocks, bounds, strict=True)):
         shift = (spans[k][0] + mix.shifts[k]) / sr - blk.start  # source -> output time
         solo = len(blk.members) == 1
+        mains = [i for i in blk.members if turns[i].kind == TurnKind.TURN] or list(blk.members)
+        first = min(mains, key=lambda i: (turns[i].start, i))
+        last = max(mains, key=lambda i: (turns[i].end, -i))
         for i in sorted(blk.members, key=lambda i: (turns[i].start, i)):
             t = turns[i]
-            start = min(max(t.start + shift, lo / sr), hi / sr)
-            end = min(max(t.end + shift, lo / sr), hi / sr)
+            # the block's edges are its first and last main turn's edges (gaps are drawn there)
+            start = lo / sr if i == first else min(max(t.start + shift, lo / sr), hi / sr)
+            end = hi / sr if i == last else min(max(t.end + shift, lo / sr), hi / sr)
             hosted = t.kind == TurnKind.BACKCHANNEL and not solo
             rows.append(_turn_row(d, i, hosted, start, end))
     if bed_tone is not None:
