@@ -98,6 +98,13 @@ def max_new_tokens_for(text: str, config: SynthConfig) -> int:
     return int(math.ceil(max_s * SEMANTIC_PER_S)) + MARGIN_TOKENS
 
 
+def _to_numpy(x: Any) -> np.ndarray[Any, Any]:
+    """Tensor (any device) or array → numpy."""
+    if hasattr(x, "detach"):
+        x = x.detach().float().cpu().numpy() if x.is_floating_point() else x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
 def _load_bicodec(model_dir: Path, device: str) -> AudioTokenizer:
     for module in ("sparktts.models.audio_tokenizer", "spark_tts_lib.models.audio_tokenizer"):
         try:
@@ -209,17 +216,18 @@ class SparkBackend:
         out: list[Synthesis] = []
         with self._lock:
             global_ids, ref_semantic = self._speaker_tokens(voice)
-            g = [int(i) for i in np.asarray(global_ids).reshape(-1)]
-            s = [int(i) for i in np.asarray(ref_semantic).reshape(-1)]
+            g = [int(i) for i in _to_numpy(global_ids).reshape(-1)]
+            s = [int(i) for i in _to_numpy(ref_semantic).reshape(-1)]
             assert self._codec is not None
             for i, text in enumerate(texts):
                 prompt = build_prompt(voice.transcript, text, g, s)
                 sem, used, notes = self.semantic_with_guard(text, prompt, seed, i)
+                device = torch.device(self.config.device)
                 wav = self._codec.detokenize(
-                    torch.as_tensor(global_ids).squeeze(0),
-                    torch.tensor(sem, dtype=torch.long).unsqueeze(0),
+                    torch.as_tensor(global_ids).to(device).squeeze(0),
+                    torch.tensor(sem, dtype=torch.long, device=device).unsqueeze(0),
                 )
-                audio: Audio = np.asarray(wav, dtype=np.float32).reshape(-1)
+                audio: Audio = _to_numpy(wav).astype(np.float32).reshape(-1)
                 out.append(Synthesis(audio, SAMPLE_RATE, used, len(notes) + 1, tuple(notes)))
         return out
 
