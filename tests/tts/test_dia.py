@@ -157,7 +157,7 @@ def test_dia_in_the_synthesize_stage(
             "synth": {
                 "model_path": str(tiny_dia_eos[0]),
                 "codec_path": str(tiny_dia_eos[1]),
-                "max_retries": 6,
+                "max_retries": 15,
                 "chars_per_s_min": 40.0,
                 "chars_per_s_max": 400.0,
             }
