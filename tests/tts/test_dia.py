@@ -34,7 +34,7 @@ NARROW = {"chars_per_s_min": 60.0, "chars_per_s_max": 150.0}
 
 @pytest.fixture(scope="session")
 def tiny_dia(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A random Dia that never emits EOS (every generation runs to max_new_tokens)."""
+    """A random Dia whose EOS logit is zeroed: every generation runs to max_new_tokens."""
     from duetflow.tts.tiny import build_tiny_dia
 
     return build_tiny_dia(tmp_path_factory.mktemp("tiny_dia"))

@@ -17,10 +17,10 @@ EOS_ID = 1024
 def build_tiny_dia(root: str | Path, *, eos_boost: float = 0.0, seed: int = 0) -> tuple[Path, Path]:
     """Save a ~0.3 M-parameter Dia + DAC pair under ``root``; returns (model dir, codec dir).
 
-    A random model never emits EOS, so every generation runs to ``max_new_tokens``.
-    ``eos_boost`` > 0 scales the channel-0 EOS row of the output head so that EOS wins the
-    argmax on some steps: generation lengths then vary with the seed, which is what a test of a
-    runaway/truncation guard needs.
+    ``eos_boost`` scales the channel-0 EOS row of the output head. The default 0 zeroes it, so
+    EOS never wins the argmax and every generation runs to ``max_new_tokens`` (deterministic
+    lengths); about 2 makes EOS win on some steps, so lengths vary with the seed, which is what
+    a test of a runaway/truncation guard needs; 1 leaves the random head untouched.
     """
     import importlib
 
@@ -61,9 +61,8 @@ def build_tiny_dia(root: str | Path, *, eos_boost: float = 0.0, seed: int = 0) -
         "cross_head_dim": 8,
     }
     model = tf.DiaForConditionalGeneration(tf.DiaConfig(encoder_config=enc, decoder_config=dec))
-    if eos_boost:
-        with torch.no_grad():
-            model.logits_dense.weight[EOS_ID] *= eos_boost
+    with torch.no_grad():
+        model.logits_dense.weight[EOS_ID] *= eos_boost
     model.generation_config = tf.GenerationConfig(
         max_length=3072,
         bos_token_id=1026,
