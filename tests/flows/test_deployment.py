@@ -13,7 +13,7 @@ from flow_helpers import write_config
 
 from duetflow import manifest
 from duetflow.cli.deploy import POOL, deploy
-from duetflow.flows import weekly_release
+from duetflow.flows import process, weekly_release
 from duetflow.release.validate import validate_release
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
@@ -60,6 +60,10 @@ def test_nightly_studio_ingest_deployment_runs_on_a_process_worker(
     rendered = tmp_path / "work" / "rendered" / "studio"
     kept = list(manifest.iter_rows(rendered / manifest.DIALOGUES))
     assert kept and all((rendered / r["audio_path"]).is_file() for r in kept)
+
+    # a stage flow on its own finds the finished ingest of the same files and config
+    shards, merged = process(config=str(cfg_path), corpora=["studio"])
+    assert shards and all(s.reused for s in shards) and merged[0].kept == len(kept)
 
     # the weekly flow picks up what the nightly one rendered: synthesize, then publish
     release = weekly_release(config=str(cfg_path))
