@@ -29,3 +29,22 @@ def test_fallbacks_match() -> None:
     assert bs1770.measure(np.zeros(sr, np.float32), sr).method == "silent"
     faint = np.full(sr, 1e-5, np.float32)  # every block under the -70 LUFS gate
     assert bs1770.measure(faint, sr) == ld.measure(faint, sr)
+
+
+@pytest.mark.parametrize("sr", [16000, 24000])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_true_peak_matches_the_full_oversampling(sr: int, seed: int) -> None:
+    """Oversampling only the blocks within 6 dB of the sample peak gives the full value."""
+    rng = np.random.default_rng(seed)
+    parts = [speech(float(rng.uniform(0.5, 2.0)), sr, FEMALE, rng, -20.0) for _ in range(6)]
+    x = np.concatenate([p * np.float32(rng.uniform(0.1, 1.0)) for p in parts])
+    x += rng.normal(0, 1e-3, x.shape).astype(np.float32)
+    k = int(rng.integers(sr, len(x) - sr))
+    x[k : k + 3] = [0.0, 0.9, -0.9]  # an intersample peak between full-scale neighbours
+    assert bs1770.true_peak_dbtp(x, sr) == pytest.approx(ld.true_peak_dbtp(x, sr), abs=1e-9)
+    assert bs1770.ceiling_gain_db(x, sr, -1.0) == pytest.approx(
+        ld.ceiling_gain_db(x, sr, -1.0), abs=1e-9
+    )
+    assert bs1770.true_peak_dbtp(np.zeros(100, np.float32), sr) == ld.true_peak_dbtp(
+        np.zeros(100, np.float32), sr
+    )
