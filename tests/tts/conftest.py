@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,3 +21,15 @@ def sample_scripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("samples")
     generate(root, seed=0, scale=1)
     return root / "scripts"
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread() -> Iterator[None]:
+    """One intra-op thread for the tiny models: on a shared 2-core box, spinning OpenMP threads
+    make each tiny op ~6x slower. Restored afterwards (torch's thread count is process-wide)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

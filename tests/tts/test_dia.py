@@ -25,7 +25,7 @@ from duetflow.tts.base import SynthesisError, Voice, load_backend, path_checksum
 from duetflow.tts.dia import MAX_DELAY, SAMPLE_RATE, DiaBackend, build_prompt, max_new_tokens_for
 from duetflow.tts.pipeline import synthesize
 
-pytestmark = pytest.mark.tts
+pytestmark = [pytest.mark.tts, pytest.mark.usefixtures("torch_one_thread")]
 
 TEXT = "How are you today my friend?"
 # a band of plausible durations that suits the tiny model's frame counts

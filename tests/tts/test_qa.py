@@ -15,7 +15,7 @@ from duetflow.tts.pipeline import synthesize
 from duetflow.tts.qa import SpeakerEncoder, similarity
 from duetflow.tts.voices import build_voice_pool
 
-pytestmark = pytest.mark.tts
+pytestmark = [pytest.mark.tts, pytest.mark.usefixtures("torch_one_thread")]
 
 
 @pytest.fixture(scope="module")

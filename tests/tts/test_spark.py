@@ -30,7 +30,7 @@ from duetflow.tts.spark import (
     parse_semantic,
 )
 
-pytestmark = pytest.mark.tts
+pytestmark = [pytest.mark.tts, pytest.mark.usefixtures("torch_one_thread")]
 
 TEXT = "你好 world"
 
