@@ -246,6 +246,12 @@ def main() -> int:
     ap.add_argument("--utterances", type=int, default=12)
     ap.add_argument("--scale", type=int, default=1, help="copies of the sample scripts")
     ap.add_argument("--skip-dia", action="store_true")
+    ap.add_argument(
+        "--torch-threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads for tiny Dia (spinning threads slow tiny ops on shared CPUs)",
+    )
     ap.add_argument("--gpu-check", action="store_true")
     ap.add_argument("--model-path")
     ap.add_argument("--codec-path")
@@ -258,6 +264,10 @@ def main() -> int:
         if not (args.model_path and args.codec_path and args.reference and args.transcript):
             ap.error("--gpu-check needs --model-path, --codec-path, --reference, --transcript")
         return gpu_check(args)
+    if not args.skip_dia:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         results = {
