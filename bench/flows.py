@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,6 +83,7 @@ def main() -> None:
     ap.add_argument("--samples", type=Path, default=None, help="existing make_samples output")
     ap.add_argument("--shard-size", type=int, default=16)
     ap.add_argument("--workers", type=int, default=1, help="thread pool size (1: same work order)")
+    ap.add_argument("--repeat", type=int, default=1, help="alternate plain/flow runs N times")
     ap.add_argument("--out", type=Path, default=HERE / "results" / "flows.json")
     ap.add_argument("--child", choices=["flow", "plain"], help=argparse.SUPPRESS)
     ap.add_argument("--config", type=Path, help=argparse.SUPPRESS)
@@ -107,31 +109,37 @@ def main() -> None:
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
             "PREFECT_LOGGING_LEVEL": "WARNING",
         }
-        results = {}
-        for mode in ("plain", "flow"):
-            run_dir = tmp / mode
-            run_dir.mkdir()
-            cfg = _config(samples, run_dir, args.shard_size, args.workers)
-            proc = subprocess.run(
-                [sys.executable, __file__, "--child", mode, "--config", str(cfg)],
-                env=env, capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            if proc.returncode != 0:
-                sys.exit(f"{mode} run failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
-            results[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
-            print(mode, results[mode], flush=True)
-        ratio = results["flow"]["wall_s"] / results["plain"]["wall_s"]
+        runs: dict[str, list[dict[str, Any]]] = {"plain": [], "flow": []}
+        for rep in range(args.repeat):
+            for mode in ("plain", "flow"):  # alternated: drifting machine load hits both
+                run_dir = tmp / f"{mode}-{rep}"
+                run_dir.mkdir()
+                cfg = _config(samples, run_dir, args.shard_size, args.workers)
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--child", mode, "--config", str(cfg)],
+                    env=env, capture_output=True, text=True, check=False,
+                )  # fmt: skip
+                if proc.returncode != 0:
+                    sys.exit(f"{mode} run failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
+                runs[mode].append(json.loads(proc.stdout.strip().splitlines()[-1]))
+                print(mode, runs[mode][-1], flush=True)
+                shutil.rmtree(run_dir, ignore_errors=True)
+        plain = statistics.median(r["wall_s"] for r in runs["plain"])
+        flow = statistics.median(r["wall_s"] for r in runs["flow"])
         report = {
             "scale": args.scale,
             "shard_size": args.shard_size,
             "workers": args.workers,
-            "plain_s": results["plain"]["wall_s"],
-            "flow_s": results["flow"]["wall_s"],
-            "api_start_s": results["flow"].get("api_start_s"),
-            "overhead_ratio": round(ratio, 3),
-            "same_counts": results["flow"]["kept"] == results["plain"]["kept"],
-            "steps": results["flow"]["steps"],
-            "kept": results["flow"]["kept"],
+            "repeat": args.repeat,
+            "plain_s": [r["wall_s"] for r in runs["plain"]],
+            "flow_s": [r["wall_s"] for r in runs["flow"]],
+            "plain_median_s": plain,
+            "flow_median_s": flow,
+            "api_start_s": [r.get("api_start_s") for r in runs["flow"]],
+            "overhead_ratio": round(flow / plain, 3),
+            "same_counts": all(r["kept"] == runs["plain"][0]["kept"] for r in runs["flow"]),
+            "steps": runs["flow"][0]["steps"],
+            "kept": runs["flow"][0]["kept"],
             "machine": f"{platform.machine()} {os.cpu_count()} cpu py{platform.python_version()}",
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)

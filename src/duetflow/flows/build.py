@@ -8,6 +8,7 @@ summary and a table of kept/rejected counts by stage and reason.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -97,6 +98,17 @@ def _publish_artifacts(summary: BuildSummary, rows: list[dict[str, Any]]) -> Non
     )
 
 
+def _expose_report(cfg: RunConfig, step: StepOutcome) -> str:
+    """Copy the cached report to ``<workdir>/report`` (a stable place to open it from)."""
+    dest = Path(cfg.workdir) / "report"
+    partial = dest.with_name(".report.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(step.path, partial, ignore=shutil.ignore_patterns(pipeline.RESULT))
+    shutil.rmtree(dest, ignore_errors=True)
+    partial.rename(dest)
+    return str(dest)
+
+
 @flow(name="build-dataset")
 def build_dataset(
     config: str | RunConfig | None = None,
@@ -145,7 +157,7 @@ def build_dataset(
                                  release_id=release_id)  # fmt: skip
     if release is not None and release.report is not None:
         steps.append(release.report)
-    report = release.report.path if release is not None and release.report else None
+    report = _expose_report(cfg, release.report) if release is not None and release.report else None
     stage_names = ("ingest", "process", "synth", "report")
     summary = BuildSummary(
         release_id=release.release_id if release else None,
