@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -17,7 +19,9 @@ import pytest
 # --- Prefect (tests/flows) ----------------------------------------------------------------------
 # Before anything imports prefect: never write runs into the developer's ~/.prefect, never send
 # telemetry from a sandbox.
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="duetflow-test-prefect-"))
+if "PREFECT_HOME" not in os.environ:
+    os.environ["PREFECT_HOME"] = _home = tempfile.mkdtemp(prefix="duetflow-test-prefect-")
+    atexit.register(shutil.rmtree, _home, True)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
