@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow.parquet as pq
 
@@ -45,6 +45,8 @@ from duetflow.model import Dialogue, safe_id
 if TYPE_CHECKING:
     from duetflow.tts.script import Script
     from duetflow.tts.voices import VoicePool as VoicePoolLike
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 #: progress records (``extra={"stage", "done", "total"}``); the CLI turns them into bars
@@ -372,23 +374,39 @@ def run_ingest(job: CorpusJob, config: RunConfig, key: str | None = None) -> Ste
 # --- process ------------------------------------------------------------------------------------
 
 
-def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    batch: list[Any] = []
+def stable_chunks(items: Iterable[T], size: int, key: Callable[[T], str]) -> Iterator[list[T]]:
+    """Cut a stream into shards of about ``size`` items whose borders depend on the items.
+
+    A shard ends after an item whose key hashes to 0 mod ``size`` (or at ``2 * size`` items), so
+    a new studio session inserted between old ones changes only the shard it lands in (two when
+    it ends one); cutting every ``size`` items would shift every later shard and re-render
+    them all.
+    """
+    batch: list[T] = []
     for item in items:
         batch.append(item)
-        if len(batch) >= size:
+        h = int.from_bytes(hashlib.sha256(key(item).encode()).digest()[:8], "big")
+        if h % size == 0 or len(batch) >= 2 * size:
             yield batch
             batch = []
     if batch:
         yield batch
 
 
+def _dialogue_key(d: Dialogue) -> str:
+    return d.id
+
+
+def _script_key(s: Script) -> str:
+    return s.id
+
+
 def plan_process_shards(
     label: str, intake_dir: str | Path, config: RunConfig
 ) -> Iterator[ProcessShard]:
-    """Stream an intake work directory as shards of ``runner.shard_size`` dialogues."""
+    """Stream an intake work directory as shards of about ``runner.shard_size`` dialogues."""
     dialogues = manifest.iter_dialogues(intake_dir)
-    for i, batch in enumerate(_chunks(dialogues, config.runner.shard_size)):
+    for i, batch in enumerate(stable_chunks(dialogues, config.runner.shard_size, _dialogue_key)):
         key = stage_key("process", config, dialogues_fingerprint(batch))
         yield ProcessShard(label=label, index=i, key=key, dialogues=tuple(batch))
 
@@ -457,7 +475,7 @@ def plan_synth_shards(
                 yield item
 
     voices_fp = voices_fingerprint(pool)
-    for i, batch in enumerate(_chunks(good(), config.runner.shard_size)):
+    for i, batch in enumerate(stable_chunks(good(), config.runner.shard_size, _script_key)):
         text = manifest.dumps([s.to_json() for s in batch])
         key = stage_key("synth", config, hashlib.sha256(text.encode()).hexdigest(), voices_fp)
         yield SynthShard(PH_LABEL, i, key, tuple(batch))

@@ -88,7 +88,8 @@ def test_plain_pipeline_merges_shards_in_intake_order_and_resumes(
     first = pipeline.run_pipeline(cfg, publish=False)
     intake = next(s for s in first.steps if s.stage == "ingest")
     shards = [s for s in first.steps if s.stage == "process"]
-    assert len(shards) == -(-intake.kept // 2) and first.computed("process") == len(shards)
+    assert sum(s.found for s in shards) == intake.kept and first.computed("process") == len(shards)
+    assert all(1 <= s.found <= 4 for s in shards)
     merged = first.merged[0]
     # inputs = kept + rejected: every intake rejection is carried into the rendered workdir
     rendered = Path(merged.path)
@@ -112,3 +113,16 @@ def test_plain_pipeline_merges_shards_in_intake_order_and_resumes(
     assert second.computed("ingest") == second.computed("process") == 0
     assert second.reused("process") == len(shards)
     assert pq.read_table(rendered / manifest.DIALOGUES).equals(before)
+
+
+def test_stable_chunks_keep_shards_when_an_item_is_inserted() -> None:
+    items = [f"studio__session_{i:04d}" for i in range(0, 400, 2)]
+    before = list(pipeline.stable_chunks(items, 8, str))
+    assert [x for c in before for x in c] == items
+    assert all(1 <= len(c) <= 16 for c in before) and 10 <= len(before) <= 45
+    after = list(
+        pipeline.stable_chunks([*items[:101], "studio__session_0203", *items[101:]], 8, str)
+    )
+    changed = [c for c in after if c not in before]
+    assert len(changed) == 1 and "studio__session_0203" in changed[0]
+    assert list(pipeline.stable_chunks(items, 1, str)) == [[x] for x in items]

@@ -135,12 +135,11 @@ def process(
     merged: list[StepOutcome] = []
     for job in jobs:
         intake = by_label[job.label]
-        total = -(-intake.kept // cfg.runner.shard_size)
         done = submit_windowed(
             lambda s: tasks.process_shard.submit(s, cfg),
             pipeline.plan_process_shards(job.label, intake.path, cfg),
             _window(cfg),
-            _progress("process", job.label, total),
+            _progress("process", job.label, None),
         )
         shards.extend(done)
         m = pipeline.merge_process(job, intake, done, cfg)
