@@ -81,6 +81,9 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
     try:
         with temporary_settings({PREFECT_API_URL: url}):
             yield env
+            from prefect.logging.handlers import APILogWorker
+
+            APILogWorker.drain_all(timeout=5)  # ship queued run logs while the server is up
     finally:
         for k, v in saved.items():
             if v is None:
