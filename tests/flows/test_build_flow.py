@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -23,6 +24,22 @@ def _audio_stamps(workdir: Path) -> dict[str, tuple[int, int]]:
     }
 
 
+def _latest_artifacts() -> tuple[str, list[dict[str, object]]]:
+    """The newest build summary (markdown) and counts table this server holds."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    keys = ["duetflow-build-summary", "duetflow-counts"]
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys))
+        )
+    latest = {k: max((a for a in found if a.key == k), key=lambda a: a.created) for k in keys}
+    table = latest["duetflow-counts"].data
+    rows = json.loads(table) if isinstance(table, str) else table
+    return str(latest["duetflow-build-summary"].data), rows
+
+
 def test_build_rerun_does_no_audio_work_and_one_threshold_recomputes_one_stage(
     tmp_path: Path, flow_samples: Path, prefect_server: dict[str, str]
 ) -> None:
@@ -37,6 +54,13 @@ def test_build_rerun_does_no_audio_work_and_one_threshold_recomputes_one_stage(
     assert first.rejected["dailytalk"] == sum(first.by_reason["dailytalk"].values())
     stamps = _audio_stamps(Path(cfg.workdir))
     assert stamps
+    summary_md, counts = _latest_artifacts()
+    assert first.release_id in summary_md and "| dailytalk |" in summary_md
+    kept_rows = {r["corpus"]: r["count"] for r in counts if r["outcome"] == "kept"}
+    assert kept_rows == dict(first.kept)
+    rejected_rows = [r for r in counts if r["outcome"] == "rejected"]
+    assert sum(r["count"] for r in rejected_rows) == sum(first.rejected.values())
+    assert {r["stage"] for r in rejected_rows} >= {"ingest"}
 
     again = build_dataset(config=str(cfg_path))
     assert again.computed == {"ingest": 0, "process": 0, "synth": 0, "report": 0}
