@@ -53,11 +53,12 @@ log = logging.getLogger(__name__)
 progress_log = logging.getLogger("duetflow.progress")
 
 #: config sections each stage reads; a change elsewhere leaves that stage's cache valid
+#: (an empty tuple means all of them)
 STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
     "ingest": ("seed", "sample_rate", "segment", "studio"),
     "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
     "synth": ("seed", "sample_rate", "synth", "render", "turns"),
-    "report": ("seed", "turns", "window", "filters", "render", "synth"),
+    "report": (),  # every section: the report records the whole config it was built with
     "publish": ("seed", "release"),
 }
 

@@ -68,14 +68,15 @@ def test_build_rerun_does_no_audio_work_and_one_threshold_recomputes_one_stage(
     assert again.release_id == first.release_id
     assert _audio_stamps(Path(cfg.workdir)) == stamps
 
-    # a split ratio is read by publish alone: nothing is rendered or synthesized again
+    # a split ratio is read by publish (and recorded by the report): no audio is rendered or
+    # synthesized again
     split = build_dataset(
         config=str(cfg_path),
         overrides={
             "release": {"ratios": {"HH": [0.5, 0.25, 0.25], "HM": [0.8, 0.1, 0.1], "PH": [0, 0, 1]}}
         },
     )
-    assert split.computed == {"ingest": 0, "process": 0, "synth": 0, "report": 0}
+    assert split.computed == {"ingest": 0, "process": 0, "synth": 0, "report": 1}
     assert split.release_id != first.release_id
 
     # a render threshold: ingest is reused, every process shard is rendered again
