@@ -153,11 +153,13 @@ def build_dataset(
             if ph is not None:
                 merged.append(ph)
     if publish:
-        release = stages.publish(config=cfg, workdirs=[m.path for m in merged],
-                                 release_id=release_id)  # fmt: skip
+        release = stages.publish(
+            config=cfg, workdirs=[m.path for m in merged], release_id=release_id
+        )
+    report = None
     if release is not None and release.report is not None:
         steps.append(release.report)
-    report = _expose_report(cfg, release.report) if release is not None and release.report else None
+        report = _expose_report(cfg, release.report)
     stage_names = ("ingest", "process", "synth", "report")
     summary = BuildSummary(
         release_id=release.release_id if release else None,
