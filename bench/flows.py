@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,6 +43,21 @@ def _config(samples: Path, run_dir: Path, shard_size: int, workers: int) -> Path
     return path
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and its live children (the temporary API server)."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0.0
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system
+    return total
+
+
 def _child(mode: str, cfg_path: Path) -> dict[str, Any]:
     from duetflow.config import load_config
 
@@ -59,21 +75,24 @@ def _child(mode: str, cfg_path: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         warmup()
         out["api_start_s"] = round(time.perf_counter() - t0, 2)
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu_s()
         summary = build_dataset(config=str(cfg_path))
         out["wall_s"] = round(time.perf_counter() - t0, 2)
+        out["cpu_s"] = round(_cpu_s() - c0, 2)
         out["release_id"] = summary.release_id
         out["kept"] = dict(summary.kept)
         out["steps"] = dict(summary.computed)
     else:
         from duetflow.pipeline import run_pipeline
 
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu_s()
         result = run_pipeline(cfg)
         out["wall_s"] = round(time.perf_counter() - t0, 2)
+        out["cpu_s"] = round(_cpu_s() - c0, 2)
         out["release_id"] = result.release.release_id if result.release else None
         out["kept"] = {m.label: m.kept for m in result.merged}
         out["steps"] = {s: result.computed(s) for s in ("ingest", "process", "synth", "report")}
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return out
 
 
@@ -136,7 +155,15 @@ def main() -> None:
             "plain_median_s": plain,
             "flow_median_s": flow,
             "api_start_s": [r.get("api_start_s") for r in runs["flow"]],
+            "peak_rss_mb": {m: max(r["peak_rss_mb"] for r in runs[m]) for m in runs},
             "overhead_ratio": round(flow / plain, 3),
+            "plain_cpu_s": [r["cpu_s"] for r in runs["plain"]],
+            "flow_cpu_s": [r["cpu_s"] for r in runs["flow"]],
+            "cpu_ratio": round(
+                statistics.median(r["cpu_s"] for r in runs["flow"])
+                / statistics.median(r["cpu_s"] for r in runs["plain"]),
+                3,
+            ),
             "same_counts": all(r["kept"] == runs["plain"][0]["kept"] for r in runs["flow"]),
             "steps": runs["flow"][0]["steps"],
             "kept": runs["flow"][0]["kept"],
