@@ -27,10 +27,9 @@ from dataclasses import dataclass
 import _webrtcvad
 import numpy as np
 import numpy.typing as npt
-import webrtcvad
 
 from duetflow.audio.io import Audio
-from duetflow.audio.vad import VAD_RATES, voiced_frames
+from duetflow.audio.vad import VAD_RATES, voiced_frames, webrtcvad
 
 FRAME_MS = 10
 AGGRESSIVENESS = 3

@@ -8,13 +8,48 @@ bridged, and voiced runs shorter than ``min_speech_ms`` are dropped.
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+import sys
+import types
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import webrtcvad
 
 from duetflow.audio.io import Audio, resample, to_mono
+
+
+def _import_webrtcvad() -> Any:
+    """Import webrtcvad, which needs ``pkg_resources`` only to read its own version.
+
+    setuptools >= 81 no longer ships ``pkg_resources``; rather than pin setuptools for everyone
+    we lend the module a one-function stand-in for the duration of the import and remove it.
+    """
+    try:
+        return importlib.import_module("webrtcvad")
+    except ModuleNotFoundError as e:
+        if e.name != "pkg_resources":
+            raise
+    shim = types.ModuleType("pkg_resources")
+
+    def get_distribution(name: str) -> Any:
+        try:
+            version = importlib.metadata.version("webrtcvad-wheels")
+        except importlib.metadata.PackageNotFoundError:
+            version = importlib.metadata.version(name)
+        return types.SimpleNamespace(version=version)
+
+    shim.get_distribution = get_distribution  # type: ignore[attr-defined]
+    sys.modules["pkg_resources"] = shim
+    try:
+        return importlib.import_module("webrtcvad")
+    finally:
+        del sys.modules["pkg_resources"]
+
+
+webrtcvad = _import_webrtcvad()
 
 VAD_RATES = (8000, 16000, 32000, 48000)
 
