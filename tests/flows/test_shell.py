@@ -69,3 +69,19 @@ def test_thread_runner_is_bounded_and_dask_needs_an_address(tmp_path: Path) -> N
     dask_cfg = resolve_config(cfg, runner="dask")
     with pytest.raises(ConfigError, match="scheduler address"):
         build_task_runner(dask_cfg.runner)
+
+
+def test_dask_runner_refuses_the_temporary_api(tmp_path: Path) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from duetflow.flows.runner import dask_cluster
+
+    cfg = resolve_config(str(write_config(tmp_path / "run.yaml", tmp_path)), runner="dask")
+    with (
+        temporary_settings(restore_defaults={PREFECT_API_URL}),
+        pytest.raises(ConfigError, match="Prefect API server"),
+        dask_cluster(cfg.runner),
+    ):
+        pass
+    with dask_cluster(resolve_config(cfg, runner="threads").runner) as address:
+        assert address is None
