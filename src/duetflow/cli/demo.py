@@ -64,6 +64,10 @@ def command(out: Path, scale: int, seed: int, progress: bool | None) -> None:
     if summary.release_id:
         from duetflow.release.validate import validate_release
 
-        validate_release(summary.store, summary.release_id)
+        problems = validate_release(summary.store, summary.release_id)
+        if problems:
+            for problem in problems:
+                click.echo(f"validation problem: {problem}", err=True)
+            raise click.ClickException(f"release {summary.release_id} failed validation")
         click.echo(f"validated release {summary.release_id}")
     click.echo(f"next: duetflow run -c {cfg_path}")

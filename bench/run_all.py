@@ -1,0 +1,53 @@
+"""Run every benchmark in one command (``make bench``), one after the other.
+
+Each script prints its own figures, ratios side by side within one run; this wrapper only runs
+them in sequence and prints each one's last line, so the summary fits on a screen. The figures
+and how to read them are in docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SCRIPTS = (
+    "ingest.py",
+    "select_stage.py",
+    "studio.py",
+    "render.py",
+    "synthesize.py",
+    "release.py",
+    "report.py",
+    "flows.py",
+)
+
+
+def main() -> int:
+    summary: list[str] = []
+    failed = 0
+    for name in SCRIPTS:
+        print(f"== bench/{name}", flush=True)
+        t0 = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, str(HERE / name)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        sys.stdout.write(proc.stdout)
+        sys.stderr.write(proc.stderr[-4000:])
+        lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+        last = lines[-1] if lines else "(no output)"
+        status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+        failed += proc.returncode != 0
+        summary.append(f"{name:<18} {status:<8} {time.perf_counter() - t0:7.1f} s  {last}")
+    print("\n== summary")
+    print("\n".join(summary))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
