@@ -345,26 +345,43 @@ class IntakeWriter:
                 w.abort()
 
 
-def iter_dialogues(workdir: str | Path) -> Iterator[Dialogue]:
-    """Stream intake dialogues of a work directory (turns zipped in lockstep)."""
-    wd = Path(workdir)
-    turn_iter = iter_rows(wd / TURNS)
+def iter_grouped(
+    dialogues: str | Path,
+    turns: str | Path | None,
+    turn_columns: Sequence[str] | None = None,
+) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(dialogue row, its turn rows) pairs, streaming both tables in lockstep.
+
+    Every stage writes turns in dialogue order, so one pass over each table suffices and memory
+    holds one dialogue's turns. A dialogue without turns gets an empty list.
+    """
+    turn_iter: Iterator[dict[str, Any]] = (
+        iter_rows(turns, turn_columns) if turns is not None else iter(())
+    )
     pending: dict[str, Any] | None = None
-    for row in iter_rows(wd / DIALOGUES):
+    for row in iter_rows(dialogues):
+        did = row["dialogue_id"]
         rows: list[dict[str, Any]] = []
         if pending is not None:
-            if pending["dialogue_id"] != row["dialogue_id"]:
-                yield dialogue_from_rows(row, rows)  # a dialogue without turns
+            if pending["dialogue_id"] != did:
+                yield row, rows
                 continue
             rows.append(pending)
             pending = None
         for t in turn_iter:
-            if t["dialogue_id"] == row["dialogue_id"]:
+            if t["dialogue_id"] == did:
                 rows.append(t)
             else:
                 pending = t
                 break
-        yield dialogue_from_rows(row, rows)
+        yield row, rows
+
+
+def iter_dialogues(workdir: str | Path) -> Iterator[Dialogue]:
+    """Stream intake dialogues of a work directory (turns zipped in lockstep)."""
+    wd = Path(workdir)
+    for row, turns in iter_grouped(wd / DIALOGUES, wd / TURNS):
+        yield dialogue_from_rows(row, turns)
 
 
 def iter_rejections(workdir: str | Path) -> Iterator[Rejection]:

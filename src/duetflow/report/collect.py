@@ -30,7 +30,7 @@ from duetflow.audio.loudness import SILENCE_LUFS, measure
 from duetflow.audio.vad import voiced_frames
 from duetflow.config import RunConfig
 from duetflow.errors import DuetflowError
-from duetflow.manifest import iter_rows
+from duetflow.manifest import iter_grouped, iter_rows
 from duetflow.model import Category, Stage
 from duetflow.report.sources import ReportInput
 from duetflow.seeding import seed_for
@@ -306,24 +306,7 @@ def _in_lockstep(inp: ReportInput) -> bool:
 
 def _zip_turns(inp: ReportInput) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
     """Dialogue rows with their turn rows, zipped in lockstep (how stages write them)."""
-    turn_iter: Iterator[dict[str, Any]] = iter(iter_rows(inp.turns)) if inp.turns else iter(())
-    pending: dict[str, Any] | None = None
-    for row in iter_rows(inp.dialogues):
-        did = row["dialogue_id"]
-        rows: list[dict[str, Any]] = []
-        if pending is not None:
-            if pending["dialogue_id"] != did:
-                yield row, rows
-                continue
-            rows.append(pending)
-            pending = None
-        for t in turn_iter:
-            if t["dialogue_id"] == did:
-                rows.append(t)
-            else:
-                pending = t
-                break
-        yield row, rows
+    return iter_grouped(inp.dialogues, inp.turns)
 
 
 def _grouped_turns(inp: ReportInput) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from duetflow.errors import InputError
-from duetflow.manifest import DIALOGUES, TURNS, iter_rows
+from duetflow.manifest import DIALOGUES, TURNS, iter_grouped
 from duetflow.model import Category, Rejection, Stage, TurnKind, safe_id
 
 SOURCES = ("generated", "rewritten-hh", "hh-transcript")
@@ -284,23 +284,9 @@ def scripts_from_workdir(workdir: str | Path) -> Iterator[Script | Rejection]:
     Streams the dialogue and turn tables in lockstep (memory = one dialogue's turns).
     """
     wd = Path(workdir)
-    turn_iter = iter_rows(
-        wd / TURNS, columns=["dialogue_id", "turn_index", "speaker", "kind", "text"]
-    )
-    pending: dict[str, Any] | None = None
-    for row in iter_rows(wd / DIALOGUES):
+    columns = ["dialogue_id", "turn_index", "speaker", "kind", "text"]
+    for row, rows in iter_grouped(wd / DIALOGUES, wd / TURNS, columns):
         did = row["dialogue_id"]
-        rows: list[dict[str, Any]] = []
-        if pending is not None and pending["dialogue_id"] == did:
-            rows.append(pending)
-            pending = None
-        if pending is None:
-            for t in turn_iter:
-                if t["dialogue_id"] == did:
-                    rows.append(t)
-                else:
-                    pending = t
-                    break
         if row["category"] != str(Category.HH):
             continue
         try:

@@ -35,7 +35,7 @@ from duetflow.audio.roomtone import extract_room_tone, xfade_concat
 from duetflow.audio.vad import VadParams, detect_speech
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.manifest import DIALOGUES, TURNS, dumps, iter_rows, source_from_json
+from duetflow.manifest import DIALOGUES, TURNS, dumps, iter_grouped, source_from_json
 from duetflow.model import (
     Category,
     MixedMonoSource,
@@ -137,23 +137,8 @@ class _DialogueAudio:
 
 
 def _iter_grouped(workdir: Path) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """(dialogue row, its turn rows): tables are written in lockstep, so zip them by id."""
-    turn_iter = iter_rows(workdir / TURNS)
-    pending: dict[str, Any] | None = None
-    for row in iter_rows(workdir / DIALOGUES):
-        did = row["dialogue_id"]
-        rows: list[dict[str, Any]] = []
-        if pending is not None and pending["dialogue_id"] == did:
-            rows.append(pending)
-            pending = None
-        if pending is None:
-            for t in turn_iter:
-                if t["dialogue_id"] == did:
-                    rows.append(t)
-                else:
-                    pending = t
-                    break
-        yield row, rows
+    """(dialogue row, its turn rows) of a work directory."""
+    return iter_grouped(workdir / DIALOGUES, workdir / TURNS)
 
 
 def _resolve(path: str, workdir: Path) -> Path:
