@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from duetflow.cli.options import config_option
 from duetflow.errors import ConfigError
 
 
@@ -27,13 +28,7 @@ from duetflow.errors import ConfigError
     type=click.Path(file_okay=False, path_type=Path),
     help="Work directory for dialogues/turns/rejections.parquet.",
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    default=None,
-    help="Run config YAML (defaults otherwise).",
-)
+@config_option("Run config YAML (defaults otherwise).")
 @click.option(
     "--option",
     "-o",

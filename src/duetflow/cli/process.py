@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from duetflow.cli.options import config_option
 from duetflow.config import load_config
 
 
@@ -26,13 +27,7 @@ from duetflow.config import load_config
     help="Rendered work directory to write (audio/, dialogues/turns/rejections.parquet, "
     "stats.json).",
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Run config YAML (window, filters, render sections, seed, sample_rate).",
-)
+@config_option("Run config YAML (window, filters, render sections, seed, sample_rate).")
 @click.option("--seed", type=int, default=None, help="Override the config's seed.")
 def command(
     in_dirs: tuple[Path, ...], out_dir: Path, config_path: Path | None, seed: int | None

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from duetflow.cli.options import config_option
 from duetflow.config import load_config
 
 
@@ -28,14 +29,7 @@ from duetflow.config import load_config
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Report folder to copy into releases/<id>/report/.",
 )
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Run config YAML (release and render sections are used).",
-)
+@config_option("Run config YAML (release and render sections are used).")
 def command(
     workdirs: tuple[Path, ...],
     store: str | None,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from duetflow.cli.options import config_option
 from duetflow.config import load_config
 
 
@@ -32,14 +33,7 @@ from duetflow.config import load_config
     help="Also write lhotse manifests (DEST/lhotse) or a HF datasets layout (DEST/hf).",
 )
 @click.option("--workers", default=8, show_default=True, help="Parallel downloads.")
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Run config YAML (release section: endpoint, region, retries).",
-)
+@config_option("Run config YAML (release section: endpoint, region, retries).")
 def command(
     store: str | None,
     release: str,

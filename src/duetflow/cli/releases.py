@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from duetflow.cli.options import config_option
 from duetflow.config import load_config
 
 
@@ -16,14 +17,7 @@ def command() -> None:
 
 @command.command("list")
 @click.option("--store", default=None, help="Store URI (default: the config's release.store).")
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Run config YAML (release section: endpoint, region).",
-)
+@config_option("Run config YAML (release section: endpoint, region).")
 def list_command(store: str | None, config_path: Path | None) -> None:
     """List complete releases (those with RELEASE.json); the latest is marked with '*'."""
     from duetflow.release.layout import LATEST_KEY, list_releases, read_release_json

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from duetflow.cli.options import config_option
 from duetflow.config import load_config
 
 
@@ -18,13 +19,7 @@ from duetflow.config import load_config
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for index.html, README.md (dataset card), plots/ and report.json.",
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Run config (bands, seed); default: the release's own config, else the defaults.",
-)
+@config_option("Run config (bands, seed); default: the release's own config, else the defaults.")
 @click.option(
     "--audio-sample",
     type=click.IntRange(min=0),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from duetflow.cli.options import config_option
 from duetflow.config import load_config
 
 
@@ -36,13 +37,7 @@ from duetflow.config import load_config
     type=click.Path(file_okay=False, path_type=Path),
     help="Rendered PH work directory to write (audio/, dialogues/turns/rejections.parquet).",
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Run config YAML (seed, render bands, synth section).",
-)
+@config_option("Run config YAML (seed, render bands, synth section).")
 @click.option(
     "--from-hh/--no-from-hh",
     default=None,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from duetflow.cli.options import config_option
 from duetflow.config import load_config
 
 
@@ -15,14 +16,7 @@ from duetflow.config import load_config
 @click.option(
     "--shallow", is_flag=True, help="Trust stored checksums instead of reading every object."
 )
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Run config YAML (default: the release's own recorded render/release settings).",
-)
+@config_option("Run config YAML (default: the release's own recorded render/release settings).")
 def command(uri: str, shallow: bool, config_path: Path | None) -> None:
     """Re-check a published release against its RELEASE.json and the schemas."""
     from duetflow.release.validate import validate_release
