@@ -35,6 +35,22 @@ def truth_for(root: Path, corpus: str) -> tuple[dict[str, Any], dict[str, str]]:
     return dialogues, broken
 
 
+def scan_against_truth(
+    sample_root: Path, corpus: str, root: Path
+) -> tuple[dict[str, Dialogue], dict[str, Any]]:
+    """Scan ``root`` and check the accounting against truth.json: every item is yielded once,
+    kept ids are exactly the truth's dialogues, rejections carry the expected reasons.
+
+    Returns the kept dialogues and the truth entries by id, for per-corpus assertions.
+    """
+    expected, broken = truth_for(sample_root, corpus)
+    kept, rejected, n = scan(corpus, root)
+    assert n == len(expected) + len(broken)
+    assert set(kept) == set(expected)
+    assert {k: r.reason for k, r in rejected.items()} == broken
+    return kept, expected
+
+
 def ms(x: float) -> int:
     return round(x * 1000)
 

@@ -12,18 +12,14 @@ import pytest
 from duetflow.audio.io import audio_info, write_audio
 from duetflow.model import Category, PerTurnSource, TurnKind
 
-from .helpers import ms, scan, timeline, truth_for, truth_timeline
+from .helpers import ms, scan, scan_against_truth, timeline, truth_for, truth_timeline
 
 CORPUS = "dailytalk"
 
 
 def test_samples_match_truth(sample_root: Path) -> None:
     root = sample_root / "dailytalk"
-    expected, broken = truth_for(sample_root, CORPUS)
-    kept, rejected, n = scan(CORPUS, root)
-    assert n == len(expected) + len(broken)
-    assert set(kept) == set(expected)
-    assert {k: r.reason for k, r in rejected.items()} == broken
+    kept, expected = scan_against_truth(sample_root, CORPUS, root)
     for did, d in kept.items():
         e = expected[did]
         assert d.corpus == CORPUS and d.source_id == e["source_id"]

@@ -10,17 +10,13 @@ from duetflow.audio.io import write_audio
 from duetflow.model import Category, MixedMonoSource, MultichannelSource, TurnKind
 from duetflow.samples.voice import FEMALE, MALE, speech
 
-from .helpers import ms, scan, timeline, truth_for, truth_timeline
+from .helpers import ms, scan, scan_against_truth, timeline, truth_timeline
 
 CORPUS = "iemocap"
 
 
 def test_samples_match_truth(sample_root: Path) -> None:
-    expected, broken = truth_for(sample_root, CORPUS)
-    kept, rejected, n = scan(CORPUS, sample_root / "IEMOCAP_full_release")
-    assert n == len(expected) + len(broken)
-    assert set(kept) == set(expected)
-    assert {k: r.reason for k, r in rejected.items()} == broken
+    kept, expected = scan_against_truth(sample_root, CORPUS, sample_root / "IEMOCAP_full_release")
     for did, d in kept.items():
         e = expected[did]
         assert d.source_id == e["source_id"] and d.category is Category.HH
