@@ -1,29 +1,33 @@
 """Render one dialogue window to a FLAC file a listener (or a judge) hears.
 
-Steps, in order (see docs/ARCHITECTURE.md, stage *render*):
+Steps, in order (see docs/ARCHITECTURE.md, stage *render*; the definitions are in
+docs/turn-taking.md, *Gaps* and *Room tone*):
 
-1. **read** only the frames of the window (plus the trim pad) from every track, resampled to
-   ``config.sample_rate``: one track per speaker for separable sources (multichannel, file per
-   speaker, clip per turn), one mixed track for mixed mono;
-2. **room tone**: the recording's quiet non-speech material (:mod:`duetflow.audio.roomtone`);
-   its level is also the noise floor the trimmer works above;
-3. **trim** each turn (mixed mono: each block of continuous talk; a latched speaker change,
+1. **read** only the frames of the window, plus half a second of context (an edge may lie past
+   a loose annotation), from every track, resampled to ``config.sample_rate``: one track per
+   speaker for separable sources (multichannel, file per speaker, clip per turn), one mixed
+   track for mixed mono;
+2. **floor**: each track's background (:mod:`duetflow.source_acoustics`), measured where no
+   turn of any speaker is annotated, never on the other speaker's crosstalk; the rest of the
+   recording when the window holds too little (:mod:`duetflow.tone_sources`);
+3. **edges**: each turn (mixed mono: each block of continuous talk; a latched speaker change,
    overlapping by no more than ``turns.min_overlap_s``, is cut at its quietest point so it can
-   be re-timed like any other) to its acoustic extent;
-4. **re-time** (:mod:`duetflow.audio.retime`): speaker changes get a seeded U[gap_ms_min,
-   gap_ms_max] silence between extents, same-speaker pauses are capped;
-5. **loudness**: each speaker's trimmed speech measured with BS.1770 and gained to the target;
+   be re-timed like any other) is located by its annotation and trimmed to its acoustic extent
+   (:mod:`duetflow.audio.edges`);
+4. **loudness**: each speaker's trimmed speech measured with BS.1770 and gained to the target;
    mixed mono gets a per-speaker gain curve (measured on non-overlapped speech), ramped at
    changes;
-6. **assemble** over a room-tone bed (ducked under speech by the clips' raised-cosine
-   envelopes, so there is no hard cut anywhere); one gain reduction of the whole dialogue keeps
-   the true peak under the ceiling;
-7. **close the gaps on the audio** (:mod:`duetflow.audio.gaps`): WebRTC VAD on the dialogue as
-   the file will hold it measures every speaker-change gap; the following turns move by whole
-   VAD frames until each measured gap is within a frame of its draw (re-measured after a move);
+5. **floor of the file**: the loudest background after gain; room tone from that track (its
+   pauses, its recording's, or noise of its spectrum), and every edge measured again down to
+   that floor in its own track's scale, so the edges placed are the edges the file will show;
+6. **re-time** (:mod:`duetflow.audio.retime`): speaker changes get a seeded U[gap_ms_min,
+   gap_ms_max] pause between acoustic extents, same-speaker pauses are capped;
+7. **mix down** (:mod:`duetflow.mixdown`): clips over one steady floor, the true peak under the
+   ceiling, every speaker-change gap measured on the file's samples and corrected where it is
+   off its draw;
 8. **write** mono audio atomically to ``out_dir/audio/<id>.flac`` (and two-channel stems if
-   configured) and return the manifest rows. Turn rows carry the measured voicing offset at a
-   change and the drawn gap after it, so row gaps are the drawn gaps.
+   configured) and return the manifest rows. At every change the turn rows carry the measured
+   edges, so a row gap is the acoustic gap of the file.
 
 Turn times in a windowed :class:`~duetflow.model.Dialogue` are on the source timeline (the
 model's convention); windows whose turns are relative to the window start are recognised (all
@@ -33,7 +37,6 @@ turns lie before ``window[0]`` and fit in the window length) and shifted.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import logging
 import math
 from collections.abc import Sequence
@@ -44,9 +47,9 @@ from typing import Any
 import numpy as np
 
 import duetflow
-from duetflow.audio import bs1770
+from duetflow import source_acoustics
+from duetflow.audio import bs1770, edges, roomtone
 from duetflow.audio import loudness as ld
-from duetflow.audio.gaps import VoicingEdges, frame_samples, frame_shift
 from duetflow.audio.io import Audio, audio_info, read_frames, resample, write_audio
 from duetflow.audio.mix import fade_envelope, place, smooth_steps
 from duetflow.audio.retime import (
@@ -56,11 +59,11 @@ from duetflow.audio.retime import (
     merge_blocks,
     mixed_speech_indices,
 )
-from duetflow.audio.roomtone import DIGITAL_SILENCE_DB, extract_room_tone, fill
-from duetflow.audio.trim import acoustic_extent, frame_db, rms_db
+from duetflow.audio.trim import frame_db
 from duetflow.config import RenderConfig, RunConfig
 from duetflow.errors import InputError
 from duetflow.manifest import dumps
+from duetflow.mixdown import Bed, Change, Clip, Mix, mixdown
 from duetflow.model import (
     Dialogue,
     MixedMonoSource,
@@ -72,12 +75,12 @@ from duetflow.model import (
     safe_id,
 )
 from duetflow.seeding import rng_for
+from duetflow.tone_sources import RecordingTone, recording_tone
 
 log = logging.getLogger(__name__)
 
 _WINDOW_TOL_S = 0.5  # slack when deciding whether turn times are window-relative
 _END_TOL_S = 0.05  # a file may end this much before the last annotated turn end
-_TONE_MARGIN_S = 0.1  # kept clear of annotated speech when collecting room tone
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ class _Track:
     samples: Audio
     t0: float
     gaps: tuple[tuple[float, float], ...] = ()  # source-time spans with no material (per-turn)
+    pieces: tuple[tuple[float, float], ...] = ()  # source-time spans of each clip (per-turn)
+    recording: tuple[str, int | None] | None = None  # (file, channel) the track is read from
 
     def index(self, t: float, sr: int) -> int:
         return int(round((t - self.t0) * sr))
@@ -200,7 +205,11 @@ def _load_separable(
         data2 = data.reshape(len(data), -1)
         for s in ids:
             ch = np.ascontiguousarray(data2[:, src.channels[s]])
-            tracks[s] = _Track(_fit(resample(ch, file_sr, sr), n), start / file_sr)
+            tracks[s] = _Track(
+                _fit(resample(ch, file_sr, sr), n),
+                start / file_sr,
+                recording=(src.path, src.channels[s]),
+            )
         return tracks, [src.path]
     if isinstance(src, PerSpeakerSource):
         missing = [s for s in ids if s not in src.paths]
@@ -211,7 +220,7 @@ def _load_separable(
             x, file_sr, end = _read_range(path, t_a, t_b, sr, channel=src.channels.get(s))
             _check_end(path, end, turns, s)
             t0 = math.floor(t_a * file_sr) / file_sr
-            tracks[s] = _Track(_fit(x, n), t0)
+            tracks[s] = _Track(_fit(x, n), t0, recording=(path, src.channels.get(s)))
         return tracks, [src.paths[s] for s in ids]
     if isinstance(src, PerTurnSource):
         return _load_per_turn(d, src, turns, sr, t_a, n), list(src.paths)
@@ -267,7 +276,7 @@ def _load_per_turn(
             pos = max(pos, b)
         if pos < t_b:
             gaps.append((pos, t_b))
-        tracks[s] = _Track(buf[s], t_a, tuple(gaps))
+        tracks[s] = _Track(buf[s], t_a, tuple(gaps), tuple(spans))
     return tracks
 
 
@@ -278,77 +287,48 @@ def _load_mixed(
     x, file_sr, end = _read_range(src.path, t_a, t_b, sr, channel=src.channel)
     _check_end(src.path, end, turns, None)
     t0 = math.floor(t_a * file_sr) / file_sr
-    return _Track(x, t0)
+    return _Track(x, t0, recording=(src.path, src.channel))
 
 
 # --- analysis -----------------------------------------------------------------------------------
 
-
-def _speech_regions(
-    track: _Track, turns: Sequence[Turn], extra: Sequence[tuple[float, float]] = ()
-) -> list[tuple[float, float]]:
-    """Annotated speech (all speakers) + no-material spans, relative to the track start."""
-    regions = [(t.start - track.t0, t.end - track.t0) for t in turns]
-    regions += [(a - track.t0, b - track.t0) for a, b in (*track.gaps, *extra)]
-    return regions
+_CONTEXT_S = 0.5  # read around the window: an edge may lie this far past a loose annotation
+_REACH_S = 0.05  # background is judged only this close around the window's own turns
+_MIN_TONE_S = 1.0  # less room tone than this in the window: look in the rest of the recording
+_CUT_SEARCH_S = 0.02  # a latched speaker change in a mix is cut within this of the overlap
+_CUT_FRAME_S = 0.005
 
 
-def _tone_for(track: _Track, turns: Sequence[Turn], sr: int) -> Audio | None:
-    return extract_room_tone(
-        track.samples, sr, _speech_regions(track, turns), margin_s=_TONE_MARGIN_S
+def _spans(track: _Track, turns: Sequence[Turn], sr: int) -> list[tuple[float, float]]:
+    """Every turn's annotated span in track samples."""
+    return [((t.start - track.t0) * sr, (t.end - track.t0) * sr) for t in turns]
+
+
+def _view(
+    d: Dialogue, track: _Track, turns: Sequence[Turn], sr: int
+) -> source_acoustics.TrackView:
+    lo = min((t.start for t in turns), default=track.t0)
+    hi = max((t.end for t in turns), default=track.t0 + track.n / sr)
+    if d.window is not None:
+        lo, hi = min(lo, d.window[0]), max(hi, d.window[1])
+    reach = ((lo - _REACH_S - track.t0) * sr, (hi + _REACH_S - track.t0) * sr)
+    gaps = [((a - track.t0) * sr, (b - track.t0) * sr) for a, b in track.gaps]
+    return source_acoustics.view(
+        track.samples, sr, _spans(track, turns, sr), no_material=gaps, reach=reach
     )
 
 
-def _level(tone: Audio | None) -> float | None:
-    return rms_db(tone) if tone is not None else None
-
-
-def _material_floor_db(track: _Track, sr: int) -> float | None:
-    """A rough noise floor: the 5th percentile of 10 ms frame levels where the track has audio."""
-    n = max(1, sr // 100)
-    levels = frame_db(track.samples, n)
-    keep = levels > DIGITAL_SILENCE_DB
-    for a, b in track.gaps:
-        keep[max(0, track.index(a, sr) // n) : max(0, track.index(b, sr) // n + 1)] = False
-    if not keep.any():
-        return None
-    return float(np.percentile(levels[keep], 5))
-
-
-def _tone_between_extents(
-    track: _Track, speaker: str, turns: Sequence[Turn], sr: int
-) -> Audio | None:
-    """Room tone from the slack around a speaker's turns (clip-per-turn sources, dense labels).
-
-    A first trimming pass over a percentile floor finds the acoustic extents; what lies outside
-    them (and outside the other speakers' turns) is the recording's background.
-    """
-    floor = _material_floor_db(track, sr)
-    if floor is None:
-        return None
-    regions: list[tuple[float, float]] = []
-    for t in turns:
-        if t.speaker != speaker:
-            regions.append((t.start - track.t0, t.end - track.t0))
-            continue
-        ext = _extent(track, t.start, t.end, sr, floor)
-        if ext is not None:
-            regions.append((ext[0] / sr, ext[1] / sr))
-    regions += [(a - track.t0, b - track.t0) for a, b in track.gaps]
-    return extract_room_tone(track.samples, sr, regions, min_len_s=0.1, margin_s=0.03)
-
-
-def _extent(
-    track: _Track, a: float, b: float, sr: int, floor_db: float | None
-) -> tuple[int, int] | None:
-    """Acoustic extent of source span ``[a, b]`` as track sample indices."""
-    i0, i1 = max(0, track.index(a, sr)), min(track.n, track.index(b, sr))
-    if i1 <= i0:
-        return None
-    ext = acoustic_extent(track.samples[i0:i1], sr, floor_db)
-    if ext is None:
-        return None
-    return i0 + ext[0], i0 + ext[1]
+def _floor(
+    track: _Track, v: source_acoustics.TrackView, sr: int, window: tuple[float, float]
+) -> tuple[edges.Floor | None, RecordingTone | None]:
+    """A track's floor: its window's background, else the rest of its recording's."""
+    floor = source_acoustics.track_floor(v)
+    clear = v.clear if v.blocked is None else v.clear & ~v.blocked
+    enough = np.count_nonzero(clear) * v.an.edge.hop >= 0.3 * sr
+    if (floor is None or not enough) and track.recording is not None:
+        rec = recording_tone(*track.recording, sr, window)
+        return (rec.floor or floor), rec
+    return floor, None
 
 
 def _measure(chunks: Sequence[Audio], sr: int) -> ld.Loudness:
@@ -357,200 +337,52 @@ def _measure(chunks: Sequence[Audio], sr: int) -> ld.Loudness:
     return bs1770.measure(np.concatenate(chunks), sr)
 
 
-# --- assembly -----------------------------------------------------------------------------------
-
-_MAX_GAP_SHIFT_S = 0.2  # a measured gap further than this from the plan is not corrected
-_ROUNDS = 3  # gap measurements per dialogue, at most
-_CUT_SEARCH_S = 0.02  # a latched speaker change in a mix is cut within this of the overlap
-_CUT_FRAME_S = 0.005
-
-
-@dataclass(frozen=True)
-class _Clip:
-    """One piece of the output: gained, faded samples that move with main item ``group``."""
-
-    group: int
-    stem: int | None  # stem channel (speaker position) or None
-    data: Audio  # samples x gain x fade envelope
-    env: Audio  # the fade envelope (ducks the room-tone bed)
-    at: int  # provisional output index of data[0]
-    e0: int  # acoustic extent inside data
-    e1: int
-
-
-@dataclass(frozen=True)
-class _Change:
-    """A drawn speaker-change gap between main items ``after`` and ``after + 1``."""
-
-    after: int
-    gap_s: float
+def _cut(ext: edges.Extent) -> tuple[int, int]:
+    return int(round(ext.start)), int(round(ext.end))
 
 
 @dataclass
-class _Mix:
-    out: Audio
-    stems: Audio | None
-    shifts: list[int]  # per main item, samples added to its provisional position
-    edges: list[tuple[int, int] | None]  # per change: measured (offset, onset), final samples
-    ceiling_db: float
+class _Tone:
+    """Room tone for the bed, where it came from, and the floor it was judged against."""
+
+    samples: Audio
+    origin: str  # window / recording / synthesized
+    speaker: str
 
 
-def _assemble(
-    clips: Sequence[_Clip], shifts: Sequence[int], n: int, bed: Audio | None, n_stems: int
-) -> tuple[Audio, Audio | None]:
-    """Lay the clips over the room-tone bed, ducked under speech by the clips' envelopes."""
-    out = np.zeros(n, dtype=np.float32)
-    weight = np.zeros(n, dtype=np.float32)
-    stem_layer = [np.zeros(n, dtype=np.float32) for _ in range(n_stems)]
-    stem_weight = [np.zeros(n, dtype=np.float32) for _ in range(n_stems)]
-    for c in clips:
-        at = c.at + shifts[c.group]
-        place(out, c.data, at)
-        place(weight, c.env, at)
-        if n_stems and c.stem is not None:
-            place(stem_layer[c.stem], c.data, at)
-            place(stem_weight[c.stem], c.env, at)
-    stems = None
-    if n_stems:
-        chans = []
-        for layer, w in zip(stem_layer, stem_weight, strict=True):
-            if bed is not None:
-                layer += bed[:n] * (1.0 - np.minimum(w, 1.0))
-            chans.append(layer)
-        stems = np.stack(chans, axis=1).astype(np.float32)
-    if bed is not None:  # out += bed * (1 - min(weight, 1)), in place
-        np.minimum(weight, 1.0, out=weight)
-        np.subtract(1.0, weight, out=weight)
-        weight *= bed[:n]
-        out += weight
-    return out, stems
-
-
-def _bed(tone: Audio | None, n: int, gain_db: float, rng: np.random.Generator, sr: int) -> Audio:
-    assert tone is not None
-    return fill(tone, n, rng, max(1, int(0.01 * sr))) * np.float32(ld.db_to_gain(gain_db))
-
-
-def _mixdown(
-    clips: Sequence[_Clip],
-    spans: Sequence[tuple[int, int]],
-    changes: Sequence[_Change],
-    duration_s: float,
+def _tone(
+    who: str,
+    track: _Track,
+    v: source_acoustics.TrackView,
+    floor: edges.Floor,
+    extents: Sequence[tuple[float, float]],
+    rec: RecordingTone | None,
     sr: int,
-    cfg: RenderConfig,
-    bed_tone: tuple[Audio, float] | None,
+    window: tuple[float, float],
     rng: np.random.Generator,
-    n_stems: int,
-) -> _Mix:
-    """Assemble, measure every speaker-change gap with VAD, move turns by whole frames, repeat.
+    *,
+    annotated: bool = True,
+) -> _Tone | None:
+    """Room tone of one track: its window's pauses, then its recording's, then synthesized.
 
-    ``spans`` are each main item's acoustic extent in provisional output samples. See
-    :mod:`duetflow.audio.gaps` for why the loop is closed on the audio itself. A move changes
-    the detector's context (a shorter run of room tone before an onset), which now and then
-    moves a decision by a frame, so the result is measured again until every gap sits within a
-    frame of its draw (at most ``_ROUNDS`` measurements; in practice one or two).
-    """
-    frame_n = frame_samples(sr)
-    n0 = -(-int(round(duration_s * sr)) // frame_n) * frame_n  # a whole number of VAD frames
-    bed0 = _bed(bed_tone[0], n0, bed_tone[1], rng, sr) if bed_tone is not None else None
-    shifts = [0] * len(spans)
-    out, stems = _assemble(clips, shifts, n0, bed0, n_stems)
-    ceiling = bs1770.ceiling_gain_db(out, sr, cfg.true_peak_ceiling_dbtp)
-    limit = int(_MAX_GAP_SHIFT_S * sr)
-    rel: list[tuple[int, int] | None] = [None] * len(changes)  # edges relative to their items
-    for rnd in range(_ROUNDS if changes else 0):
-        # measure what the file will hold: the level after the ceiling and 16-bit samples (a
-        # decision at an edge can flip on a least significant bit)
-        voicing = VoicingEdges.measure(_as_written(out, ceiling), sr)
-        deltas = [0] * len(spans)
-        for c, ch in enumerate(changes):
-            k = ch.after
-            lo, end = (v + shifts[k] for v in spans[k])
-            start, hi = (v + shifts[k + 1] for v in spans[k + 1])
-            edge = voicing.gap_at((end + start) // 2, lo, hi)
-            if edge is None:
-                log.debug("no voicing edge at the change after item %d (round %d)", k, rnd)
-                continue
-            rel[c] = (edge[0] - shifts[k], edge[1] - shifts[k + 1])
-            # first round: the nearest whole frame; later ones only move a gap still more than
-            # a frame off (a decision that flips with its context cannot be pinned closer)
-            tol = frame_n // 2 if rnd == 0 else frame_n
-            step = frame_shift(
-                edge[1] - edge[0], int(round(ch.gap_s * sr)), frame_n, limit, tolerance_n=tol
-            )
-            deltas[k + 1] = max(step, -((start - end) // frame_n) * frame_n)  # extents never meet
-        if not any(deltas):
-            break
-        shifts = [s + d for s, d in zip(shifts, itertools.accumulate(deltas), strict=True)]
-        n1 = n0 + shifts[-1]
-        bed = _shift_bed(bed0, spans, shifts, n1) if bed0 is not None else None
-        out, stems = _assemble(clips, shifts, n1, bed, n_stems)
-        # the same clips at the same level: keep the measured level unless room tone moved
-        # under a join pushed a true peak over the ceiling
-        peak = bs1770.true_peak_dbtp(out, sr) + ceiling
-        if peak > cfg.true_peak_ceiling_dbtp - 0.02:
-            extra = cfg.true_peak_ceiling_dbtp - 0.05 - peak
-            log.info("true peak moved after re-timing: %.3f dB more reduction", extra)
-            ceiling += extra
+    ``annotated``: whether the annotations mark where speech is not (a clip-per-turn track's
+    turns span whole clips: its background is what lies outside the acoustic extents)."""
+    runs = source_acoustics.tone_runs(v, floor, extents, annotated=annotated)
+    tone = roomtone.tone_pieces(v.samples, runs, sr)
+    got = 0.0 if tone is None else len(tone) / sr
+    if got >= _MIN_TONE_S or track.recording is None:
+        if tone is not None:
+            return _Tone(tone, "window", who)
     else:
-        if changes:
-            log.info("gaps still moving after %d measurements; last moves unmeasured", _ROUNDS)
-    edges: list[tuple[int, int] | None] = [
-        None if e is None else (e[0] + shifts[ch.after], e[1] + shifts[ch.after + 1])
-        for ch, e in zip(changes, rel, strict=True)
-    ]
-    return _Mix(out, stems, shifts, edges, ceiling)
-
-
-def _as_written(x: Audio, gain_db: float) -> Audio:
-    """``x`` at ``gain_db`` as 16-bit PCM would hold it (what the file and its readers see)."""
-    y = x * np.float32(ld.db_to_gain(gain_db)) if gain_db < 0 else x
-    q: Audio = np.clip(y, -1.0, 1.0 - 1.0 / 32768).astype(np.float32)
-    q *= np.float32(32768.0)
-    np.rint(q, out=q)
-    q *= np.float32(1.0 / 32768.0)
-    return q
-
-
-def _shift_bed(
-    bed: Audio, spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int
-) -> Audio:
-    """The bed cut at mid-gap and moved with the items, so the room tone under and around every
-    turn is the very noise the gaps were measured with (only mid-gap length changes)."""
-    out = np.empty(n, dtype=np.float32)
-    lo = 0
-    for k, sh in enumerate(shifts):
-        if k + 1 < len(shifts):
-            mid = (spans[k][1] + spans[k + 1][0]) // 2
-            hi = mid + sh + (shifts[k + 1] - sh) // 2
-        else:
-            hi = n
-        hi = min(max(hi, lo), n)
-        out[lo:hi] = bed[lo - sh : hi - sh]
-        lo = hi
-    return out
-
-
-def _row_bounds(
-    spans: Sequence[tuple[int, int]], changes: Sequence[_Change], mix: _Mix, sr: int
-) -> list[tuple[int, int]]:
-    """Final output span of each main item as its rows report it.
-
-    The acoustic extent, except at a measured speaker change: the previous item ends at the
-    measured voicing offset and the next starts exactly the drawn gap later (within half a VAD
-    frame of its measured onset), so turn rows carry the drawn gaps.
-    """
-    out = [(a + s, b + s) for (a, b), s in zip(spans, mix.shifts, strict=True)]
-    for ch, edge in zip(changes, mix.edges, strict=True):
-        if edge is None:
-            continue
-        off = edge[0]
-        k = ch.after
-        start = off + int(round(ch.gap_s * sr))
-        if out[k][0] < off and start < out[k + 1][1]:
-            out[k] = (out[k][0], off)
-            out[k + 1] = (start, out[k + 1][1])
-    return out
+        rec = rec or recording_tone(*track.recording, sr, window)
+        if rec.tone is not None:
+            parts = [t for t in (tone, rec.tone) if t is not None]
+            fade_n = max(1, int(round(roomtone.XFADE_S * sr)))
+            return _Tone(roomtone.xfade_concat(parts, fade_n), "recording", who)
+        if tone is not None:
+            return _Tone(tone, "window", who)
+    synth = source_acoustics.synthesized(v, floor, extents, rng)
+    return _Tone(synth, "synthesized", who) if synth is not None else None
 
 
 # --- rendering ----------------------------------------------------------------------------------
@@ -562,6 +394,8 @@ class _Result:
     stems: Audio | None
     rows: list[dict[str, Any]]
     gaps: list[float]
+    measured: list[float | None]
+    corrected: int
     loud: dict[str, ld.Loudness]
     gains: dict[str, float]
     tone: dict[str, Any]
@@ -569,40 +403,141 @@ class _Result:
     ceiling_db: float
 
 
-def _tone_meta(cfg: RenderConfig, used: bool, **kw: Any) -> dict[str, Any]:
-    if used:
-        return {"used": True, **kw}
+def _tone_meta(
+    cfg: RenderConfig, tone: _Tone | None, floor_db: float | None, sr: int
+) -> dict[str, Any]:
+    if tone is not None and floor_db is not None:
+        return {
+            "used": True,
+            "from_speaker": tone.speaker,
+            "origin": tone.origin,
+            "floor_dbfs": round(floor_db, 2),
+            "material_s": round(len(tone.samples) / sr, 3),
+        }
     if not cfg.room_tone:
         return {"used": False, "reason": "render.room_tone is false"}
-    return {"used": False, "reason": "no non-speech material or digital silence"}
+    return {"used": False, "reason": "the source's floor is digital silence"}
+
+
+def _out_floor(
+    cfg: RenderConfig, post: Sequence[edges.Floor], tone: _Tone | None
+) -> float | None:
+    """The rendered file's floor (dBFS before the ceiling): the loudest background after gain,
+    when room tone is laid; None when it is not (the file's pauses are then digital silence)."""
+    noisy = [f.db for f in post if not f.digital]
+    if not cfg.room_tone or not noisy or tone is None:
+        return None
+    return max(noisy)
+
+
+def _rows_at_changes(
+    spans: Sequence[tuple[int, int]], changes: Sequence[Change], mix: Mix
+) -> list[tuple[float, float]]:
+    """Each main item's output span as its rows report it: the acoustic extent, and at every
+    measured speaker change the edges the confirming measurement found on the file."""
+    out = [(float(a + s), float(b + s)) for (a, b), s in zip(spans, mix.shifts, strict=True)]
+    for ch, m in zip(changes, mix.measures, strict=True):
+        if m is None:
+            continue
+        k = ch.after
+        if out[k][0] < m.offset and m.onset < out[k + 1][1]:
+            out[k] = (out[k][0], m.offset)
+            out[k + 1] = (m.onset, out[k + 1][1])
+    return out
+
+
+def _same_track_bounds(
+    turns: Sequence[Turn], idx: Sequence[int], i: int, track: _Track, sr: int
+) -> tuple[float, float]:
+    """Where turn ``i``'s edges may lie on its track (samples): past its hint by the search
+    reach, never past the middle of a pause to the previous or next turn on the same track, nor
+    outside its clip (clip-per-turn)."""
+    t = turns[i]
+    lo = (t.start - track.t0 - edges.SEARCH_S) * sr
+    hi = (t.end - track.t0 + edges.SEARCH_S) * sr
+    for j in idx:
+        if j == i:
+            continue
+        o = turns[j]
+        if o.end <= t.start:
+            lo = max(lo, (0.5 * (o.end + t.start) - track.t0) * sr)
+        elif o.start >= t.end:
+            hi = min(hi, (0.5 * (t.end + o.start) - track.t0) * sr)
+    mid = 0.5 * (t.start + t.end)
+    for a, b in track.pieces:
+        if a <= mid < b:
+            lo, hi = max(lo, (a - track.t0) * sr), min(hi, (b - track.t0) * sr)
+    return max(lo, 0.0), min(hi, float(track.n))
+
+
+def _piece_mask(v: source_acoustics.TrackView, track: _Track, t: Turn, sr: int) -> Any:
+    """Frames of the clip holding turn ``t`` (clip-per-turn tracks), else None."""
+    mid = 0.5 * (t.start + t.end)
+    for a, b in track.pieces:
+        if a <= mid < b:
+            mask = np.zeros(v.n_frames, dtype=bool)
+            k0, k1 = v.an.edge.span((a - track.t0) * sr, (b - track.t0) * sr)
+            mask[k0:k1] = True
+            return mask
+    return None
 
 
 def _render_separable(
     d: Dialogue, turns: Sequence[Turn], config: RunConfig, rng: np.random.Generator
 ) -> tuple[_Result, list[str]]:
     cfg, sr = config.render, config.sample_rate
-    pad_s = cfg.trim_pad_ms / 1000.0
-    pad_n, fade_n = int(round(pad_s * sr)), max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
-    tracks, files = _load_separable(d, turns, sr, pad_s)
+    pad_n = int(round(cfg.trim_pad_ms / 1000.0 * sr))
+    fade_n = max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
+    tracks, files = _load_separable(d, turns, sr, _CONTEXT_S)
     ids = [s.id for s in d.speakers]
     for t in turns:
         if t.speaker not in tracks:
             raise InputError(
                 d.id, f"turn speaker {t.speaker!r} is not a dialogue speaker", reason="bad_speaker"
             )
-    tones = {s: _tone_for(tracks[s], turns, sr) for s in ids}
-    for s in ids:
-        if tones[s] is None:  # annotations leave no room: look between acoustic extents instead
-            tones[s] = _tone_between_extents(tracks[s], s, turns, sr)
-    floors = {s: _level(tones[s]) for s in ids}
+    window = d.window or (min(t.start for t in turns), max(t.end for t in turns))
+    views = {s: _view(d, tracks[s], turns, sr) for s in ids}
+    found = {s: _floor(tracks[s], views[s], sr, window) for s in ids}
+    if not isinstance(d.source, PerTurnSource) and len(ids) == 2:
+        own = [_spans(tracks[s], [t for t in turns if t.speaker == s], sr) for s in ids]
+        source_acoustics.mark_crosstalk(
+            [views[s] for s in ids], own, [found[s][0] for s in ids]
+        )
+        found = {s: _floor(tracks[s], views[s], sr, window) for s in ids}
+    speech = [i for i, t in enumerate(turns) if t.kind != TurnKind.NONSPEECH]
+    by_speaker = {s: [i for i in speech if turns[i].speaker == s] for s in ids}
 
-    # trim each turn to its energy extent (what the clip keeps)
-    extents: dict[int, tuple[int, int]] = {}
+    # each turn's background: its track's (file-based), or its own clip's (clip-per-turn)
+    def turn_floor(i: int, ext: edges.Extent | None = None) -> edges.Floor:
+        t = turns[i]
+        v, tr = views[t.speaker], tracks[t.speaker]
+        mask = _piece_mask(v, tr, t, sr)
+        base = found[t.speaker][0] or edges.DIGITAL_FLOOR
+        if mask is None:
+            return base
+        if ext is not None:
+            mask = mask & edges.background_mask(v.an.edge, [(ext.start, ext.end)], 0.02 * sr)
+            return edges.estimate_floor(v.an, mask) or base
+        return edges.floor_of(v.an, usable=mask) or base
+
+    def hint(i: int) -> tuple[float, float]:
+        t, tr = turns[i], tracks[turns[i].speaker]
+        return (t.start - tr.t0) * sr, (t.end - tr.t0) * sr
+
+    bounds = {
+        i: _same_track_bounds(turns, by_speaker[turns[i].speaker], i, tracks[turns[i].speaker], sr)
+        for i in speech
+    }
+    floors: dict[int, edges.Floor] = {}
+    coarse: dict[int, edges.Extent] = {}
     dropped: list[int] = []
-    for i, t in enumerate(turns):
-        if t.kind == TurnKind.NONSPEECH:
-            continue
-        ext = _extent(tracks[t.speaker], t.start, t.end, sr, floors[t.speaker])
+    for i in speech:
+        t = turns[i]
+        f = turn_floor(i)
+        ext = source_acoustics.extent(views[t.speaker], f, hint(i), bounds[i])
+        if ext is not None and isinstance(d.source, PerTurnSource):
+            f = turn_floor(i, ext)
+            ext = source_acoustics.extent(views[t.speaker], f, hint(i), bounds[i]) or ext
         if ext is None:
             if t.kind == TurnKind.BACKCHANNEL:
                 dropped.append(i)
@@ -612,23 +547,57 @@ def _render_separable(
                 f"turn {i} ({t.speaker}, {t.start:.3f}-{t.end:.3f} s) has no audible speech",
                 reason="silent_turn",
             )
-        extents[i] = ext
+        floors[i], coarse[i] = f, ext
 
-    # loudness per speaker on exactly the trimmed speech that is rendered
+    # loudness per speaker on the trimmed speech that is rendered
     drop_bc = cfg.backchannels == "drop"
     chunks: dict[str, list[Audio]] = {s: [] for s in ids}
-    for i, (i0, i1) in extents.items():
+    for i, ext in coarse.items():
         if not (drop_bc and turns[i].kind == TurnKind.BACKCHANNEL):
+            i0, i1 = _cut(ext)
             chunks[turns[i].speaker].append(tracks[turns[i].speaker].samples[i0:i1])
     loud = {s: _measure(chunks[s], sr) for s in ids}
     gains = {s: ld.gain_to_target(loud[s].lufs, cfg.loudness_target_lufs) for s in ids}
+
+    # the file's floor: the loudest background after gain, room tone from that speaker's track
+    post = {i: floors[i].gained(gains[turns[i].speaker]) for i in coarse}
+    loudest = max(
+        (i for i in coarse if not post[i].digital), key=lambda i: post[i].db, default=None
+    )
+    tone: _Tone | None = None
+    if cfg.room_tone and loudest is not None:
+        for s in sorted(ids, key=lambda s: s != turns[loudest].speaker):
+            base = found[s][0]
+            if base is None or base.digital:
+                continue
+            exts = [(coarse[i].start, coarse[i].end) for i in coarse]
+            tone = _tone(
+                s, tracks[s], views[s], base, exts, found[s][1], sr, window, rng,
+                annotated=not isinstance(d.source, PerTurnSource),
+            )  # fmt: skip
+            if tone is not None:
+                break
+    out_floor = _out_floor(cfg, list(post.values()), tone)
+    target = edges.ABSOLUTE_FLOOR_DB if out_floor is None else out_floor
+
+    # final extents: speech measured down to the file's floor, in each track's scale
+    extents: dict[int, edges.Extent] = {}
+    for i, ext in coarse.items():
+        want = target - gains[turns[i].speaker]
+        if abs(want - floors[i].db) <= 0.5 and not floors[i].digital:
+            extents[i] = ext
+            continue
+        fine = source_acoustics.extent(
+            views[turns[i].speaker], floors[i], hint(i), bounds[i], want
+        )
+        extents[i] = fine or ext
 
     trimmed: list[Turn] = []
     for i, t in enumerate(turns):
         if i not in extents:
             trimmed.append(replace(t, kind=TurnKind.NONSPEECH))
             continue
-        t0, (i0, i1) = tracks[t.speaker].t0, extents[i]
+        t0, (i0, i1) = tracks[t.speaker].t0, _cut(extents[i])
         trimmed.append(replace(t, start=t0 + i0 / sr, end=t0 + i1 / sr))
     lead = cfg.gap_ms_min / 1000.0
     tl = layout_turns(trimmed, cfg, rng, lead_s=lead, tail_s=lead)
@@ -636,54 +605,47 @@ def _render_separable(
     # clips, each moving with its main turn (a kept backchannel with its host)
     group = {p.index: k for k, p in enumerate(tl.mains)}
     stem_of = {s: k for k, s in enumerate(ids)} if cfg.stems else {}
-    clips: list[_Clip] = []
+    clips: list[Clip] = []
     spans: list[tuple[int, int]] = [(0, 0)] * len(group)
     for p in tl.placements:
         tr = tracks[p.speaker]
-        i0, i1 = extents[p.index]
+        i0, i1 = _cut(extents[p.index])
         a, b = max(0, i0 - pad_n), min(tr.n, i1 + pad_n)
         at = int(round(p.out_start * sr)) - (i0 - a)
         env = fade_envelope(b - a, fade_n)
         data = tr.samples[a:b] * (env * np.float32(ld.db_to_gain(gains[p.speaker])))
         g = group[p.index if p.host is None else p.host]
-        clips.append(_Clip(g, stem_of.get(p.speaker), data, env, at, i0 - a, i1 - a))
+        fp = post[p.index].power
+        clips.append(Clip(g, stem_of.get(p.speaker), data, env, at, i0 - a, i1 - a, fp))
         if p.host is None:
             spans[g] = (at + i0 - a, at + i1 - a)
-    changes = [_Change(k, g) for k, g in zip(tl.change_after, tl.gaps_s, strict=True)]
-
-    usable = [s for s in ids if tones[s] is not None]
-    bed_tone: tuple[Audio, float] | None = None
-    tone_meta = _tone_meta(cfg, False)
-    if cfg.room_tone and usable:
-        src_s = min(usable, key=lambda s: floors[s] or -math.inf)
-        tone = tones[src_s]
-        assert tone is not None
-        bed_tone = (tone, gains[src_s])
-        tone_meta = _tone_meta(
-            cfg,
-            True,
-            from_speaker=src_s,
-            rms_dbfs=round(float(floors[src_s] or -math.inf), 2),
-            material_s=round(len(tone) / sr, 3),
-        )
-    mix = _mixdown(
-        clips, spans, changes, tl.duration_s, sr, cfg, bed_tone, rng, len(ids) if cfg.stems else 0
-    )
-    bounds = _row_bounds(spans, changes, mix, sr)
+    changes = [Change(k, g) for k, g in zip(tl.change_after, tl.gaps_s, strict=True)]
+    bed = None
+    if out_floor is not None and tone is not None:
+        bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0))
+    mix = mixdown(
+        clips, spans, changes, tl.duration_s, sr, bed=bed, rng=rng,
+        ceiling_dbtp=cfg.true_peak_ceiling_dbtp, n_stems=len(ids) if cfg.stems else 0,
+    )  # fmt: skip
+    bounds_out = _rows_at_changes(spans, changes, mix)
     rows = []
     for p, c in zip(tl.placements, clips, strict=True):
         if p.host is None:
-            s0, s1 = bounds[c.group]
+            s0, s1 = bounds_out[c.group]
         else:
             at = c.at + mix.shifts[c.group]
-            s0, s1 = at + c.e0, at + c.e1
+            s0, s1 = float(at + c.e0), float(at + c.e1)
         rows.append(_turn_row(d, p.index, p.host is not None, s0 / sr, s1 / sr))
-    dropped_all = sorted({*dropped, *tl.dropped})
     res = _Result(
-        mix.out, mix.stems, rows, list(tl.gaps_s), loud, gains, tone_meta, dropped_all,
+        mix.out, mix.stems, rows, list(tl.gaps_s), _measured_ms(mix, sr), mix.corrected, loud,
+        gains, _tone_meta(cfg, tone, out_floor, sr), sorted({*dropped, *tl.dropped}),
         mix.ceiling_db,
     )  # fmt: skip
     return res, files
+
+
+def _measured_ms(mix: Mix, sr: int) -> list[float | None]:
+    return [None if m is None else round(m.gap / sr * 1000.0, 3) for m in mix.measures]
 
 
 def _quietest(x: Audio, i0: int, i1: int, sr: int) -> int:
@@ -699,13 +661,18 @@ def _block_bounds(track: _Track, blocks: Sequence[Block], sr: int) -> list[tuple
     """Source-time range each block's audio may come from.
 
     Blocks that overlap (a latched speaker change, see :func:`~duetflow.audio.retime.merge_blocks`)
-    are cut at the quietest point around the overlap, so neither keeps the other's voice.
+    are cut at the quietest point around the overlap, so neither keeps the other's voice; other
+    neighbours are bounded at the middle of the pause between their annotations.
     """
-    bounds = [(b.start, b.end) for b in blocks]
+    bounds = [(b.start - edges.SEARCH_S, b.end + edges.SEARCH_S) for b in blocks]
     m = _CUT_SEARCH_S
     for k in range(len(blocks) - 1):
         e, s = blocks[k].end, blocks[k + 1].start
         if s >= e:
+            c = 0.5 * (e + s)
+            if s - e < 2 * edges.SEARCH_S:
+                bounds[k] = (bounds[k][0], c)
+                bounds[k + 1] = (c, bounds[k + 1][1])
             continue
         lo = max(track.index(s - m, sr), track.index(blocks[k].start, sr), 0)
         hi = min(track.index(e + m, sr), track.index(blocks[k + 1].end, sr), track.n)
@@ -721,25 +688,35 @@ def _render_mixed(
     cfg, sr = config.render, config.sample_rate
     src = d.source
     assert isinstance(src, MixedMonoSource)
-    pad_s = cfg.trim_pad_ms / 1000.0
-    pad_n, fade_n = int(round(pad_s * sr)), max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
-    track = _load_mixed(d, src, turns, sr, pad_s)
+    pad_n = int(round(cfg.trim_pad_ms / 1000.0 * sr))
+    fade_n = max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
+    track = _load_mixed(d, src, turns, sr, _CONTEXT_S)
     ids = [s.id for s in d.speakers]
-    tone = _tone_for(track, turns, sr)
-    floor = rms_db(tone) if tone is not None else None
+    window = d.window or (min(t.start for t in turns), max(t.end for t in turns))
+    v = _view(d, track, turns, sr)
+    floor, rec = _floor(track, v, sr, window)
+    floor = floor or edges.DIGITAL_FLOOR
 
     keep, dropped = mixed_speech_indices(turns, cfg)
     raw_blocks = merge_blocks(turns, keep, config.turns.min_overlap_s)
-    extents: list[tuple[int, int]] = []
-    for blk, (b0, b1) in zip(raw_blocks, _block_bounds(track, raw_blocks, sr), strict=True):
-        ext = _extent(track, b0, b1, sr, floor)
+    limits = _block_bounds(track, raw_blocks, sr)
+
+    def locate(k: int, on: float | None = None, off: float | None = None) -> edges.Extent | None:
+        blk, (b0, b1) = raw_blocks[k], limits[k]
+        hint = ((blk.start - track.t0) * sr, (blk.end - track.t0) * sr)
+        lims = (max(0.0, (b0 - track.t0) * sr), min(float(track.n), (b1 - track.t0) * sr))
+        return source_acoustics.extent(v, floor, hint, lims, onset_db=on, offset_db=off)
+
+    coarse: list[edges.Extent] = []
+    for k, blk in enumerate(raw_blocks):
+        ext = locate(k)
         if ext is None:
             raise InputError(
                 src.path,
                 f"no audible speech in {blk.start:.3f}-{blk.end:.3f} s (turns {list(blk.members)})",
                 reason="silent_turn",
             )
-        extents.append(ext)
+        coarse.append(ext)
 
     # who speaks alone where (track samples), for measurement and the gain curve
     masks = {s: np.zeros(track.n, dtype=bool) for s in ids}
@@ -748,7 +725,8 @@ def _render_mixed(
         if t.speaker in masks:
             masks[t.speaker][max(0, track.index(t.start, sr)) : track.index(t.end, sr)] = True
     inside = np.zeros(track.n, dtype=bool)
-    for i0, i1 in extents:
+    for ext in coarse:
+        i0, i1 = _cut(ext)
         inside[i0:i1] = True
     alone_of: dict[str, np.ndarray] = {}
     for s in ids:
@@ -772,35 +750,61 @@ def _render_mixed(
     g = np.full(track.n, ld.db_to_gain(mid_db), dtype=np.float64)
     for s in ids:
         g[alone_of[s]] = ld.db_to_gain(gains[s])
+    gsm = smooth_steps(g, fade_n)
+
+    # the file's floor: the recording's floor under the larger gain; tone from the recording
+    tone: _Tone | None = None
+    if cfg.room_tone and not floor.digital:
+        exts = [(e.start, e.end) for e in coarse]
+        tone = _tone("mix", track, v, floor, exts, rec, sr, window, rng)
+    post = [floor.gained(gains[s]) for s in ids]
+    out_floor = _out_floor(cfg, post, tone)
+    target = edges.ABSOLUTE_FLOOR_DB if out_floor is None else out_floor
+    extents: list[edges.Extent] = []
+    for k, (blk, ext) in enumerate(zip(raw_blocks, coarse, strict=True)):
+        on = target - gains.get(blk.first_speaker, mid_db)
+        off = target - gains.get(blk.last_speaker, mid_db)
+        fine = locate(k, on, off) if floor.digital or max(
+            abs(on - floor.db), abs(off - floor.db)
+        ) > 0.5 else ext  # fmt: skip
+        extents.append(fine or ext)
 
     blocks = [
         replace(blk, start=track.t0 + i0 / sr, end=track.t0 + i1 / sr)
-        for blk, (i0, i1) in zip(raw_blocks, extents, strict=True)
+        for blk, (i0, i1) in zip(raw_blocks, map(_cut, extents), strict=True)
     ]
     lead = cfg.gap_ms_min / 1000.0
     starts, gaps, after, duration = layout_blocks(blocks, cfg, rng, lead_s=lead, tail_s=lead)
 
     # clip bounds: the pad never reaches into the neighbouring block's speech
+    cuts = [_cut(e) for e in extents]
     lims = [(0, track.n) for _ in blocks]
     for k in range(len(blocks) - 1):
-        e1, n0 = extents[k][1], extents[k + 1][0]
+        e1, n0 = cuts[k][1], cuts[k + 1][0]
         if n0 - e1 < 2 * pad_n:
             mid = (e1 + n0) // 2
             lims[k] = (lims[k][0], mid)
             lims[k + 1] = (mid, lims[k + 1][1])
-    clips: list[_Clip] = []
+    clips: list[Clip] = []
     spans: list[tuple[int, int]] = []
-    for k, ((i0, i1), o_start) in enumerate(zip(extents, starts, strict=True)):
+    fpow = floor.power
+    for k, ((i0, i1), o_start) in enumerate(zip(cuts, starts, strict=True)):
         a, b = max(lims[k][0], i0 - pad_n), min(lims[k][1], i1 + pad_n)
         at = int(round(o_start * sr)) - (i0 - a)
         env = fade_envelope(b - a, fade_n)
-        data = track.samples[a:b] * smooth_steps(g[a:b], fade_n) * env
-        clips.append(_Clip(k, None, data, env, at, i0 - a, i1 - a))
+        data = track.samples[a:b] * gsm[a:b] * env
+        fp = (np.square(gsm[a:b]) * np.float32(fpow)).astype(np.float32)
+        clips.append(Clip(k, None, data, env, at, i0 - a, i1 - a, fp))
         spans.append((at + i0 - a, at + i1 - a))
-    changes = [_Change(k, gap) for k, gap in zip(after, gaps, strict=True)]
-    bed_tone = (tone, mid_db) if cfg.room_tone and tone is not None else None
-    mix = _mixdown(clips, spans, changes, duration, sr, cfg, bed_tone, rng, 0)
-    bounds = _row_bounds(spans, changes, mix, sr)
+    changes = [Change(k, gap) for k, gap in zip(after, gaps, strict=True)]
+    bed = None
+    if out_floor is not None and tone is not None:
+        bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0))
+    mix = mixdown(
+        clips, spans, changes, duration, sr, bed=bed, rng=rng,
+        ceiling_dbtp=cfg.true_peak_ceiling_dbtp,
+    )  # fmt: skip
+    bounds = _rows_at_changes(spans, changes, mix)
 
     rows = []
     for k, (blk, (lo, hi)) in enumerate(zip(blocks, bounds, strict=True)):
@@ -816,20 +820,14 @@ def _render_mixed(
             end = hi / sr if i == last else min(max(t.end + shift, lo / sr), hi / sr)
             hosted = t.kind == TurnKind.BACKCHANNEL and not solo
             rows.append(_turn_row(d, i, hosted, start, end))
-    if bed_tone is not None:
-        tone_meta = _tone_meta(
-            cfg,
-            True,
-            from_speaker="mix",
-            rms_dbfs=round(float(floor or -math.inf), 2),
-            material_s=round(len(bed_tone[0]) / sr, 3),
-        )
-    else:
-        tone_meta = _tone_meta(cfg, False)
+    tone_meta = _tone_meta(cfg, tone, out_floor, sr)
     if cfg.stems:
         log.info("%s: stems are not available for a mixed mono source", d.id)
         tone_meta["stems"] = "unavailable for mixed mono"
-    res = _Result(mix.out, None, rows, gaps, loud, gains, tone_meta, dropped, mix.ceiling_db)
+    res = _Result(
+        mix.out, None, rows, gaps, _measured_ms(mix, sr), mix.corrected, loud, gains, tone_meta,
+        dropped, mix.ceiling_db,
+    )  # fmt: skip
     return res, [src.path]
 
 
@@ -907,6 +905,8 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         "orig_turns": [[t.speaker, str(t.kind), t.start, t.end] for t in d.turns],
         "dropped_turns": res.dropped,
         "gaps_ms": [round(g * 1000, 3) for g in res.gaps],
+        "gaps_measured_ms": res.measured,
+        "gap_corrections": res.corrected,
         "loudness": {
             s: {"measured_lufs": round(res.loud[s].lufs, 3), "method": res.loud[s].method}
             for s in (a, b)

@@ -1,6 +1,6 @@
 """Small two-speaker recordings for the render tests, in every AudioSource shape.
 
-Speech comes from :mod:`duetflow.samples.voice` (WebRTC VAD hears it as speech). The two speakers
+Speech comes from :mod:`duetflow.samples.voice`. The two speakers
 are recorded at very different levels, with loose annotations (slack before and after the
 speech) and long, uneven pauses, so that every property the renderer promises has something to
 fix. Measurement helpers read the rendered audio itself.
@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from duetflow.audio.vad import voiced_frames
 from duetflow.model import (
     AudioSource,
     Category,
@@ -157,39 +156,65 @@ def make(
 
 
 # --- measuring the rendered audio ---------------------------------------------------------------
+#
+# An energy instrument written for the tests, independently of duetflow.audio.edges (different
+# window, hop, floor estimate and threshold rule, no high-pass, no hysteresis, no
+# extrapolation): the textbook measure a listener's stopwatch approximates.
 
-FRAME_MS = 10
-FRAME_S = FRAME_MS / 1000
+WIN_S = 0.005  # 5 ms windows ...
+HOP_S = 0.001  # ... every 1 ms
 
 
-def vad_onsets_offsets(y: np.ndarray, sr: int) -> tuple[np.ndarray, np.ndarray]:
-    """Speech onsets and offsets (s) by WebRTC VAD in 10 ms frames.
+def _levels(y: np.ndarray, sr: int) -> tuple[np.ndarray, float]:
+    """(level in dB of the 5 ms window centred on each 1 ms step, step in seconds)."""
+    x = np.asarray(y, dtype=np.float64)
+    w, h = max(1, int(round(WIN_S * sr))), max(1, int(round(HOP_S * sr)))
+    c = np.concatenate(([0.0], np.cumsum(x * x)))
+    starts = np.arange(0, len(x) - w + 1, h)
+    p = (c[starts + w] - c[starts]) / w
+    return 10 * np.log10(np.maximum(p, 1e-20)), h / sr
 
-    WebRTC VAD holds speech on for several frames after it ends (built-in hangover), so offsets
-    are found as the onsets of the time-reversed signal, where the detector reacts within a frame.
-    """
-    fwd, _ = voiced_frames(y, sr, 3, FRAME_MS)
-    rev, _ = voiced_frames(np.ascontiguousarray(y[::-1]), sr, 3, FRAME_MS)
-    on = np.flatnonzero(fwd & ~np.concatenate(([False], fwd[:-1]))) * FRAME_S
-    n = len(y) / sr
-    rev_on = np.flatnonzero(rev & ~np.concatenate(([False], rev[:-1]))) * FRAME_S
-    off = np.sort(n - rev_on)
-    return on, off
+
+def pause_edges(y: np.ndarray, sr: int, end_s: float, start_s: float) -> tuple[float, float, float]:
+    """(offset s, onset s, floor dB) of the pause the rows place between ``end_s`` and
+    ``start_s``: the pause's floor is the median level of its middle half; speech is at least
+    10 ms of windows above the floor + 3 dB or the noise's own 99th percentile + 1 dB, whichever
+    is higher; the offset is the last such window's centre before the middle of the pause, the
+    onset the first after it."""
+    db, step = _levels(y, sr)
+    t = np.arange(len(db)) * step + WIN_S / 2  # window centres
+    q = end_s + (start_s - end_s) * np.array([0.25, 0.75])
+    core = db[(t >= q[0]) & (t <= q[1])]
+    floor = float(np.median(core))
+    thr = max(floor + 3.0, float(np.percentile(core, 99)) + 1.0)
+    run = max(1, int(round(0.010 / step)))
+    loud = np.convolve(db > thr, np.ones(run), mode="full") >= run  # loud[k]: k-run+1..k loud
+    mid = 0.5 * (end_s + start_s)
+    ends = np.flatnonzero(loud[: len(db)])  # last window of a 10 ms loud run
+    starts = ends - run + 1  # first window of it
+    before = ends[(t[ends] < mid) & (t[ends] > end_s - 0.5)]
+    after = starts[(t[np.maximum(starts, 0)] > mid) & (t[np.maximum(starts, 0)] < start_s + 0.5)]
+    assert before.size and after.size, f"no speech around the pause at {mid:.3f} s"
+    return float(t[before[-1]]), float(t[after[0]]), floor
+
+
+def change_pauses(rows: list[dict]) -> list[tuple[dict, dict]]:
+    """Consecutive main turns of different speakers with a pause between them (row times)."""
+    mains = sorted((r for r in rows if r["kind"] == "turn"), key=lambda r: r["start_s"])
+    return [
+        (a, b)
+        for a, b in itertools.pairwise(mains)
+        if a["speaker"] != b["speaker"] and b["start_s"] > a["end_s"]
+    ]
 
 
 def measured_change_gaps(y: np.ndarray, sr: int, rows: list[dict]) -> list[float]:
-    """Silence (s) the VAD hears at every speaker change between consecutive main turns."""
-    on, off = vad_onsets_offsets(y, sr)
-    mains = [r for r in rows if r["kind"] == "turn"]
-    gaps = []
-    for a, b in itertools.pairwise(mains):
-        if a["speaker"] == b["speaker"]:
-            continue
-        mid = (a["end_s"] + b["start_s"]) / 2
-        end = off[off <= mid].max()
-        start = on[on >= mid].min()
-        gaps.append(float(start - end))
-    return gaps
+    """The pause (s) the test instrument hears at every speaker change between main turns."""
+    out = []
+    for a, b in change_pauses(rows):
+        off, on, _ = pause_edges(y, sr, a["end_s"], b["start_s"])
+        out.append(on - off)
+    return out
 
 
 def segments(y: np.ndarray, sr: int, rows: list[dict], speaker: str) -> np.ndarray:

@@ -1,12 +1,24 @@
-"""Room tone: fill re-timed gaps with the recording's own background, not digital zero.
+"""Room tone: the recording's own background, collected from its non-speech and laid in gaps.
 
-A gap of digital silence between two noisy turns is a tell (the noise floor switches off and on).
-:func:`extract_room_tone` collects the recording's non-speech material, keeps only its quiet,
-steady part (coughs and door slams that the annotation missed are louder than the floor and are
-left out), and :func:`fill` loops it to any length with equal-power crossfades between randomly
-chosen excerpts, so the level stays the measured one and no loop point is audible.
+A gap of digital silence between two noisy turns is a tell (the floor switches off and on). The
+renderer fills every gap, and tops up every clip whose own background is quieter, with the
+recording's background at the dialogue's floor level, so the floor is one steady level across
+the whole file (docs/turn-taking.md, *Room tone*).
 
-The TTS stage reuses both functions to lay reference-recording ambience under synthetic speech.
+* :func:`tone_pieces` collects background from the frames of a signal that hold no speech:
+  runs of at least :data:`MIN_PAUSE_S` (a pause between words qualifies, a lead-in, the rest of
+  a long recording), each trimmed clear of its edges, frames louder than the floor by more than
+  :data:`EVENT_DB` left out (a cough, a door, a breath), joined with short equal-power
+  crossfades;
+* :func:`synthesized_tone` stands in where a recording has a floor but no pause long enough
+  to take it from (continuous talk): noise with the background's own average spectrum, taken
+  from its quietest frames, at its level;
+* :func:`fill` loops tone to any length (random excerpts, equal-power crossfades, the tone's
+  level), :func:`extract_room_tone` does all of it for a signal with known speech regions
+  (PH ambience from reference recordings).
+
+Pure numpy; nothing here reads files (see :mod:`duetflow.tone_sources` for reading more of a
+recording when a window holds too little non-speech).
 """
 
 from __future__ import annotations
@@ -16,14 +28,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from duetflow.audio import edges
 from duetflow.audio.io import Audio, to_mono
-from duetflow.audio.trim import frame_db, rms_db
+from duetflow.audio.trim import rms_db
 
 #: Non-speech quieter than this (RMS dBFS) is digital silence, not room tone.
-DIGITAL_SILENCE_DB = -80.0
-_CHUNK_S = 0.1  # non-speech is judged in 100 ms chunks
-_KEEP_ABOVE_QUIET_DB = 6.0  # chunks louder than the quiet level by more than this are events
-_MAX_TONE_S = 10.0  # enough material to loop without audible repetition
+DIGITAL_SILENCE_DB = edges.DIGITAL_DB
+#: Shortest run of non-speech taken as room tone (s): a pause between words is enough.
+MIN_PAUSE_S = 0.08
+#: Kept clear of speech at both ends of a run (s).
+MARGIN_S = 0.01
+#: Frames louder than the floor by more than this are events, not room tone (dB): a faint
+#: crosstalk tail, a breath, a cough would come back in every gap the tone is laid in.
+EVENT_DB = 4.0
+#: Enough material to loop without audible repetition (s).
+MAX_TONE_S = 10.0
+#: Crossfade between pieces of tone (s).
+XFADE_S = 0.005
 
 
 def _xfade_curves(fade_n: int) -> tuple[Audio, Audio]:
@@ -59,83 +80,117 @@ def xfade_concat(pieces: Sequence[Audio], fade_n: int) -> Audio:
     return out
 
 
-def _nonspeech_spans(
-    n: int, sr: int, speech_regions: Sequence[tuple[float, float]], margin_s: float
-) -> list[tuple[int, int]]:
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    for a, b in sorted(speech_regions):
-        i0 = max(0, int(math.floor((a - margin_s) * sr)))
-        if i0 > pos:
-            spans.append((pos, min(i0, n)))
-        pos = max(pos, int(math.ceil((b + margin_s) * sr)))
-        if pos >= n:
-            break
-    if pos < n:
-        spans.append((pos, n))
-    return [(a, b) for a, b in spans if b > a]
-
-
-def extract_room_tone(
-    samples: Audio,
-    sr: int,
-    speech_regions: Sequence[tuple[float, float]],
-    min_len_s: float = 0.3,
+def pause_runs(
+    an: edges.Analysis,
+    background: edges.BoolArray,
+    floor: edges.Floor,
     *,
-    margin_s: float = 0.05,
-    max_len_s: float = _MAX_TONE_S,
-) -> Audio | None:
-    """The recording's background: quiet non-speech material, crossfaded into one mono signal.
+    min_len_s: float = MIN_PAUSE_S,
+    margin_s: float = MARGIN_S,
+) -> list[tuple[int, int]]:
+    """Sample ranges of room tone: runs of ``background`` frames at the floor's level.
 
-    ``speech_regions`` are ``(start_s, end_s)`` relative to ``samples[0]``; everything outside
-    them (less ``margin_s``) is a candidate. Runs shorter than ``min_len_s`` are ignored, and so
-    is material louder than the quiet level by more than 6 dB (unannotated events). Returns None
-    when nothing is left or what is left is digital silence (clean or synthetic sources).
+    A run covers the samples whose every envelope window is background, less ``margin_s`` at
+    both ends; runs shorter than ``min_len_s`` are left out. Frames louder than the floor by
+    :data:`EVENT_DB` break a run.
     """
+    env = an.level
+    n = min(len(env), len(background))
+    if n == 0 or floor.digital:
+        return []
+    ok = background[:n] & (env.db[:n] <= floor.db + EVENT_DB) & (env.db[:n] > edges.DIGITAL_DB)
+    d = np.diff(np.concatenate(([0], ok.astype(np.int8), [0])))
+    starts, stops = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    sr, hop = env.sr, env.hop
+    margin = int(round(margin_s * sr))
+    min_n = int(round(min_len_s * sr))
+    out = []
+    for k0, k1 in zip(starts, stops, strict=True):
+        a = env.start + int(k0) * hop + margin
+        b = env.start + (int(k1) - 1 + edges.WINDOW_HOPS) * hop - margin
+        if b - a >= min_n:
+            out.append((a, b))
+    return out
+
+
+def tone_pieces(
+    samples: Audio,
+    runs: Sequence[tuple[int, int]],
+    sr: int,
+    *,
+    max_len_s: float = MAX_TONE_S,
+) -> Audio | None:
+    """The runs of ``samples`` (sample ranges, see :func:`pause_runs`) joined with short
+    equal-power crossfades, at most ``max_len_s`` long; None when there is none."""
     x = to_mono(samples)
-    chunk = max(1, int(round(_CHUNK_S * sr)))
-    min_n = max(1, int(round(min_len_s * sr)))
-    runs: list[tuple[int, int]] = []
-    levels: list[float] = []
-    for a, b in _nonspeech_spans(len(x), sr, speech_regions, margin_s):
-        if b - a < min_n:
-            continue
-        db = frame_db(x[a:b], chunk)
-        for k, level in enumerate(db):
-            runs.append((a + k * chunk, a + (k + 1) * chunk))
-            levels.append(float(level))
-    if not runs:
-        return None
-    quiet = float(np.percentile(levels, 25))
-    if quiet < DIGITAL_SILENCE_DB:
-        return None
-    limit = quiet + _KEEP_ABOVE_QUIET_DB
-    # merge kept chunks that touch into contiguous pieces (only real joins get crossfades)
-    pieces: list[tuple[int, int]] = []
-    for (a, b), level in zip(runs, levels, strict=True):
-        if level > limit:
-            continue
-        if pieces and pieces[-1][1] == a:
-            pieces[-1] = (pieces[-1][0], b)
-        else:
-            pieces.append((a, b))
-    pieces = [(a, b) for a, b in pieces if b - a >= min(min_n, 2 * chunk)]
-    if not pieces:
-        return None
-    fade_n = max(1, int(0.01 * sr))
+    fade_n = max(1, int(round(XFADE_S * sr)))
     max_n = int(max_len_s * sr)
     chosen: list[Audio] = []
     got = 0
-    for a, b in pieces:
-        take = min(b - a, max_n - got)
+    for a, b in runs:
+        a, b = max(0, a), min(len(x), b)
+        take = min(b - a, max_n - got + fade_n)
         if take <= 2 * fade_n:
+            continue
+        chosen.append(np.asarray(x[a : a + take], dtype=np.float32))
+        got += take - fade_n
+        if got >= max_n:
             break
-        chosen.append(x[a : a + take])
-        got += take
     tone = xfade_concat(chosen, fade_n)
     if tone.size == 0 or rms_db(tone) < DIGITAL_SILENCE_DB:
         return None
     return tone
+
+
+def synthesized_tone(
+    samples: Audio,
+    an: edges.Analysis,
+    background: edges.BoolArray,
+    floor: edges.Floor,
+    rng: np.random.Generator,
+    length_s: float = 2.0,
+) -> Audio | None:
+    """Noise with the background's average spectrum at the floor's level (mean power).
+
+    The spectrum is averaged over the quietest background frames (a Hann-windowed FFT of 20 ms
+    around each); None for a digital floor or too few frames.
+    """
+    if floor.digital:
+        return None
+    x = to_mono(samples)
+    env = an.level
+    n = min(len(env), len(background))
+    idx = np.flatnonzero(background[:n] & (env.db[:n] > edges.DIGITAL_DB))
+    if idx.size < edges.MIN_FLOOR_FRAMES:
+        return None
+    keep = max(edges.MIN_FLOOR_FRAMES, idx.size // 4)
+    quiet = idx[np.argsort(env.db[idx], kind="stable")[:keep]]
+    sr = env.sr
+    size = 1 << max(6, int(math.ceil(math.log2(0.02 * sr))))
+    win = np.hanning(size)
+    spec = np.zeros(size // 2 + 1)
+    used = 0
+    for k in np.sort(quiet)[:200]:
+        c = int(env.center(float(k)))
+        a = c - size // 2
+        if a < 0 or a + size > len(x):
+            continue
+        spec += np.abs(np.fft.rfft(x[a : a + size].astype(np.float64) * win)) ** 2
+        used += 1
+    if used == 0:
+        return None
+    m = int(length_s * sr)
+    shaped = np.fft.rfft(rng.standard_normal(m))
+    f_in = np.linspace(0.0, 1.0, spec.size)
+    f_out = np.linspace(0.0, 1.0, shaped.size)
+    shaped *= np.sqrt(np.interp(f_out, f_in, spec / used))
+    y = np.fft.irfft(shaped, m)
+    y -= float(np.mean(y))
+    p = float(np.mean(y * y))
+    if p <= 0:
+        return None
+    y *= math.sqrt(floor.power / p)
+    return y.astype(np.float32)
 
 
 def fill(tone: Audio, n: int, rng: np.random.Generator, fade_n: int) -> Audio:
@@ -165,3 +220,37 @@ def fill(tone: Audio, n: int, rng: np.random.Generator, fade_n: int) -> Audio:
     if math.isfinite(target) and math.isfinite(got):
         out *= np.float32(10 ** ((target - got) / 20.0))
     return out
+
+
+def extract_room_tone(
+    samples: Audio,
+    sr: int,
+    speech_regions: Sequence[tuple[float, float]],
+    min_len_s: float = MIN_PAUSE_S,
+    *,
+    margin_s: float = 0.05,
+    max_len_s: float = MAX_TONE_S,
+    rng: np.random.Generator | None = None,
+) -> Audio | None:
+    """The background of a signal whose speech lies in ``speech_regions`` (seconds).
+
+    Non-speech is everything ``margin_s`` clear of the regions whose level is the floor's
+    (measured there); runs of at least ``min_len_s`` are joined (:func:`tone_pieces`). Where the
+    regions leave no such run, noise with the background's spectrum stands in
+    (:func:`synthesized_tone`, seeded by ``rng``, default seed 0). None when the background is
+    digital silence (clean or synthetic sources).
+    """
+    x = to_mono(samples)
+    an = edges.analyse(x, sr)
+    spans = [(a * sr, b * sr) for a, b in speech_regions]
+    background = edges.background_mask(an.edge, spans, margin_s * sr)
+    floor = edges.floor_of(an, spans, margin_s * sr)
+    if floor is None or floor.digital:
+        return None
+    runs = pause_runs(an, background, floor, min_len_s=min_len_s)
+    tone = tone_pieces(x, runs, sr, max_len_s=max_len_s)
+    if tone is not None:
+        return tone
+    if np.count_nonzero(background) < edges.MIN_FLOOR_FRAMES:
+        background = an.level.db <= floor.db + edges.EDGE_DB
+    return synthesized_tone(x, an, background, floor, rng or np.random.default_rng(0))

@@ -1,12 +1,8 @@
-"""Trim a turn to its acoustic extent, so that a planned gap is the gap a listener hears.
+"""Levels and the acoustic extent of a stand-alone clip (an utterance, a reference).
 
-Annotated turn boundaries are loose (transcribers mark a few hundred ms of breath or silence);
-if we re-timed them as given, the audible pause would be the planned gap *plus* that slack. We
-find the first and last moment where the signal rises above a threshold derived from the
-recording's own noise floor and the turn's peak, coarse on 10 ms frames, then refined to ~1 ms
-with a short moving energy so that the extent does not snap to a frame grid.
-
-Pure numpy; no allocation beyond one frame-energy vector per call.
+:func:`acoustic_extent` is :func:`duetflow.audio.edges.speech_extent` for a clip that holds
+one stretch of speech and nothing else to locate it by: the clip itself is the hint, its own
+quietest frames the floor (digital silence for clean synthesis).
 """
 
 from __future__ import annotations
@@ -16,10 +12,9 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from duetflow.audio.io import Audio
+from duetflow.audio import edges
+from duetflow.audio.io import Audio, to_mono
 
-#: Below this a frame is digital silence whatever the other thresholds say.
-ABS_FLOOR_DB = -70.0
 _EPS = 1e-12
 
 
@@ -44,63 +39,29 @@ def rms_db(samples: Audio) -> float:
     return 10.0 * math.log10(ms) if ms > 0 else -math.inf
 
 
-def threshold_db(
-    peak_db: float, floor_db: float | None, margin_db: float = 10.0, range_db: float = 40.0
-) -> float:
-    """Speech threshold: above the noise floor by ``margin_db`` and within ``range_db`` of the peak.
-
-    The floor term keeps room noise out; the peak term keeps a clean (noise-free) recording's
-    breath and reverb tail out, since there is no floor to measure there.
-    """
-    thr = max(peak_db - range_db, ABS_FLOOR_DB)
-    if floor_db is not None and math.isfinite(floor_db):
-        thr = max(thr, floor_db + margin_db)
-    return thr
-
-
 def acoustic_extent(
-    samples: Audio,
-    sample_rate: int,
-    floor_db: float | None = None,
-    *,
-    frame_ms: float = 10.0,
-    margin_db: float = 10.0,
-    range_db: float = 40.0,
+    samples: Audio, sample_rate: int, floor_db: float | None = None
 ) -> tuple[int, int] | None:
-    """Sample range ``[i0, i1)`` holding the audible part of ``samples``; None if nothing is.
+    """Sample range ``[i0, i1)`` of the speech in a clip; None if nothing is audible.
 
-    ``floor_db`` is the recording's noise floor (RMS dBFS of its room tone) when known.
+    ``floor_db``: the level the speech must fall to (the floor it will be heard over, e.g. the
+    ambience a PH utterance is laid on); default the clip's own floor, or the absolute floor
+    when the clip is digitally clean.
     """
-    x = samples if samples.ndim == 1 else samples.mean(axis=1, dtype=np.float32)
-    n = max(1, int(round(sample_rate * frame_ms / 1000.0)))
-    levels = frame_db(x, n)
-    if levels.size == 0:
+    x = to_mono(samples)
+    an = edges.analyse(x, sample_rate)
+    if len(an.edge) < 2:
         return None
-    peak = float(levels.max())
-    thr = threshold_db(peak, floor_db, margin_db, range_db)
-    if peak < thr or peak <= ABS_FLOOR_DB:
+    floor = edges.floor_of(an) or edges.DIGITAL_FLOOR
+    ext = edges.speech_extent(
+        an,
+        floor,
+        (0.0, float(len(x))),
+        bounds=(0.0, float(len(x))),
+        onset_floor_db=floor_db,
+        offset_floor_db=floor_db,
+    )
+    if ext is None:
         return None
-    above = np.flatnonzero(levels >= thr)
-    first, last = int(above[0]), int(above[-1])
-    i0 = _refine(x, first * n, n, sample_rate, thr, rising=True)
-    i1 = _refine(x, (last + 1) * n, n, sample_rate, thr, rising=False)
-    if i1 <= i0:
-        return first * n, (last + 1) * n
-    return i0, i1
-
-
-def _refine(x: Audio, edge: int, n: int, sr: int, thr_db: float, *, rising: bool) -> int:
-    """Move a frame-grid edge to where a ~1 ms moving energy crosses the threshold."""
-    w = max(1, sr // 1000)
-    lo = max(0, edge - n) if rising else max(0, edge - 2 * n)
-    hi = min(len(x), edge + 2 * n) if rising else min(len(x), edge + n)
-    seg = x[lo:hi].astype(np.float64)
-    if len(seg) < w:
-        return edge
-    c = np.concatenate(([0.0], np.cumsum(seg * seg)))
-    ms = (c[w:] - c[:-w]) / w  # ms[k] = energy of seg[k:k+w]
-    thr = 10.0 ** (thr_db / 10.0)
-    hits = np.flatnonzero(ms >= thr)
-    if hits.size == 0:
-        return edge
-    return lo + int(hits[0]) if rising else lo + int(hits[-1]) + w
+    i0, i1 = int(math.floor(ext.start)), int(math.ceil(ext.end))
+    return (i0, i1) if i1 > i0 else None

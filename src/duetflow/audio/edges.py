@@ -1,0 +1,595 @@
+"""Acoustic speech edges: where speech meets the noise floor, on a short-time energy envelope.
+
+This is the one definition of "where speech starts and ends" in duetflow. The renderer trims
+turns with it, places clips by it and confirms every speaker-change gap on the rendered audio
+with it; the report, the schema checks and the benchmark measure with it. The contract it
+serves is written in docs/turn-taking.md (*Gaps*); its calibration is
+``tests/audio/test_edges_calibration.py`` (signals built by :mod:`duetflow.samples.calibration`).
+
+**Envelopes** (:func:`analyse`): mean-square energy in 10 ms windows every 2.5 ms, in dBFS, of
+the signal as it is (*level* envelope) and of the signal high-passed at 100 Hz (*edge*
+envelope). A room's rumble and mains hum live below 100 Hz, speech hardly does; their energy
+flickers by several dB from one 10 ms window to the next, which would hide the last few dB of a
+fading word. Edges are therefore read on the edge envelope, while the level speech must fall to
+is the broadband floor's.
+
+**Floor** (:func:`estimate_floor`): the background of a stretch of non-speech: its mean power
+over the frames up to the quiet ones' upper reach (louder frames are events: a cough, a breath,
+a tail the annotation missed), and how far single frames of the edge envelope rise above their
+neighbourhood (*flicker*). A background with a fifth or more of its frames digitally silent
+(below :data:`DIGITAL_DB`) has no level to measure: the absolute :data:`ABSOLUTE_FLOOR_DB`
+stands in (a quiet listening room, about 47 dB under speech at -23 LUFS).
+
+**Edge** (:func:`speech_extent`): where the speech alone falls to the floor's power. On the
+envelope of speech plus noise that is a crossing of the floor plus 3 dB, raised above the
+noise's flicker so that noise alone never reaches it (:meth:`Floor.edge_db`); a tail that
+crosses that raised level is followed at its own rate of decay down to the floor (a tail that
+sinks into the floor ends, for a listener, where it meets it). Detection has hysteresis: speech
+is *entered* only at a core frame (well above the edge level and within
+:data:`CORE_BELOW_PEAK_DB` of the turn's loud frames), then followed outward until the envelope
+has stayed under the edge level for :data:`BRIDGE_S`. Steep edges are then placed within a
+2.5 ms block (a 10 ms window reads a steep edge up to 5 ms outward). So quiet word endings (a
+fricative, a decay 20–35 dB under the peak, a reverberant tail) stay inside the speech while
+they are above the floor; a **breath intake** before an onset is not speech (it carries no
+word): it never reaches a core level and the edge stops in the dip between it and the voicing.
+
+Annotations and VAD only *locate* speech (a turn's ``hint``); edges come from energy.
+
+Pure numpy/scipy, no configuration, no I/O. Positions are sample indices of the analysed
+signal (floats: edges are interpolated between envelope frames).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from scipy.ndimage import median_filter
+from scipy.signal import butter, lfilter
+
+from duetflow.audio.io import Audio, to_mono
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+#: Envelope hop (s).
+HOP_S = 0.0025
+#: Envelope window, in hops (10 ms: one period of the power ripple of 50 Hz hum).
+WINDOW_HOPS = 4
+#: Edges are read on the signal high-passed here (Hz, 2nd-order Butterworth).
+HIGHPASS_HZ = 100.0
+#: A frame below this level (dBFS) is digital silence.
+DIGITAL_DB = -90.0
+#: A background with at least this share of digitally silent frames is digital silence (a real
+#: noise floor never holds one; a clean recording holds them between its tails).
+DIGITAL_SHARE = 0.2
+#: The floor assumed where the background is digital silence (dBFS, mean power).
+ABSOLUTE_FLOOR_DB = -70.0
+#: Speech power equal to noise power reads as floor + 3 dB on the envelope of their sum.
+EDGE_DB = 10.0 * math.log10(2.0)
+#: A core (speech-entering) frame is at least this far above the edge level ...
+CORE_ABOVE_EDGE_DB = 7.0
+#: ... and within this of the turn's loud frames (the 98th percentile inside its hint).
+CORE_BELOW_PEAK_DB = 25.0
+#: Speech ends only where the envelope stays at or under the edge level this long (s): the
+#: flicker of a fading tail does not end it early.
+BRIDGE_S = 0.008
+#: Core frames this far outside a turn's hint still belong to the turn (s).
+HINT_TOLERANCE_S = 0.1
+#: How far past its hint a turn's edge is followed by default (s).
+SEARCH_S = 0.5
+#: A pause whose typical level is this far (plus its flicker) above its quietest 40 ms holds an
+#: event (a breath): its floor is its quietest stretch.
+EVENT_IN_PAUSE_DB = 3.0
+#: Fewest envelope frames a floor is estimated from.
+MIN_FLOOR_FRAMES = 4
+#: A tail followed past its edge crossing at its own rate moves the edge by at most this (s).
+MAX_EXTRAPOLATE_S = 0.1
+_STEEP_DB = 10.0
+_RING_S = 0.015  # how long the high-pass filter rings after a steep offset
+_BLOCK_GUARD_DB = 6.0  # a hop block this far above the edge level holds speech, not flicker  # an edge whose envelope rises this much within one window is steep
+_FIT_RANGE_DB = 8.0  # a tail's rate is read over this range above the edge level
+_FIT_FRAMES = 40
+_FLICKER_FRAMES = 21  # the neighbourhood (frames) flicker is measured against
+_QUIET_S = 0.04  # the quietest stretch of a pause that seeds its floor
+_WARMUP_S = 0.05  # high-pass filter settling before an analysed range
+_SILENT_DB = -200.0  # the level given to a frame of exact zeros
+
+
+def _power(db: float) -> float:
+    return float(10.0 ** (db / 10.0))
+
+
+def _db(power: float) -> float:
+    return 10.0 * math.log10(power) if power > 0 else _SILENT_DB
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """Energy envelope: ``db[k]`` is the level (dBFS) of ``WINDOW_HOPS`` hop blocks starting at
+    block ``k``; ``blocks`` holds each hop block's mean power. Sample positions are the
+    analysed signal's own: block 0 starts at sample ``start``."""
+
+    db: FloatArray
+    hop: int
+    sr: int
+    start: int = 0
+    blocks: FloatArray = field(default_factory=lambda: np.zeros(0), repr=False)
+
+    def __len__(self) -> int:
+        return len(self.db)
+
+    def center(self, k: float) -> float:
+        """Sample position of frame ``k``'s centre (fractional frames allowed)."""
+        return self.start + (k + WINDOW_HOPS / 2) * self.hop
+
+    def span(self, a: float, b: float) -> tuple[int, int]:
+        """Frames whose centres lie in ``[a, b)``, clipped to the envelope."""
+        k0 = int(math.ceil((a - self.start) / self.hop - WINDOW_HOPS / 2))
+        k1 = int(math.ceil((b - self.start) / self.hop - WINDOW_HOPS / 2))
+        return max(0, k0), min(len(self.db), max(0, k1))
+
+
+def _envelope(x: Audio, sr: int, start: int, hop: int) -> Envelope:
+    count = len(x) // hop
+    if count < WINDOW_HOPS:
+        return Envelope(np.zeros(0), hop, sr, start, np.zeros(0))
+    seg = x[: count * hop].reshape(count, hop).astype(np.float64)
+    p = np.einsum("ij,ij->i", seg, seg) / hop
+    c = np.concatenate(([0.0], np.cumsum(p)))
+    w = (c[WINDOW_HOPS:] - c[:-WINDOW_HOPS]) / WINDOW_HOPS
+    silent = np.convolve(p == 0, np.ones(WINDOW_HOPS), mode="valid") == WINDOW_HOPS
+    db = np.full(len(w), _SILENT_DB)
+    ok = (w > 0) & ~silent
+    db[ok] = 10.0 * np.log10(w[ok])
+    np.maximum(db, _SILENT_DB, out=db)
+    return Envelope(db, hop, sr, start, p)
+
+
+@functools.lru_cache(maxsize=16)
+def _highpass_ba(sr: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    b, a = butter(2, HIGHPASS_HZ, "highpass", fs=sr)
+    return np.asarray(b, dtype=np.float32), np.asarray(a, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The two envelopes of one signal (same frame grid): ``edge`` (high-passed, where edges are
+    read) and ``level`` (broadband, the floor's level)."""
+
+    edge: Envelope
+    level: Envelope
+
+    @property
+    def sr(self) -> int:
+        return self.edge.sr
+
+
+def analyse(samples: Audio, sample_rate: int, start: int = 0, stop: int | None = None) -> Analysis:
+    """Envelopes of ``samples[start:stop]`` (mono; several channels are averaged)."""
+    x = to_mono(samples)
+    stop = len(x) if stop is None else min(int(stop), len(x))
+    start = max(0, min(int(start), stop))
+    hop = max(1, int(round(sample_rate * HOP_S)))
+    warm = min(start, int(_WARMUP_S * sample_rate))
+    b, a = _highpass_ba(sample_rate)
+    seg = np.asarray(x[start - warm : stop], dtype=np.float32)
+    hp = np.asarray(lfilter(b, a, seg), dtype=np.float32)[warm:]
+    return Analysis(
+        _envelope(hp, sample_rate, start, hop), _envelope(seg[warm:], sample_rate, start, hop)
+    )
+
+
+@dataclass(frozen=True)
+class Floor:
+    """A background: its broadband level ``db`` (mean power, dBFS: the level speech falls to),
+    its level ``hp_db`` on the high-passed signal and how far single frames there rise above it
+    (``spread_db``); ``digital`` when it is digital silence."""
+
+    db: float
+    hp_db: float
+    spread_db: float = 0.0
+    digital: bool = False
+
+    @property
+    def power(self) -> float:
+        """Broadband mean power (0 for digital silence)."""
+        return 0.0 if self.digital else _power(self.db)
+
+    @property
+    def hp_power(self) -> float:
+        """High-passed mean power (0 for digital silence)."""
+        return 0.0 if self.digital else _power(self.hp_db)
+
+    def edge_db(self, speech_floor_db: float | None = None) -> float:
+        """Level of a speech edge on the edge envelope over this background.
+
+        ``speech_floor_db``: the level the speech must fall to (default: this floor's own); the
+        renderer passes the rendered file's floor brought to the source's scale, so that edges
+        measured on a source are the edges the file will show.
+        """
+        target = self.db if speech_floor_db is None else speech_floor_db
+        total = _db(_power(target) + self.hp_power)
+        if self.digital:
+            return total
+        return max(total, self.hp_db + self.spread_db + 0.5)
+
+    def gained(self, gain_db: float) -> Floor:
+        """This floor after a gain (a digital floor stays at the absolute level)."""
+        if self.digital:
+            return self
+        return Floor(self.db + gain_db, self.hp_db + gain_db, self.spread_db, False)
+
+
+DIGITAL_FLOOR = Floor(ABSOLUTE_FLOOR_DB, ABSOLUTE_FLOOR_DB, 0.0, True)
+
+
+def _trimmed_level(v: FloatArray) -> float:
+    """Mean power (dB) of frames up to the quiet ones' upper reach (louder ones are events)."""
+    q50, q75 = (float(q) for q in np.percentile(v, (50, 75)))
+    top = q50 + 4.5 * max(q75 - q50, 0.05)
+    sel = v[v <= top]
+    return _db(float(np.mean(np.power(10.0, sel / 10.0))))
+
+
+def estimate_floor(an: Analysis, mask: BoolArray | None = None) -> Floor | None:
+    """The floor of the background frames ``mask`` (all frames when None); None if too few."""
+    n = len(an.edge)
+    m = np.ones(n, dtype=bool) if mask is None else mask[:n]
+    lv, hv = an.level.db[:n], an.edge.db
+    if np.count_nonzero(m) < MIN_FLOOR_FRAMES:
+        return None
+    digital = lv < DIGITAL_DB
+    if np.count_nonzero(digital & m) >= DIGITAL_SHARE * np.count_nonzero(m):
+        return DIGITAL_FLOOR
+    use = m & ~digital
+    level, hp = _trimmed_level(lv[use]), _trimmed_level(hv[use])
+    idx = np.flatnonzero(use)
+    lo, hi = max(0, int(idx[0]) - _FLICKER_FRAMES), min(n, int(idx[-1]) + _FLICKER_FRAMES + 1)
+    local = median_filter(hv[lo:hi], size=_FLICKER_FRAMES, mode="nearest")
+    dev = (hv[lo:hi] - local)[use[lo:hi]]
+    flicker = float(np.percentile(dev, 99))
+    q50 = float(np.percentile(hv[use], 50))
+    return Floor(level, hp, max(0.0, q50 + flicker - hp), False)
+
+
+def background_mask(
+    env: Envelope, speech: Sequence[tuple[float, float]], margin: float = 0.0
+) -> BoolArray:
+    """Frames whose windows lie clear of every ``speech`` span (samples, ``margin`` around)."""
+    keep = np.ones(len(env), dtype=bool)
+    half = WINDOW_HOPS / 2 * env.hop  # a frame reaches this far either side of its centre
+    for a, b in speech:
+        k0, k1 = env.span(a - margin - half, b + margin + half)
+        keep[k0:k1] = False
+    return keep
+
+
+def floor_of(
+    an: Analysis,
+    speech: Sequence[tuple[float, float]] = (),
+    margin: float = 0.0,
+    *,
+    usable: BoolArray | None = None,
+) -> Floor | None:
+    """The floor of everything outside ``speech`` (samples) and inside ``usable`` frames.
+
+    When that leaves too little (annotations with no room between them), or no speech is
+    given, the quietest fifth of the usable frames stands in; None when even that is too
+    little.
+    """
+    ok = np.ones(len(an.edge), dtype=bool) if usable is None else usable.copy()
+    if speech:
+        floor = estimate_floor(an, ok & background_mask(an.edge, speech, margin))
+        if floor is not None:
+            return floor
+    v = an.level.db[ok]
+    if v.size < MIN_FLOOR_FRAMES * 5:
+        return estimate_floor(an, ok)
+    return estimate_floor(an, ok & (an.level.db <= np.percentile(v, 20)))
+
+
+def _quiet_run(quiet: BoolArray, m: int) -> int | None:
+    """Index of the first frame of the first run of at least ``m`` quiet frames (or of a quiet
+    run reaching the end of ``quiet``); None when there is none."""
+    if quiet.size == 0:
+        return None
+    d = np.diff(np.concatenate(([0], quiet.astype(np.int8), [0])))
+    starts, stops = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    hit = np.flatnonzero((stops - starts >= m) | (stops == quiet.size))
+    return int(starts[hit[0]]) if hit.size else None
+
+
+def _crossing(env: Envelope, db: FloatArray, k0: int, below: int, above: int, lv: float) -> float:
+    """Sample position where ``db`` (frames ``k0``…) crosses ``lv`` between adjacent frames."""
+    a, b = db[below - k0], db[above - k0]
+    frac = 0.5 if b == a else min(1.0, max(0.0, (lv - a) / (b - a)))
+    return env.center(below + frac * (above - below))
+
+
+def _sharpen(env: Envelope, edge: float, edge_db: float, *, rising: bool) -> float:
+    """A steep edge placed on the broadband envelope's hop blocks (``env``: the level
+    envelope).
+
+    A window straddling a steep edge reads above the edge level while any of it holds speech,
+    so a steep onset shows up to half a window early and a steep offset as late; after a steep
+    offset the high-pass filter also rings for a few ms. Within that reach the broadband hop
+    blocks tell where the level crosses: between the last block under it and the first above
+    (interpolated in dB between block centres; into or out of digital silence, by the share of
+    the block the speech fills).
+    """
+    p = env.blocks
+    pos = (edge - env.start) / env.hop
+    half = WINDOW_HOPS / 2.0
+    ring = _RING_S / HOP_S
+    if rising:
+        j0, j1 = int(math.floor(pos)) - 1, int(math.floor(pos + half)) + 1
+    else:
+        j0, j1 = int(math.floor(pos - half - ring)) - 1, int(math.floor(pos)) + 1
+    j0, j1 = max(j0, 1), min(j1, len(p) - 2)
+    if j1 < j0:
+        return edge
+    # blocks clearly above the edge level (a 2.5 ms block of noise flickers by several dB)
+    hits = np.flatnonzero(p[j0 : j1 + 1] > _power(edge_db + _BLOCK_GUARD_DB))
+    if hits.size == 0:
+        return edge
+    lo = _power(edge_db)
+    if rising:
+        j = j0 + int(hits[0])
+        for _ in range(2):  # the block the speech enters in may be under the guard
+            if j - 1 >= 1 and p[j - 1] > lo:
+                j -= 1
+        # j: first block above the edge level; block j - 1 is under it
+        if p[j - 1] == 0:  # out of digital silence: the block is the speech's share of the next
+            fill = min(1.0, float(p[j] / p[j + 1])) if p[j + 1] > 0 else 1.0
+            return max(env.start + (j + 1.0 - fill) * env.hop, edge)
+        a, b = _db(float(p[j - 1])), _db(float(p[j]))
+        frac = 0.5 if b == a else min(1.0, max(0.0, (edge_db - a) / (b - a)))
+        return max(env.start + (j - 0.5 + frac) * env.hop, edge)
+    j = j0 + int(hits[-1])
+    for _ in range(2):
+        if j + 2 < len(p) and p[j + 1] > lo:
+            j += 1
+    # j: last block above the edge level; block j + 1 is under it
+    if p[j + 1] == 0:  # into digital silence
+        fill = min(1.0, float(p[j] / p[j - 1])) if p[j - 1] > 0 else 1.0
+        return min(env.start + (j + fill) * env.hop, edge)
+    a, b = _db(float(p[j])), _db(float(p[j + 1]))
+    frac = 0.5 if b == a else min(1.0, max(0.0, (a - edge_db) / (a - b)))
+    return min(env.start + (j + 0.5 + frac) * env.hop, edge)
+
+
+def _broad_edge(floor: Floor, target_db: float) -> float:
+    """Level of an edge on the broadband envelope: speech at ``target_db`` over the floor."""
+    return _db(_power(target_db) + floor.power)
+
+
+def _beyond(inside: FloatArray, edge_db: float, floor: Floor, target_db: float) -> float:
+    """Frames by which a fading tail goes on past its edge crossing, under the noise's reach.
+
+    ``inside``: edge-envelope frames from the crossing inward. The speech alone (frame power
+    less the background's) fades at a rate measured just inside the edge; followed at that rate
+    from the edge level down to ``target_db`` it meets the floor. Bounded by
+    :data:`MAX_EXTRAPOLATE_S`; nothing for a steep edge or a digital floor.
+    """
+    noise = floor.hp_power
+    at_edge = _db(_power(edge_db) - noise)
+    drop = at_edge - target_db
+    if drop <= 0.05 or inside.size < 2:
+        return 0.0
+    s = 10.0 * np.log10(np.maximum(np.power(10.0, inside[:_FIT_FRAMES] / 10.0) - noise, 1e-30))
+    out = np.flatnonzero(s > at_edge + _FIT_RANGE_DB)
+    n = int(out[0]) if out.size else s.size
+    if n < 2:
+        return 0.0
+    slope = float(np.polyfit(np.arange(n, dtype=np.float64), s[:n], 1)[0])  # dB/frame, inward
+    if slope <= 0.05:
+        return 0.0
+    return float(min(drop / slope, MAX_EXTRAPOLATE_S * (1.0 / HOP_S)))
+
+
+@dataclass(frozen=True)
+class Extent:
+    """Acoustic extent of one turn (samples, fractional) and the levels it was judged by."""
+
+    start: float
+    end: float
+    peak_db: float
+    core_db: float
+
+
+def speech_extent(
+    an: Analysis,
+    floor: Floor,
+    hint: tuple[float, float],
+    *,
+    bounds: tuple[float, float] | None = None,
+    onset_floor_db: float | None = None,
+    offset_floor_db: float | None = None,
+    blocked: BoolArray | None = None,
+) -> Extent | None:
+    """The acoustic extent of the speech located by ``hint`` (samples); None if none is heard.
+
+    ``floor``: the background the speech is heard over. ``bounds`` (samples; default the hint
+    widened by :data:`SEARCH_S`): where the edges may lie; an edge that reaches a bound stops
+    there (a cut). ``onset_floor_db`` / ``offset_floor_db``: the level speech must fall to at
+    each end (default the floor's; see :meth:`Floor.edge_db`). ``blocked``: frames holding
+    someone else's speech (crosstalk on a separable track), which break speech like silence.
+    """
+    # a digitally silent background has no rumble to reject: edges are read on the level
+    # envelope there (the high-pass filter would ring into the silence after a steep offset)
+    env = an.level if floor.digital else an.edge
+    sr = env.sr
+    if bounds is None:
+        pad = SEARCH_S * sr
+        bounds = (hint[0] - pad, hint[1] + pad)
+    k0, k1 = env.span(bounds[0], bounds[1])
+    if k1 - k0 < 2:
+        return None
+    db = env.db[k0:k1]
+    if blocked is not None:
+        db = np.where(blocked[k0:k1], _SILENT_DB, db)
+    tol = HINT_TOLERANCE_S * sr
+    h0, h1 = env.span(hint[0] - tol, hint[1] + tol)
+    h0, h1 = max(h0, k0) - k0, min(h1, k1) - k0
+    if h1 <= h0:
+        return None
+    inner = db[h0:h1]
+    audible = inner[inner > _SILENT_DB]
+    if audible.size == 0:
+        return None
+    peak = float(np.percentile(audible, 98))
+    t_on = floor.db if onset_floor_db is None else onset_floor_db
+    t_off = floor.db if offset_floor_db is None else offset_floor_db
+    lo_on, lo_off = floor.edge_db(t_on), floor.edge_db(t_off)
+    hi = max(max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB, peak - CORE_BELOW_PEAK_DB)
+    core = np.flatnonzero(inner >= hi)
+    if core.size == 0:
+        return None
+    first, last = h0 + int(core[0]), h0 + int(core[-1])
+    m = max(1, int(round(BRIDGE_S * sr / env.hop)))
+    q = _quiet_run(db[: first + 1][::-1] <= lo_on, m)
+    if q is not None:
+        r0 = first - q + 1  # first frame of the speech, after the quiet run
+        start = _crossing(env, db, k0, k0 + r0 - 1, k0 + r0, lo_on)
+        if r0 + WINDOW_HOPS < db.size and db[r0 + WINDOW_HOPS] >= lo_on + _STEEP_DB:
+            start = _sharpen(an.level, start, _broad_edge(floor, t_on), rising=True)
+        start -= env.hop * _beyond(db[r0 : first + 1], lo_on, floor, t_on)
+    else:
+        start = bounds[0]
+    q = _quiet_run(db[last:] <= lo_off, m)
+    if q is not None:
+        r1 = last + q  # first quiet frame after the speech
+        end = _crossing(env, db, k0, k0 + r1, k0 + r1 - 1, lo_off)
+        if r1 - 1 - WINDOW_HOPS >= 0 and db[r1 - 1 - WINDOW_HOPS] >= lo_off + _STEEP_DB:
+            end = _sharpen(an.level, end, _broad_edge(floor, t_off), rising=False)
+        end += env.hop * _beyond(db[last:r1][::-1], lo_off, floor, t_off)
+    else:
+        end = bounds[1]
+    start, end = max(start, bounds[0]), min(end, bounds[1])
+    if end <= start:
+        return None
+    return Extent(start, end, peak, hi)
+
+
+@dataclass(frozen=True)
+class GapMeasure:
+    """One pause between two speakers as measured on the audio (sample positions).
+
+    ``floor``: the pause's own floor; ``step_db``: the change of its level from the first to
+    the second half of the pause (a join that jumps); ``dip_db``: how far the level sinks below
+    the floor anywhere in the pause (10 ms windows; a join that dips); ``zero_run``: the
+    longest run of exact digital zeros between the two edges (samples).
+    """
+
+    offset: float
+    onset: float
+    floor: Floor
+    step_db: float
+    dip_db: float
+    zero_run: int
+
+    @property
+    def gap(self) -> float:
+        """The acoustic gap in samples."""
+        return self.onset - self.offset
+
+
+def longest_zero_run(x: Audio) -> int:
+    """Length of the longest run of exact zeros in ``x``."""
+    if x.size == 0:
+        return 0
+    d = np.diff(np.concatenate(([0], (x == 0).astype(np.int8), [0])))
+    starts, stops = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    return int((stops - starts).max()) if starts.size else 0
+
+
+def _quietest(an: Analysis, k0: int, k1: int, width: int) -> Floor | None:
+    """The floor of the quietest ``width`` frames in a row within frames ``[k0, k1)``."""
+    mask = np.zeros(len(an.edge), dtype=bool)
+    if k1 - k0 > width:
+        pw = np.power(10.0, an.level.db[k0:k1] / 10.0)
+        c = np.concatenate(([0.0], np.cumsum(pw)))
+        k = k0 + int(np.argmin(c[width:] - c[:-width]))
+        mask[k : k + width] = True
+    else:
+        mask[k0:k1] = True
+    return estimate_floor(an, mask)
+
+
+def measure_gap(
+    samples: Audio,
+    sample_rate: int,
+    prev: tuple[float, float],
+    nxt: tuple[float, float],
+    *,
+    analysis: Analysis | None = None,
+    floor: Floor | None = None,
+    margin_s: float = 0.01,
+) -> GapMeasure | None:
+    """Measure the pause between the speech located at ``prev`` and at ``nxt`` (samples).
+
+    The floor is the pause's own: first its quietest 40 ms, then (once the edges are found)
+    its frames between the edges, ``margin_s`` clear of them, unless an event fills so much of
+    the pause that its typical level is the event's. ``floor`` skips that and measures against a
+    known floor (a renderer that knows the room tone it laid, or that it laid none). Each side's
+    edge is found with :func:`speech_extent`, never past the middle of the pause. None when the
+    spans overlap, the pause holds no floor, or a side has no audible speech. ``analysis``: the
+    envelopes of ``samples`` when already computed.
+    """
+    a0, a1 = prev
+    b0, b1 = nxt
+    if b0 <= a1:
+        return None
+    if analysis is None:
+        analysis = analyse(samples, sample_rate, int(max(0.0, a0)), int(math.ceil(b1)) + 1)
+    env = analysis.edge
+    p0, p1 = env.span(a1, b0)
+    known = floor is not None
+    if floor is None:
+        if p1 - p0 < MIN_FLOOR_FRAMES:
+            return None
+        width = max(MIN_FLOOR_FRAMES, int(round(_QUIET_S * sample_rate / env.hop)))
+        floor = _quietest(analysis, p0, p1, width)
+        if floor is None:
+            return None
+    quiet = floor
+    mid = 0.5 * (a1 + b0)
+    left = right = None
+    for _ in range(3):
+        left = speech_extent(analysis, floor, prev, bounds=(a0, mid))
+        right = speech_extent(analysis, floor, nxt, bounds=(mid, b1))
+        if left is None or right is None:
+            return None
+        if known or floor.digital:
+            break
+        margin = min(margin_s * sample_rate, (right.start - left.end) / 4)
+        mask = np.zeros(len(env), dtype=bool)
+        q0, q1 = env.span(left.end + margin, right.start - margin)
+        mask[q0:q1] = True
+        seen = estimate_floor(analysis, mask)
+        if seen is None or seen.digital:
+            break
+        event = quiet.db + EVENT_IN_PAUSE_DB + max(quiet.spread_db, seen.spread_db)
+        base = seen if seen.db <= event else quiet
+        better = Floor(base.db, base.hp_db, max(quiet.spread_db, seen.spread_db), False)
+        if abs(better.db - floor.db) < 0.5 and abs(better.spread_db - floor.spread_db) < 0.5:
+            floor = better
+            break
+        floor = better
+    assert left is not None and right is not None
+    offset, onset = left.end, right.start
+    step = dip = 0.0
+    q0, q1 = analysis.level.span(offset + 2 * env.hop, onset - 2 * env.hop)
+    pause = analysis.level.db[q0:q1]
+    if pause.size >= 2 * MIN_FLOOR_FRAMES and not floor.digital:
+        half = pause.size // 2
+        step = float(np.median(pause[half:]) - np.median(pause[:half]))
+        dip = max(0.0, floor.db - float(pause.min()))
+    x = to_mono(samples)
+    zeros = longest_zero_run(x[int(math.ceil(offset)) : int(math.floor(onset))])
+    return GapMeasure(offset, onset, floor, step, dip, zeros)

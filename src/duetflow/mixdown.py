@@ -1,0 +1,241 @@
+"""Mixdown: clips laid over one steady room-tone floor, every speaker-change gap confirmed.
+
+Used by the renderer (HH/HM windows) and by PH assembly. Input: *clips* (gained, faded pieces
+of speech, each moving with a main item), each main item's acoustic extent in provisional output
+samples, the drawn gap at every speaker change, and optionally a *bed*: room tone and the
+dialogue's floor power.
+
+1. **Assemble** (:func:`assemble`). The floor is one level across the file: where no clip
+   sounds, the bed is at the floor power; under a clip whose own background (its noise after
+   gain, faded with it) is quieter, the bed tops it up to the floor power (the bed's power is
+   the floor power less the clips' background power, sample by sample). The clips' fades are
+   raised-cosine amplitude ramps and the bed follows their squared envelope, so power stays
+   constant through every join (uncorrelated noise adds in power), with no dip or jump.
+2. **Confirm**. The dialogue is brought to the level and the 16-bit samples the file will hold
+   and every speaker-change gap is measured on it with :func:`duetflow.audio.edges.measure_gap`
+   (only around each change: the pause and half a second either side). A gap off its draw by
+   more than :data:`GAP_TOLERANCE_S` is corrected by moving the following items by the
+   difference, in samples; the room tone moves with them (cut at mid-gap, so every edge keeps
+   the background it was measured against) and only the moved changes are measured again. The
+   share of windows that needed a move is in the result (``corrected``).
+
+The rendered rows take the measured edges at every change, so the manifest's gap *is* the
+acoustic gap of the file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from duetflow.audio import bs1770, edges
+from duetflow.audio import loudness as ld
+from duetflow.audio.io import Audio
+from duetflow.audio.mix import place
+from duetflow.audio.roomtone import fill
+
+log = logging.getLogger(__name__)
+
+#: A measured gap further than this from its draw is corrected (s).
+GAP_TOLERANCE_S = 0.002
+#: Audio either side of a pause that its measurement looks at (s).
+CONTEXT_S = 0.5
+_FILL_FADE_S = 0.01
+
+
+@dataclass(frozen=True)
+class Clip:
+    """One piece of the output: gained, faded samples that move with main item ``group``.
+
+    ``floor_power``: the clip's own background power after gain (per sample of ``data`` for a
+    gain curve, else one value); the bed tops it up to the dialogue's floor.
+    """
+
+    group: int
+    stem: int | None  # stem channel (speaker position) or None
+    data: Audio  # samples x gain x fade envelope
+    env: Audio  # the fade envelope
+    at: int  # provisional output index of data[0]
+    e0: int  # acoustic extent inside data
+    e1: int
+    floor_power: float | Audio = 0.0
+
+
+@dataclass(frozen=True)
+class Change:
+    """A drawn speaker-change gap between main items ``after`` and ``after + 1``."""
+
+    after: int
+    gap_s: float
+
+
+@dataclass(frozen=True)
+class Bed:
+    """Room tone (any level) and the dialogue's floor power (before the true-peak ceiling)."""
+
+    tone: Audio
+    power: float
+
+
+@dataclass
+class Mix:
+    """The assembled dialogue and what the confirmation measured (positions in output samples,
+    after ``shifts``)."""
+
+    out: Audio
+    stems: Audio | None
+    shifts: list[int]  # per main item, samples added to its provisional position
+    measures: list[edges.GapMeasure | None]  # per change, on the final audio
+    ceiling_db: float
+    corrected: int = 0  # changes whose gap was moved
+
+
+def _unit_noise(bed: Bed, n: int, rng: np.random.Generator, sr: int) -> Audio:
+    noise = fill(bed.tone, n, rng, max(1, int(_FILL_FADE_S * sr)))
+    p = float(np.mean(np.square(bed.tone, dtype=np.float64)))
+    return noise * np.float32(1.0 / math.sqrt(p)) if p > 0 else noise
+
+
+def assemble(
+    clips: Sequence[Clip],
+    shifts: Sequence[int],
+    n: int,
+    noise: Audio | None,
+    floor_power: float,
+    n_stems: int = 0,
+) -> tuple[Audio, Audio | None]:
+    """Lay the clips (moved by ``shifts`` per group) over unit-power ``noise`` brought to
+    ``floor_power`` wherever the clips' own background falls short of it."""
+    out = np.zeros(n, dtype=np.float32)
+    lack = [np.zeros(n, dtype=np.float32) for _ in range(1 + n_stems)] if noise is not None else []
+    layers = [np.zeros(n, dtype=np.float32) for _ in range(n_stems)]
+    for c in clips:
+        at = c.at + shifts[c.group]
+        place(out, c.data, at)
+        if n_stems and c.stem is not None:
+            place(layers[c.stem], c.data, at)
+        if noise is not None:
+            bg = np.square(c.env) * np.asarray(c.floor_power, dtype=np.float32)
+            place(lack[0], bg, at)
+            if n_stems and c.stem is not None:
+                place(lack[1 + c.stem], bg, at)
+    if noise is not None:
+        for k, have in enumerate(lack):
+            np.subtract(np.float32(floor_power), have, out=have)
+            np.maximum(have, 0.0, out=have)
+            np.sqrt(have, out=have)
+            have *= noise[:n]
+            (out if k == 0 else layers[k - 1])[:] += have
+    stems = np.stack(layers, axis=1).astype(np.float32) if n_stems else None
+    return out, stems
+
+
+def as_written(x: Audio, gain_db: float) -> Audio:
+    """``x`` at ``gain_db`` as 16-bit PCM holds it (what the file and its readers see)."""
+    y = x * np.float32(ld.db_to_gain(gain_db)) if gain_db < 0 else x
+    q: Audio = np.clip(y, -1.0, 1.0 - 1.0 / 32768).astype(np.float32)
+    q *= np.float32(32768.0)
+    np.rint(q, out=q)
+    q *= np.float32(1.0 / 32768.0)
+    return q
+
+
+def _shift_bed(
+    bed: Audio, spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int
+) -> Audio:
+    """The bed cut at mid-gap and moved with the items, so the room tone under and around every
+    turn is the very noise its edges were measured against (only mid-gap length changes)."""
+    out = np.empty(n, dtype=np.float32)
+    lo = 0
+    for k, sh in enumerate(shifts):
+        if k + 1 < len(shifts):
+            mid = (spans[k][1] + spans[k + 1][0]) // 2
+            hi = mid + sh + (shifts[k + 1] - sh) // 2
+        else:
+            hi = n
+        hi = min(max(hi, lo), n)
+        src = np.arange(lo - sh, hi - sh)
+        out[lo:hi] = bed[np.clip(src, 0, len(bed) - 1)]
+        lo = hi
+    return out
+
+
+def measure_change(
+    written: Audio,
+    sr: int,
+    prev: tuple[int, int],
+    nxt: tuple[int, int],
+    floor: edges.Floor | None,
+) -> edges.GapMeasure | None:
+    """The pause between two items of a dialogue (output samples), measured only around it."""
+    ctx = int(CONTEXT_S * sr)
+    r0, r1 = max(0, prev[1] - ctx), min(len(written), nxt[0] + ctx)
+    an = edges.analyse(written, sr, r0, r1)
+    a = (float(max(prev[0], r0)), float(prev[1]))
+    b = (float(nxt[0]), float(min(nxt[1], r1)))
+    return edges.measure_gap(written, sr, a, b, analysis=an, floor=floor)
+
+
+def mixdown(
+    clips: Sequence[Clip],
+    spans: Sequence[tuple[int, int]],
+    changes: Sequence[Change],
+    duration_s: float,
+    sr: int,
+    *,
+    bed: Bed | None,
+    rng: np.random.Generator,
+    ceiling_dbtp: float,
+    n_stems: int = 0,
+) -> Mix:
+    """Assemble, measure every speaker-change gap on the file's samples, correct what is off.
+
+    ``spans``: each main item's acoustic extent in provisional output samples. Without a bed
+    (a digitally clean source) pauses are measured against the absolute floor.
+    """
+    n0 = int(round(duration_s * sr))
+    noise = _unit_noise(bed, n0, rng, sr) if bed is not None else None
+    power = bed.power if bed is not None else 0.0
+    known = edges.DIGITAL_FLOOR if bed is None else None
+    shifts = [0] * len(spans)
+    out, stems = assemble(clips, shifts, n0, noise, power, n_stems)
+    ceiling = bs1770.ceiling_gain_db(out, sr, ceiling_dbtp)
+
+    def measure(c: Change, written: Audio) -> edges.GapMeasure | None:
+        k = c.after
+        prev = (spans[k][0] + shifts[k], spans[k][1] + shifts[k])
+        nxt = (spans[k + 1][0] + shifts[k + 1], spans[k + 1][1] + shifts[k + 1])
+        return measure_change(written, sr, prev, nxt, known)
+
+    written = as_written(out, ceiling) if changes else out
+    measures = [measure(c, written) for c in changes]
+    tol = GAP_TOLERANCE_S * sr
+    deltas = [0] * len(spans)
+    for c, m in zip(changes, measures, strict=True):
+        if m is None:
+            log.debug("no acoustic gap measured after item %d", c.after)
+            continue
+        err = c.gap_s * sr - m.gap
+        if abs(err) > tol:
+            deltas[c.after + 1] = int(round(err))
+    moved = [i for i, c in enumerate(changes) if deltas[c.after + 1]]
+    if moved:
+        shifts = list(itertools.accumulate(deltas))
+        n1 = n0 + shifts[-1]
+        assert noise is None or len(noise) >= n0
+        noise1 = _shift_bed(noise, spans, shifts, n1) if noise is not None else None
+        out, stems = assemble(clips, shifts, n1, noise1, power, n_stems)
+        peak = bs1770.true_peak_dbtp(out, sr) + ceiling
+        if peak > ceiling_dbtp - 0.02:
+            extra = ceiling_dbtp - 0.05 - peak
+            log.info("true peak moved after re-timing: %.3f dB more reduction", extra)
+            ceiling += extra
+        written = as_written(out, ceiling)
+        for i in moved:
+            measures[i] = measure(changes[i], written)
+    return Mix(out, stems, shifts, measures, ceiling, len(moved))
