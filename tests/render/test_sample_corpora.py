@@ -7,8 +7,8 @@ own audio: at least 98 % of the speaker-change gaps, by the acoustic measure
 (:func:`duetflow.audio.edges.measure_gap`, docs/turn-taking.md), lie in the configured window;
 an energy instrument written for the tests (``render_signals.pause_edges``) hears at least
 98 % of them within 10 ms of the gap the rows report; no gap holds digital zeros where room
-tone was laid; both parties measure the same loudness (BS.1770, within 0.5 LU), the true peak is under the
-ceiling, and no join jumps by more than half the steepest slope of the speech.
+tone was laid; both parties measure the same loudness (BS.1770, within 0.5 LU), the true peak
+is under the ceiling, and no join jumps by more than half the steepest slope of the speech.
 """
 
 from __future__ import annotations

@@ -89,9 +89,9 @@ EVENT_IN_PAUSE_DB = 3.0
 MIN_FLOOR_FRAMES = 4
 #: A tail followed past its edge crossing at its own rate moves the edge by at most this (s).
 MAX_EXTRAPOLATE_S = 0.1
-_STEEP_DB = 10.0
+_STEEP_DB = 10.0  # an edge whose envelope rises this much within one window is steep
 _RING_S = 0.015  # how long the high-pass filter rings after a steep offset
-_BLOCK_GUARD_DB = 6.0  # a hop block this far above the edge level holds speech, not flicker  # an edge whose envelope rises this much within one window is steep
+_BLOCK_GUARD_DB = 6.0  # a hop block this far above the edge level holds speech, not flicker
 _FIT_RANGE_DB = 8.0  # a tail's rate is read over this range above the edge level
 _FIT_FRAMES = 40
 _FLICKER_FRAMES = 21  # the neighbourhood (frames) flicker is measured against
