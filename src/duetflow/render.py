@@ -304,9 +304,7 @@ def _spans(track: _Track, turns: Sequence[Turn], sr: int) -> list[tuple[float, f
     return [((t.start - track.t0) * sr, (t.end - track.t0) * sr) for t in turns]
 
 
-def _view(
-    d: Dialogue, track: _Track, turns: Sequence[Turn], sr: int
-) -> source_acoustics.TrackView:
+def _view(d: Dialogue, track: _Track, turns: Sequence[Turn], sr: int) -> source_acoustics.TrackView:
     lo = min((t.start for t in turns), default=track.t0)
     hi = max((t.end for t in turns), default=track.t0 + track.n / sr)
     if d.window is not None:
@@ -419,9 +417,7 @@ def _tone_meta(
     return {"used": False, "reason": "the source's floor is digital silence"}
 
 
-def _out_floor(
-    cfg: RenderConfig, post: Sequence[edges.Floor], tone: _Tone | None
-) -> float | None:
+def _out_floor(cfg: RenderConfig, post: Sequence[edges.Floor], tone: _Tone | None) -> float | None:
     """The rendered file's floor (dBFS before the ceiling): the loudest background after gain,
     when room tone is laid; None when it is not (the file's pauses are then digital silence)."""
     noisy = [f.db for f in post if not f.digital]
@@ -500,9 +496,7 @@ def _render_separable(
     found = {s: _floor(tracks[s], views[s], sr, window) for s in ids}
     if not isinstance(d.source, PerTurnSource) and len(ids) == 2:
         own = [_spans(tracks[s], [t for t in turns if t.speaker == s], sr) for s in ids]
-        source_acoustics.mark_crosstalk(
-            [views[s] for s in ids], own, [found[s][0] for s in ids]
-        )
+        source_acoustics.mark_crosstalk([views[s] for s in ids], own, [found[s][0] for s in ids])
         found = {s: _floor(tracks[s], views[s], sr, window) for s in ids}
     speech = [i for i, t in enumerate(turns) if t.kind != TurnKind.NONSPEECH]
     by_speaker = {s: [i for i in speech if turns[i].speaker == s] for s in ids}
@@ -587,9 +581,7 @@ def _render_separable(
         if abs(want - floors[i].db) <= 0.5 and not floors[i].digital:
             extents[i] = ext
             continue
-        fine = source_acoustics.extent(
-            views[turns[i].speaker], floors[i], hint(i), bounds[i], want
-        )
+        fine = source_acoustics.extent(views[turns[i].speaker], floors[i], hint(i), bounds[i], want)
         extents[i] = fine or ext
 
     trimmed: list[Turn] = []

@@ -42,6 +42,7 @@ signal (floats: edges are interpolated between envelope frames).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -593,3 +594,39 @@ def measure_gap(
     x = to_mono(samples)
     zeros = longest_zero_run(x[int(math.ceil(offset)) : int(math.floor(onset))])
     return GapMeasure(offset, onset, floor, step, dip, zeros)
+
+
+def change_pauses(
+    turns: Sequence[tuple[str, float, float]],
+) -> list[tuple[tuple[str, float, float], tuple[str, float, float]]]:
+    """Pairs of consecutive floor-holding turns ``(speaker, start_s, end_s)`` that change
+    speaker with a pause between them (a change that overlaps has no pause to measure)."""
+    ordered = sorted(turns, key=lambda t: (t[1], t[2]))
+    return [(a, b) for a, b in itertools.pairwise(ordered) if a[0] != b[0] and b[1] > a[2]]
+
+
+def change_gaps(
+    samples: Audio,
+    sample_rate: int,
+    turns: Sequence[tuple[str, float, float]],
+    *,
+    digital: bool = False,
+) -> list[GapMeasure | None]:
+    """Every speaker-change pause of a rendered dialogue measured on its audio (the report, the
+    schema checks and the benchmark read gaps this way). ``turns``: the floor-holding turns
+    (rows of kind ``turn``) in seconds; ``digital``: the file was rendered without room tone, so
+    its pauses are measured against the absolute floor."""
+    x = to_mono(samples)
+    an = analyse(x, sample_rate)
+    sr = sample_rate
+    return [
+        measure_gap(
+            x,
+            sr,
+            (a[1] * sr, a[2] * sr),
+            (b[1] * sr, b[2] * sr),
+            analysis=an,
+            floor=DIGITAL_FLOOR if digital else None,
+        )
+        for a, b in change_pauses(turns)
+    ]

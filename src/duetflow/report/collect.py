@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from duetflow import __version__
+from duetflow.audio.edges import change_gaps
 from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import SILENCE_LUFS, measure
-from duetflow.audio.vad import voiced_frames
 from duetflow.config import RunConfig
 from duetflow.errors import DuetflowError
 from duetflow.manifest import iter_grouped, iter_rows
@@ -41,8 +41,9 @@ NO_SPLIT = "-"
 MAX_EXAMPLES = 3
 DEFAULT_AUDIO_SAMPLE = 24
 _GAP_TOL_MS = 0.5  # rendering places samples at 1/sr; a gap of 179.99 ms is "180 ms"
-_VAD_FRAME_MS = 10
-_VAD_MARGIN_S = 0.2
+_EDGE_RES_MS = 2.5  # resolution of an acoustic edge (the envelope's hop)
+#: A run of exact digital zeros longer than this in a pause is a hole in the room tone (ms).
+ZERO_RUN_MS = 1.0
 
 #: Licences of the sources and models a release can draw on (shown in the card's provenance).
 LICENCES: dict[str, tuple[str, str]] = {
@@ -392,7 +393,9 @@ class _Collector:
         gap_band = (r.gap_ms_min, r.gap_ms_max)
         self.acc: dict[str, _Acc] = {
             "gap_ms": _Acc(-1000, 2000, 5, gap_band, _GAP_TOL_MS),
-            "gap_ms_audio": _Acc(-1000, 2000, 10, gap_band, float(_VAD_FRAME_MS)),
+            "gap_ms_audio": _Acc(-1000, 2000, 5, gap_band, _EDGE_RES_MS),
+            "floor_step_db": _Acc(-20, 20, 0.5, (-3.0, 3.0)),
+            "floor_dip_db": _Acc(0, 20, 0.5, (0.0, 3.0)),
             "duration_s": _Acc(0, 120, 1),
             "turns_per_dialogue": _Acc(0, 200, 1),
             "utterance_share_a": _Acc(0, 1.0001, 0.02, (f.balance_min, f.balance_max)),
@@ -419,6 +422,7 @@ class _Collector:
         self.sample_size = audio_sample
         self.heap: list[tuple[int, str, dict[str, Any], list[dict[str, Any]], ReportInput]] = []
         self.notes: list[str] = []
+        self.zero_gaps: list[str] = []  # dialogues with digital zeros in a pause
 
     # -- manifests --
 
@@ -537,8 +541,22 @@ class _Collector:
                 return np.ascontiguousarray(data2[:, spk.index(speaker)])
             return np.asarray(data2.mean(axis=1), dtype=np.float32)
 
-        for gap in measure_gaps_vad(turns, track, sr):
-            self.acc["gap_ms_audio"].add(gap)
+        floor_turns = [
+            (str(t["speaker"]), float(t["start_s"]), float(t["end_s"]))
+            for t in turns
+            if t["kind"] == "turn"
+        ]
+        tone = _json_obj(_json_obj(row.get("provenance")).get("room_tone")).get("used")
+        mono = np.asarray(data2.mean(axis=1), dtype=np.float32)
+        for m in change_gaps(mono, sr, floor_turns, digital=tone is False):
+            if m is None:
+                continue
+            self.acc["gap_ms_audio"].add(m.gap / sr * 1000.0)
+            if not m.floor.digital:
+                self.acc["floor_step_db"].add(m.step_db)
+                self.acc["floor_dip_db"].add(m.dip_db)
+            if m.zero_run > ZERO_RUN_MS / 1000.0 * sr:
+                self.zero_gaps.append(str(row["dialogue_id"]))
         lufs = [_speaker_loudness(track(s), sr, turns, s, data2.shape[1] >= 2) for s in spk]
         if lufs[0] is not None:
             self.acc["loudness_a_audio"].add(lufs[0])
@@ -573,67 +591,6 @@ def _speaker_loudness(
         return None
     m = measure(np.concatenate(parts).astype(np.float32), sr)
     return m.lufs if m.lufs > SILENCE_LUFS else None
-
-
-def _transitions(flags: Any, lo: int, hi: int, rising: bool) -> list[int]:
-    """Frame indices ``k`` in ``[lo, hi)`` where the decision flips (0→1 if rising, else 1→0)."""
-    out = []
-    for k in range(max(1, lo), min(len(flags), hi)):
-        if bool(flags[k]) != bool(flags[k - 1]) and bool(flags[k]) == rising:
-            out.append(k)
-    return out
-
-
-def measure_gaps_vad(
-    turns: Sequence[Mapping[str, Any]],
-    track: Any,
-    sample_rate: int,
-    aggressiveness: int = 3,
-) -> list[float]:
-    """Re-measure every speaker-change gap of a rendered dialogue from its audio (ms).
-
-    WebRTC VAD keeps deciding "speech" for ~60–100 ms after speech ends (its built-in
-    overhang), so a plain forward pass over-reads every offset. Onsets are therefore read from a
-    forward pass and offsets from a pass over the *time-reversed* track, where an offset is an
-    onset; both passes run over the whole track, so the noise model has adapted (room tone is
-    not speech). The next speaker's onset nearest the annotated start, minus the previous
-    speaker's offset nearest the annotated end, is the gap; resolution is one 10 ms frame.
-    ``track(speaker)`` returns that speaker's channel (or the mix for mono audio). Gaps where
-    no flip is found near the annotation (overlaps, or speech bridged by the overhang) are
-    skipped.
-    """
-    floor = sorted(
-        (t for t in turns if t["kind"] == "turn"), key=lambda t: (t["start_s"], t["turn_index"])
-    )
-    n = sample_rate * _VAD_FRAME_MS // 1000
-    flags: dict[str, tuple[Any, Any, float]] = {}
-
-    def vad(speaker: str) -> tuple[Any, Any, float]:
-        if speaker not in flags:
-            x = np.asarray(track(speaker), dtype=np.float32)
-            x = np.concatenate([x, np.zeros((-len(x)) % n, dtype=np.float32)])
-            fwd, fs = voiced_frames(x, sample_rate, aggressiveness, _VAD_FRAME_MS)
-            rev, _ = voiced_frames(x[::-1].copy(), sample_rate, aggressiveness, _VAD_FRAME_MS)
-            flags[speaker] = (fwd, rev[::-1], fs)
-        return flags[speaker]
-
-    out: list[float] = []
-    for prev, nxt in itertools.pairwise(floor):
-        if prev["speaker"] == nxt["speaker"]:
-            continue
-        end, start = float(prev["end_s"]), float(nxt["start_s"])
-        if start <= end:
-            continue  # an overlap: no silence to measure
-        _, rev_p, fs = vad(prev["speaker"])
-        fwd_n, _, _ = vad(nxt["speaker"])
-        onsets = _transitions(fwd_n, int(end / fs), int((start + _VAD_MARGIN_S) / fs) + 1, True)
-        offsets = _transitions(rev_p, int((end - _VAD_MARGIN_S) / fs), int(start / fs) + 1, False)
-        if not onsets or not offsets:
-            continue
-        k1 = min(onsets, key=lambda k: abs(k * fs - start))
-        k0 = min(offsets, key=lambda k: abs(k * fs - end))
-        out.append((k1 - k0) * fs * 1000.0)
-    return out
 
 
 # --- source turn-taking stats ------------------------------------------------------------------
@@ -757,7 +714,9 @@ def parse_source_stats(label: str, d: Mapping[str, Any]) -> list[SourceStats]:
 
 _DIST_META: dict[str, tuple[str, str]] = {
     "gap_ms": ("inter-turn gap at speaker changes (turn rows)", "ms"),
-    "gap_ms_audio": ("inter-turn gap re-measured with VAD (audio sample)", "ms"),
+    "gap_ms_audio": ("acoustic gap at speaker changes (edges on the audio, audio sample)", "ms"),
+    "floor_step_db": ("floor step across a pause, 2nd half − 1st half (audio sample)", "dB"),
+    "floor_dip_db": ("floor dip below its level in a pause (audio sample)", "dB"),
     "duration_s": ("dialogue duration", "s"),
     "turns_per_dialogue": ("turns per dialogue", "turns"),
     "utterance_share_a": ("speaker A share of utterances", "share"),
@@ -875,6 +834,11 @@ def collect(
     notes = []
     if audio_errors:
         notes.append(f"{len(audio_errors)} sampled dialogue(s) could not be measured from audio")
+    if c.zero_gaps:
+        holes = ", ".join(sorted(set(c.zero_gaps))[:MAX_EXAMPLES])
+        notes.append(
+            f"{len(c.zero_gaps)} pause(s) hold digital zeros although room tone was laid: {holes}"
+        )
     return ReportData(
         title=title,
         counts=counts,

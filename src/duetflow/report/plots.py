@@ -202,6 +202,12 @@ def all_plots(data: ReportData) -> list[Plot]:
         hist_plot("gaps", [d["gap_ms"]]),
         hist_plot("gaps_audio", [d["gap_ms_audio"]]),
         hist_plot(
+            "floor_continuity",
+            [d["floor_step_db"], d["floor_dip_db"]],
+            ["step across the pause", "dip below the floor"],
+            "room-tone floor continuity in pauses (audio sample)",
+        ),
+        hist_plot(
             "loudness",
             [d["loudness_a"], d["loudness_b"]],
             ["speaker A", "speaker B"],

@@ -32,6 +32,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
 _DIST_ORDER = (
     "gap_ms",
     "gap_ms_audio",
+    "floor_step_db",
+    "floor_dip_db",
     "loudness_a",
     "loudness_b",
     "loudness_diff",
@@ -319,8 +321,12 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
     d = data.distributions
     dists = [
         "<p>Gaps are measured at speaker changes between floor-holding turns"
-        " (backchannels excluded): from the turn rows for every dialogue, and re-measured with"
-        f" WebRTC VAD on the audio of a sample of {len(data.audio_sample)} dialogue(s)."
+        " (backchannels excluded): from the turn rows for every dialogue, and re-measured on"
+        f" the audio of a sample of {len(data.audio_sample)} dialogue(s) from the acoustic end"
+        " of one speaker's speech to the acoustic start of the other's, both against the floor"
+        " of the pause between them (docs/turn-taking.md, <em>Gaps</em>). Floor continuity in"
+        " each pause: the step of its level from the first to the second half, and how far it"
+        " dips below its level (a join that jumps or dips by more than 3 dB is heard)."
         " Loudness: from the manifest for every dialogue, and re-measured (ITU-R BS.1770) on the"
         " same sample.</p>",
         _html_table([dist_row(d[k]) for k in _DIST_ORDER]),
@@ -330,6 +336,7 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         for n in (
             "gaps",
             "gaps_audio",
+            "floor_continuity",
             "loudness",
             "loudness_diff",
             "loudness_audio",
@@ -492,6 +499,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     for n in (
         "gaps",
         "gaps_audio",
+        "floor_continuity",
         "loudness",
         "loudness_diff",
         "durations",
