@@ -78,15 +78,19 @@ def make_workdir(
     stats: dict[str, Any] | None = None,
     row_overrides: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
-    """Write a rendered work directory with one 1.3 s FLAC per dialogue."""
+    """Write a rendered work directory with one 1.3 s FLAC per dialogue: noise bursts where
+    the turns are, a -60 dBFS room between them (so the audio holds the gaps the rows say)."""
     root.mkdir(parents=True, exist_ok=True)
     rows, turns = [], []
     for sp in items:
         rng = rng_for(7, sp.dialogue_id)
-        samples = (0.1 * rng.standard_normal(int(1.3 * SR))).astype(np.float32)
+        t = _turns(sp.dialogue_id)
+        samples = (0.001 * rng.standard_normal(int(1.3 * SR))).astype(np.float32)
+        for turn in t:
+            a, b = int(turn["start_s"] * SR), int(turn["end_s"] * SR)
+            samples[a:b] += (0.1 * rng.standard_normal(b - a)).astype(np.float32)
         rel = f"audio/{sp.dialogue_id}.flac"
         write_audio(root / rel, samples, SR)
-        t = _turns(sp.dialogue_id)
         row = {
             "dialogue_id": sp.dialogue_id,
             "source_id": sp.source_id,

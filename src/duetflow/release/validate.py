@@ -4,7 +4,9 @@ What is checked: RELEASE.json parses; every object it lists exists with the reco
 — reading the bytes, not trusting metadata — the recorded sha256; the manifests pass the
 release schemas and the cross-table checks of a work directory (turns inside their dialogue,
 speaker B has turns, gaps in the window...); every dialogue's ``audio_key`` is listed with its
-sha256; split files agree with ``dialogues.parquet``; split groups are disjoint; counts match.
+sha256; split files agree with ``dialogues.parquet``; split groups are disjoint; counts match;
+on a sample of dialogues the acoustic gaps and digital holes measured on the audio
+(:func:`duetflow.schemas.checks.acoustic_failures`).
 """
 
 from __future__ import annotations
@@ -29,7 +31,11 @@ from duetflow.release.layout import (
 )
 from duetflow.release.splits import SplitItem, group_keys
 from duetflow.schemas.checks import (
+    AUDIO_SAMPLE,
+    AudioSample,
     Failure,
+    TurnSpan,
+    acoustic_failures,
     collect_workdir_failures,
     iter_batches,
     row_ids,
@@ -101,8 +107,47 @@ def _check_objects(
     return problems
 
 
+def _audio_problems(
+    store: Store,
+    objects: dict[str, dict[str, Any]],
+    local: dict[str, Path],
+    cfg: RunConfig,
+    tmp: Path,
+    size: int,
+) -> list[Problem]:
+    """Acoustic checks on a sample of the release's dialogues (their audio fetched to ``tmp``)."""
+    sample = AudioSample(size, cfg.seed)
+    for row in iter_rows(local["dialogues"], ["dialogue_id", "audio_key", "provenance"]):
+        sample.offer(str(row["dialogue_id"]), str(row["audio_key"]), row.get("provenance"))
+    chosen = sample.chosen()
+    turns: dict[str, list[TurnSpan]] = {did: [] for did in chosen}
+    for t in iter_rows(local["turns"], ["dialogue_id", "speaker", "kind", "start_s", "end_s"]):
+        if t["dialogue_id"] in turns and t["kind"] == "turn":
+            turns[t["dialogue_id"]].append((str(t["speaker"]), t["start_s"], t["end_s"]))
+    problems: list[Problem] = []
+    for did, (key, tone) in sorted(chosen.items()):
+        obj = objects.get(key)
+        if obj is None:
+            continue  # reported with the dialogue rows
+        dest = tmp / "audio" / key.rsplit("/", 1)[-1]
+        try:
+            store.get_file(key, dest, obj["sha256"])
+        except DuetflowError as e:  # a missing or corrupt object is the object check's report
+            log.info("audio sample: %s not measured: %s", key, e)
+            continue
+        for f in acoustic_failures(did, dest, turns[did], tone, cfg):
+            problems.append(Problem(key, f"{f.row_id}: {f.check} (value {f.value})"))
+        dest.unlink(missing_ok=True)
+    return problems
+
+
 def _manifest_problems(
-    store: Store, rid: str, doc: dict[str, Any], cfg: RunConfig, tmp: Path
+    store: Store,
+    rid: str,
+    doc: dict[str, Any],
+    cfg: RunConfig,
+    tmp: Path,
+    audio_sample: int = AUDIO_SAMPLE,
 ) -> list[Problem]:
     objects = object_index(doc)
     problems: list[Problem] = []
@@ -131,6 +176,7 @@ def _manifest_problems(
     dkey = manifest_key(rid, "dialogues")
     # The work-directory checks apply to the release manifests as they are (audio checked above).
     problems += table_problems(dkey, collect_workdir_failures(tmp, cfg, check_audio=False))
+    problems += _audio_problems(store, objects, local, cfg, tmp, audio_sample)
     schema = release_index_schema(cfg)
     split_of: dict[str, str] = {}
     items: list[SplitItem] = []
@@ -193,12 +239,13 @@ def validate_release(
     store: Store | None = None,
     deep: bool = True,
     workers: int = 8,
+    audio_sample: int = AUDIO_SAMPLE,
 ) -> list[Problem]:
     """Every problem of a published release (empty list: valid).
 
     ``uri`` may be a store URI or ``STORE/releases/ID``; ``release_id`` (default: the one in
     the URI, else ``latest``) wins when given. ``deep=False`` trusts stored checksums instead
-    of reading every object.
+    of reading every object. ``audio_sample`` dialogues are fetched and measured (0: none).
     """
     store_uri, rid_from_uri = parse_release_uri(uri)
     rel = release_id or rid_from_uri
@@ -211,7 +258,7 @@ def validate_release(
     cfg = _config_from(doc, config)
     problems = _check_objects(st, doc["objects"], deep, workers)
     with tempfile.TemporaryDirectory(prefix="duetflow-validate-") as tmp:
-        problems += _manifest_problems(st, rid, doc, cfg, Path(tmp))
+        problems += _manifest_problems(st, rid, doc, cfg, Path(tmp), audio_sample)
     problems = list(dict.fromkeys(problems))  # one check can fail in two passes
     log.info("validated %s/releases/%s: %d problem(s)", st.uri, rid, len(problems))
     return problems

@@ -8,12 +8,20 @@ Cross-table checks: every turn's dialogue exists, turns lie inside the audio, ea
 speaker B has turns, ``n_turns`` matches, speaker-change gaps lie inside the configured window,
 and every dialogue's audio exists with the recorded sha256, duration, sample rate and channels.
 
+Audio checks on a sample (``audio_sample`` dialogues, chosen by a hash of the seed and the id):
+every speaker-change gap measured on the file (:func:`duetflow.audio.edges.change_gaps`, the
+measure the renderer places gaps by) lies in the configured window within
+:data:`ACOUSTIC_GAP_TOL_MS`, and no pause holds a run of digital zeros longer than
+:data:`ZERO_RUN_MS` where the renderer laid room tone.
+
 Memory: tables are read one row group at a time; what is kept across row groups is a small
 record per dialogue (ids, duration, speakers), never audio or turn lists.
 """
 
 from __future__ import annotations
 
+import heapq
+import json
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -24,7 +32,8 @@ import pandas as pd
 import pandera.pandas as pa
 import pyarrow.parquet as pq
 
-from duetflow.audio.io import audio_info
+from duetflow.audio.edges import change_gaps
+from duetflow.audio.io import audio_info, read_frames
 from duetflow.config import RunConfig
 from duetflow.errors import InputError, ManifestError
 from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS
@@ -36,12 +45,20 @@ from duetflow.schemas.tables import (
     rejection_schema,
     turn_schema,
 )
+from duetflow.seeding import seed_for
 from duetflow.storage.base import sha256_file
 
 log = logging.getLogger(__name__)
 
 #: Rows shown in an error message; the count of the rest is given.
 MAX_SHOWN = 200
+#: Dialogues whose audio is re-measured by default.
+AUDIO_SAMPLE = 8
+#: An acoustic gap may lie this far outside the configured window (ms): the rows' gaps are the
+#: file's acoustic gaps as the renderer measured them; a re-measurement agrees within this.
+ACOUSTIC_GAP_TOL_MS = 10.0
+#: A run of exact digital zeros longer than this in a pause is a hole in the room tone (ms).
+ZERO_RUN_MS = 1.0
 
 
 @dataclass(frozen=True)
@@ -240,10 +257,97 @@ def _gap_failures(
     return out
 
 
-def collect_workdir_failures(
-    workdir: str | Path, config: RunConfig | None = None, *, check_audio: bool = True
+TurnSpan = tuple[str, float, float]  # (speaker, start_s, end_s) of a floor-holding turn
+
+
+def acoustic_failures(
+    did: str, path: Path, turns: list[TurnSpan], tone_used: bool | None, config: RunConfig
 ) -> list[Failure]:
-    """Every failure of a rendered work directory (tables, cross-table, audio)."""
+    """Acoustic gaps and digital holes of one rendered dialogue, measured on its audio.
+
+    ``tone_used``: the renderer's record of laying room tone (provenance ``room_tone.used``):
+    False measures pauses against the absolute floor (they are meant to be digital silence),
+    True also checks them for digital holes, None (not recorded) only measures."""
+    try:
+        x, sr = read_frames(path, mono=True)
+    except InputError as e:
+        return [Failure("audio", did, "audio_path", e.reason, str(path))]
+    r = config.render
+    lo, hi = r.gap_ms_min - ACOUSTIC_GAP_TOL_MS, r.gap_ms_max + ACOUSTIC_GAP_TOL_MS
+    out = []
+    for k, m in enumerate(change_gaps(x, sr, turns, digital=tone_used is False)):
+        if m is None:
+            out.append(Failure("audio", f"{did}#change{k}", "audio_path", "acoustic_gap", "none"))
+            continue
+        gap = m.gap / sr * 1000.0
+        if not lo <= gap <= hi:
+            out.append(
+                Failure(
+                    "audio",
+                    f"{did}#change{k}",
+                    "audio_path",
+                    f"acoustic gap in [{r.gap_ms_min}, {r.gap_ms_max}] ms "
+                    f"(±{ACOUSTIC_GAP_TOL_MS:g})",
+                    f"{gap:.1f} ms at {m.offset / sr:.3f} s",
+                )
+            )
+        if tone_used is True and m.zero_run > ZERO_RUN_MS / 1000.0 * sr:
+            out.append(
+                Failure(
+                    "audio",
+                    f"{did}#change{k}",
+                    "audio_path",
+                    "no digital zeros in a pause with room tone",
+                    f"{m.zero_run} zero samples after {m.offset / sr:.3f} s",
+                )
+            )
+    return out
+
+
+class AudioSample:
+    """A deterministic sample of dialogues (smallest hashes of seed and id), kept as they
+    stream by: O(size) memory whatever the corpus size."""
+
+    def __init__(self, size: int, seed: int) -> None:
+        self.size, self.seed = size, seed
+        self.heap: list[tuple[int, str, str, bool | None]] = []  # (-hash, id, audio, tone)
+
+    def offer(self, did: str, audio: str, provenance: Any) -> None:
+        if self.size <= 0:
+            return
+        h = seed_for(self.seed, "validate-sample", did)
+        tone = _tone_used(provenance)
+        item = (-h, did, audio, tone)
+        if len(self.heap) < self.size:
+            heapq.heappush(self.heap, item)
+        elif item[0] > self.heap[0][0]:
+            heapq.heapreplace(self.heap, item)
+
+    def chosen(self) -> dict[str, tuple[str, bool | None]]:
+        """Sampled dialogue id -> (audio reference, room tone used)."""
+        return {did: (audio, tone) for _, did, audio, tone in self.heap}
+
+
+def _tone_used(provenance: Any) -> bool | None:
+    """``room_tone.used`` of a provenance JSON; None when it is not recorded."""
+    try:
+        prov = json.loads(provenance) if isinstance(provenance, str) else {}
+    except json.JSONDecodeError:
+        return None
+    tone = prov.get("room_tone") if isinstance(prov, dict) else None
+    used = tone.get("used") if isinstance(tone, dict) else None
+    return used if isinstance(used, bool) else None
+
+
+def collect_workdir_failures(
+    workdir: str | Path,
+    config: RunConfig | None = None,
+    *,
+    check_audio: bool = True,
+    audio_sample: int = AUDIO_SAMPLE,
+) -> list[Failure]:
+    """Every failure of a rendered work directory (tables, cross-table, audio; the acoustic
+    checks on ``audio_sample`` dialogues when ``check_audio``)."""
     wd = Path(workdir)
     cfg = config or RunConfig()
     failures: list[Failure] = []
@@ -254,6 +358,7 @@ def collect_workdir_failures(
         return failures
 
     facts: dict[str, _DialogueFacts] = {}
+    sample = AudioSample(audio_sample if check_audio else 0, cfg.seed)
     dschema = dialogue_schema(cfg)
     for df in iter_batches(wd / DIALOGUES):
         failures += schema_failures(dschema, df, "dialogues", row_ids(df, "dialogue_id"))
@@ -272,7 +377,11 @@ def collect_workdir_failures(
             )
             if check_audio and {"audio_path", "sha256", "sample_rate", "num_channels"} <= set(df):
                 failures += _check_audio(wd, row)
+                if isinstance(row["audio_path"], str):
+                    sample.offer(did, row["audio_path"], row.get("provenance"))
 
+    chosen = sample.chosen()
+    sampled: dict[str, list[TurnSpan]] = {did: [] for did in chosen}
     tschema = turn_schema()
     tally: dict[str, _TurnTally] = {}
     done: set[str] = set()
@@ -323,7 +432,12 @@ def collect_workdir_failures(
                 )
             if row["kind"] == "turn" and pd.notna(row["start_s"]) and pd.notna(end):
                 group.append((int(row["turn_index"]), float(row["start_s"]), float(end), speaker))
+                if did in sampled:
+                    sampled[did].append((speaker, float(row["start_s"]), float(end)))
     close_group()
+    for did, (rel, tone) in sorted(chosen.items()):
+        if (wd / rel).is_file():
+            failures += acoustic_failures(did, wd / rel, sampled[did], tone, cfg)
 
     for did, fact in facts.items():
         t = tally.get(did, _TurnTally())
