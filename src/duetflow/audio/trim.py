@@ -53,14 +53,18 @@ def acoustic_extent(
     if len(an.edge) < 2:
         return None
     floor = edges.floor_of(an) or edges.DIGITAL_FLOOR
-    ext = edges.speech_extent(
-        an,
-        floor,
-        (0.0, float(len(x))),
-        bounds=(0.0, float(len(x))),
-        onset_floor_db=floor_db,
-        offset_floor_db=floor_db,
-    )
+    ext = None
+    for f in (floor, edges.DIGITAL_FLOOR):  # a clip with no quieter stretch is speech throughout
+        ext = edges.speech_extent(
+            an,
+            f,
+            (0.0, float(len(x))),
+            bounds=(0.0, float(len(x))),
+            onset_floor_db=floor_db,
+            offset_floor_db=floor_db,
+        )
+        if ext is not None or f.digital:
+            break
     if ext is None:
         return None
     i0, i1 = int(math.floor(ext.start)), int(math.ceil(ext.end))

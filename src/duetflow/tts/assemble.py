@@ -6,11 +6,14 @@ Order of operations (each step exists because a listener would otherwise hear a 
    (:func:`duetflow.audio.trim.acoustic_extent`), with short fades, so the planned pause is the
    pause heard;
 2. per-speaker loudness balance: each speaker's speech is gained to ``render.loudness_target_lufs``;
-3. lay the utterances end to end with pauses drawn from U[render.gap_ms_min, render.gap_ms_max]
-   by ``rng_for(seed, dialogue_id)``;
-4. ambience: room tone from the reference recording's non-speech regions
-   (:func:`duetflow.audio.roomtone.fill`), over the whole dialogue, at the reference's measured
+3. ambience: room tone from the reference recording's non-speech (its pauses between words
+   are enough, :func:`duetflow.audio.roomtone.extract_room_tone`), at the reference's measured
    SNR (speech power in VAD regions over noise power, the same measure used on the reference);
+   the utterances are trimmed again down to that floor, so the pauses laid are the pauses heard;
+4. lay the utterances end to end with pauses drawn from U[render.gap_ms_min, render.gap_ms_max]
+   by ``rng_for(seed, dialogue_id)``, over the ambience at one steady level, and confirm every
+   pause on the audio (:func:`duetflow.mixdown.mixdown`, the renderer's mixdown): the rows'
+   pauses are the acoustic pauses of the file;
 5. a true-peak ceiling (gain down, never clip), then FLAC.
 
 Rows follow ``RENDERED_DIALOGUE_SCHEMA`` / ``RENDERED_TURN_SCHEMA`` with the same meaning as the
@@ -32,12 +35,12 @@ from typing import Any
 import numpy as np
 
 from duetflow.audio.io import Audio, read_frames, resample, write_audio
-from duetflow.audio.loudness import apply_gain, ceiling_gain_db, gain_to_target, measure
-from duetflow.audio.roomtone import fill
+from duetflow.audio.loudness import apply_gain, gain_to_target, measure
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.manifest import dumps
+from duetflow.mixdown import Bed, Change, Clip, mixdown
 from duetflow.model import Category, TurnKind
 from duetflow.seeding import rng_for
 from duetflow.tts.base import Synthesis, Voice
@@ -152,35 +155,53 @@ def assemble(
                     o0 = orig[i][0]
                     orig[i] = (o0 + ext2[0] / sr, o0 + ext2[1] / sr)
 
-    # 4. timeline with seeded pauses, ambience bed under everything
+    # 4. timeline with seeded pauses between acoustic extents; the ambience bed under
+    # everything at the reference's floor, every pause confirmed on the audio
     rng = rng_for(config.seed, did)
     lead = int(round(LEAD_S * sr))
     starts: list[int] = []
+    pauses: list[float] = []
     pos = lead
     for i, u in enumerate(gained):
         starts.append(pos)
         pos += len(u)
         if i < len(gained) - 1:
-            pos += int(round(float(rng.uniform(r.gap_ms_min, r.gap_ms_max)) / 1000 * sr))
+            pauses.append(float(rng.uniform(r.gap_ms_min, r.gap_ms_max)) / 1000)
+            pos += int(round(pauses[-1] * sr))
     total = pos + lead
-    mix = np.zeros(total, dtype=np.float32)
-    for s0, u in zip(starts, gained, strict=True):
-        mix[s0 : s0 + len(u)] += u
+    clips = [
+        Clip(i, None, u, _fade(np.ones(len(u), dtype=np.float32), fade_n), s0, 0, len(u))
+        for i, (s0, u) in enumerate(zip(starts, gained, strict=True))
+    ]
+    spans = [(s0, s0 + len(u)) for s0, u in zip(starts, gained, strict=True)]
+    bed: Bed | None = None
     amb_snr: float | None = None
-    if tone is not None and amb_voice is not None:
-        bed = fill(tone, total, rng_for(config.seed, did, "ambience"), 4 * fade_n)
-        sp, _ = speech_power(np.concatenate(gained), sr)  # after the re-trim
-        bed_pow = float(np.mean(np.square(bed, dtype=np.float64)))
-        if bed_pow > 0 and amb_voice.snr_db is not None:
-            want = sp / 10 ** (amb_voice.snr_db / 10)
-            mix = (mix + bed * np.float32(math.sqrt(want / bed_pow))).astype(np.float32)
-            amb_snr = amb_voice.snr_db
+    if tone is not None and amb_voice is not None and noise_pow > 0:
+        bed, amb_snr = Bed(tone, noise_pow), amb_voice.snr_db
+    mixed = mixdown(
+        clips,
+        spans,
+        [Change(i, g) for i, g in enumerate(pauses)],
+        total / sr,
+        sr,
+        bed=bed,
+        rng=rng_for(config.seed, did, "ambience"),
+        ceiling_dbtp=r.true_peak_ceiling_dbtp,
+    )
 
     # 5. true-peak ceiling
-    ceil = ceiling_gain_db(mix, sr, r.true_peak_ceiling_dbtp)
+    ceil = mixed.ceiling_db
+    mix = mixed.out
     if ceil < 0:
         mix = apply_gain(mix, ceil)
         gains = [g + ceil for g in gains]
+    total = len(mix)
+    starts = [s0 + sh for s0, sh in zip(starts, mixed.shifts, strict=True)]
+    edges_at = [(float(s0), float(s0 + len(u))) for s0, u in zip(starts, gained, strict=True)]
+    for i, gm in enumerate(mixed.measures):  # rows take the edges measured on the file
+        if gm is not None and edges_at[i][0] < gm.offset and gm.onset < edges_at[i + 1][1]:
+            edges_at[i] = (edges_at[i][0], gm.offset)
+            edges_at[i + 1] = (gm.onset, edges_at[i + 1][1])
 
     rel = f"audio/{did}.{r.audio_format}"
     path = write_audio(out_dir / rel, mix, sr, audio_format=r.audio_format)
@@ -192,16 +213,15 @@ def assemble(
         k = spk_index[line.speaker]
         per_spk[k].append(mix[s : s + len(u)])
         if i > 0 and script.lines[i - 1].speaker != line.speaker:
-            prev_end = starts[i - 1] + len(gained[i - 1])
-            gaps.append((s - prev_end) / sr * 1000)
+            gaps.append((edges_at[i][0] - edges_at[i - 1][1]) / sr * 1000)
         turns.append(
             {
                 "dialogue_id": did,
                 "turn_index": i,
                 "speaker": voices[k].speaker_id,
                 "kind": str(TurnKind.TURN),
-                "start_s": round(s / sr, 6),
-                "end_s": round((s + len(u)) / sr, 6),
+                "start_s": round(edges_at[i][0] / sr, 6),
+                "end_s": round(edges_at[i][1] / sr, 6),
                 "orig_start_s": round(orig[i][0], 6),
                 "orig_end_s": round(orig[i][1], 6),
                 "text": line.text,
@@ -234,6 +254,11 @@ def assemble(
         if amb_snr is None or amb_voice is None
         else {"from_clip_id": amb_voice.clip_id, "snr_db": amb_snr},
         "peak_ceiling_gain_db": round(ceil, 3),
+        "pauses_ms": [round(p * 1000, 3) for p in pauses],
+        "pauses_measured_ms": [
+            None if gm is None else round(gm.gap / sr * 1000, 3) for gm in mixed.measures
+        ],
+        "gap_corrections": mixed.corrected,
     }
     row = {
         "dialogue_id": did,

@@ -51,7 +51,7 @@ from duetflow.tts.script import Script, clean_text, is_backchannel_text
 
 log = logging.getLogger(__name__)
 
-SELECTION_VERSION = 1  # bump when the selection logic changes: invalidates the cache
+SELECTION_VERSION = 2  # bump when the selection logic changes: invalidates the cache
 GENDER_PITCH_SPLIT_HZ = 165.0  # median F0 above this → F when the manifest has no gender
 MAX_CANDIDATES = 24  # per speaker per dialogue; bounds the work on long recordings
 _SNR_CAP_DB = 60.0
