@@ -11,12 +11,15 @@ One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a cProfile
   ``split_to_mono``, slicing by milliseconds, ``apply_gain``, ``fade_in/fade_out``, ``+`` joins
   with ``AudioSegment.silent`` gaps, then export. pydub has neither VAD nor loudness, so the
   same trimmer and the same BS.1770 measurement (``duetflow.audio.bs1770``) are called on the
-  slices' samples, the same closed gap loop (``duetflow.audio.gaps``: WebRTC VAD on the
-  16-bit mix, silences moved by whole frames, re-measured) times the gaps, and the same
-  true-peak check runs on the result. ffmpeg is
+  slices' samples, the same gap confirmation (``duetflow.mixdown.measure_change``: the
+  acoustic edge measure on the 16-bit mix, silences moved by the difference, moved ones
+  measured again) times the gaps, and the same true-peak check runs on the result. ffmpeg is
   not installed here, so the FLAC encode of the joined segment goes through soundfile (the same
   libsndfile encoder ours uses); pydub's own export would add an ffmpeg process per file;
-* **floor**: reading the window frames and writing the same duration of FLAC, nothing else.
+* **floor**: reading the window frames and writing the same duration of FLAC, nothing else;
+* **before** (``--baseline SRC``): ours from another source tree (``SRC`` holds its
+  ``duetflow`` package, e.g. an ``git archive`` of main's ``src``), to compare a change before
+  and after in one interleaved run.
 
 Ours and pydub are compared at 10x, run ``--repeat`` times interleaved (ours, pydub, floor,
 ours, ...), and the best run of each counts: on a shared machine the least disturbed run is
@@ -32,6 +35,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import resource
 import subprocess
@@ -135,13 +139,12 @@ def run_pydub(ds: list[Dialogue], out: Path) -> float:
 
     from duetflow.audio import bs1770
     from duetflow.audio import loudness as ld
-    from duetflow.audio.gaps import VoicingEdges, frame_samples, frame_shift
     from duetflow.audio.retime import plan_gaps
     from duetflow.audio.trim import acoustic_extent
+    from duetflow.mixdown import GAP_TOLERANCE_S, as_written, measure_change
     from duetflow.seeding import rng_for
 
     cfg = build_config({})
-    frame_n = frame_samples(SR)
     audio = 0.0
     out.mkdir(parents=True, exist_ok=True)
 
@@ -176,26 +179,23 @@ def run_pydub(ds: list[Dialogue], out: Path) -> float:
         changes = [k for k in range(len(gaps)) if clips[k][0] != clips[k + 1][0]]
         moves = [0.0] * len(gaps)  # ms added to each silence by the gap loop
 
-        # the same closed gap loop as ours: VAD on the 16-bit mix, whole-frame moves, 3 rounds
+        # the same confirmation as ours: every change measured on the 16-bit mix with the
+        # acoustic edge measure, moved by the difference, the moved ones measured again
         mix, spans = _pydub_build(faded, gaps, moves)
         ceiling = bs1770.ceiling_gain_db(samples(mix), SR, cfg.render.true_peak_ceiling_dbtp)
-        for rnd in range(3):
-            voicing = VoicingEdges.measure(samples(mix.apply_gain(min(0.0, ceiling))), SR)
-            moved = False
-            for k in changes:
-                (lo, end), (start, hi) = spans[k], spans[k + 1]
-                edge = voicing.gap_at((end + start) // 2, lo, hi)
-                if edge is None:
-                    continue
-                tol = frame_n // 2 if rnd == 0 else frame_n
-                step = frame_shift(
-                    edge[1] - edge[0], int(round(gaps[k] * SR)), frame_n, SR // 5, tolerance_n=tol
-                )
-                if step:
-                    moves[k] += step * 1000 / SR
-                    moved = True
+        todo = changes
+        for _ in range(2):
+            y = as_written(samples(mix), min(0.0, ceiling))
+            moved = []
+            for k in todo:
+                m = measure_change(y, SR, spans[k], spans[k + 1], None)
+                err = 0.0 if m is None else gaps[k] * SR - m.gap
+                if abs(err) > GAP_TOLERANCE_S * SR:
+                    moves[k] += err * 1000 / SR
+                    moved.append(k)
             if not moved:
                 break
+            todo = moved
             mix, spans = _pydub_build(faded, gaps, moves)
         ceiling = min(0.0, ceiling)
         y = samples(mix.apply_gain(ceiling))
@@ -259,15 +259,23 @@ def child(args: argparse.Namespace) -> None:
 
 
 def _spawn(
-    root: Path, which: str, scale: int, args: argparse.Namespace, profile: bool = False
+    root: Path,
+    which: str,
+    scale: int,
+    args: argparse.Namespace,
+    profile: bool = False,
+    src: str | None = None,
 ) -> Any:
+    env = dict(os.environ)
+    if src:  # the baseline's package first on the path
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     cmd = [
         sys.executable, __file__, "--child", which, "--root", str(root), "--scale", str(scale),
         "--dialogues", str(args.dialogues), "--dur", str(args.dur),
     ]  # fmt: skip
     if profile:
         cmd.append("--profile")
-    res = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    res = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env)
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -277,6 +285,7 @@ def main() -> None:
     ap.add_argument("--dur", type=float, default=45.0, help="seconds per recording")
     ap.add_argument("--profile", action="store_true", help="print a cProfile of our path")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved 10x runs per path")
+    ap.add_argument("--baseline", help="a source tree whose duetflow runs as 'before'")
     ap.add_argument("--child", choices=sorted(PATHS), help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     ap.add_argument("--scale", type=int, default=1, help=argparse.SUPPRESS)
@@ -298,12 +307,17 @@ def main() -> None:
         ours = _spawn(root, "ours", 1, args)
         # ours and pydub at 10x, interleaved, best of --repeat (the least disturbed run of
         # each on a shared machine); the floor likewise
-        runs: dict[str, list[Any]] = {"ours": [], "pydub": [], "floor": []}
+        runs: dict[str, list[Any]] = {"ours": [], "pydub": [], "floor": [], "before": []}
         for _ in range(args.repeat):
             runs["ours"].append(_spawn(root, "ours", 10, args))
+            if args.baseline:
+                runs["before"].append(_spawn(root, "ours", 10, args, src=args.baseline))
             runs["pydub"].append(_spawn(root, "pydub", 10, args))
             runs["floor"].append(_spawn(root, "floor", 1, args))
-        ours10, pyd, floor = (min(runs[k], key=lambda r: r["cpu_s"]) for k in runs)
+        ours10, pyd, floor = (
+            min(runs[k], key=lambda r: r["cpu_s"]) for k in ("ours", "pydub", "floor")
+        )
+        before = min(runs["before"], key=lambda r: r["cpu_s"]) if runs["before"] else None
         ours10 = {**ours10, "rss_mb": max(r["rss_mb"] for r in runs["ours"])}
         prof = _spawn(root, "ours", 1, args, profile=True) if args.profile else None
 
@@ -314,12 +328,10 @@ def main() -> None:
     print(f"corpus: {n1} HH dialogues x {args.dur:.0f} s (1x), {10 * n1} (10x)")
     head = ("path", "audio h", "cpu s", "x realtime/core", "audio h/cpu s", "rss MB")
     print(f"{head[0]:<10}{head[1]:>10}{head[2]:>9}{head[3]:>17}{head[4]:>15}{head[5]:>9}")
-    for name, r in (
-        ("ours 1x", ours),
-        ("ours 10x", ours10),
-        ("pydub 10x", pyd),
-        ("floor 1x", floor),
-    ):
+    rows = [("ours 1x", ours), ("ours 10x", ours10), ("pydub 10x", pyd), ("floor 1x", floor)]
+    if before is not None:
+        rows.insert(2, ("before 10x", before))
+    for name, r in rows:
         print(
             f"{name:<10}{r['audio_s'] / 3600:>10.3f}{r['cpu_s']:>9.2f}{rtf(r):>17.0f}"
             f"{r['audio_s'] / 3600 / r['cpu_s']:>15.4f}{r['rss_mb']:>9.0f}"
@@ -328,9 +340,10 @@ def main() -> None:
     if prof:
         print(prof["profile"])
     x = rtf(ours10)
+    vs_before = f"; vs_before {x / rtf(before):.2f}x" if before is not None else ""
     print(
         f"render: {x:.0f} x realtime per core; peak_rss_mb {ours10['rss_mb']:.0f}; "
-        f"vs_pydub {x / rtf(pyd):.2f}x; floor {rtf(floor):.0f} x"
+        f"vs_pydub {x / rtf(pyd):.2f}x; floor {rtf(floor):.0f} x{vs_before}"
     )
 
 

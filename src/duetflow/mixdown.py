@@ -192,11 +192,14 @@ def mixdown(
     rng: np.random.Generator,
     ceiling_dbtp: float,
     n_stems: int = 0,
+    band_s: tuple[float, float] | None = None,
 ) -> Mix:
     """Assemble, measure every speaker-change gap on the file's samples, correct what is off.
 
     ``spans``: each main item's acoustic extent in provisional output samples. Without a bed
-    (a digitally clean source) pauses are measured against the absolute floor.
+    (a digitally clean source) pauses are measured against the absolute floor. A gap is
+    corrected when it is off its draw by more than :data:`GAP_TOLERANCE_S`, or lies outside
+    ``band_s`` (the configured window, seconds) at all.
     """
     n0 = int(round(duration_s * sr))
     noise = _unit_noise(bed, n0, rng, sr) if bed is not None else None
@@ -221,7 +224,8 @@ def mixdown(
             log.debug("no acoustic gap measured after item %d", c.after)
             continue
         err = c.gap_s * sr - m.gap
-        if abs(err) > tol:
+        outside = band_s is not None and not band_s[0] * sr <= m.gap <= band_s[1] * sr
+        if abs(err) > tol or outside:
             deltas[c.after + 1] = int(round(err))
     moved = [i for i, c in enumerate(changes) if deltas[c.after + 1]]
     if moved:

@@ -618,6 +618,7 @@ def _render_separable(
     mix = mixdown(
         clips, spans, changes, tl.duration_s, sr, bed=bed, rng=rng,
         ceiling_dbtp=cfg.true_peak_ceiling_dbtp, n_stems=len(ids) if cfg.stems else 0,
+        band_s=(cfg.gap_ms_min / 1000.0, cfg.gap_ms_max / 1000.0),
     )  # fmt: skip
     bounds_out = _rows_at_changes(spans, changes, mix)
     rows = []
@@ -795,6 +796,7 @@ def _render_mixed(
     mix = mixdown(
         clips, spans, changes, duration, sr, bed=bed, rng=rng,
         ceiling_dbtp=cfg.true_peak_ceiling_dbtp,
+        band_s=(cfg.gap_ms_min / 1000.0, cfg.gap_ms_max / 1000.0),
     )  # fmt: skip
     bounds = _rows_at_changes(spans, changes, mix)
 

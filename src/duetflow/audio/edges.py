@@ -61,8 +61,11 @@ BoolArray = npt.NDArray[np.bool_]
 HOP_S = 0.0025
 #: Envelope window, in hops (10 ms: one period of the power ripple of 50 Hz hum).
 WINDOW_HOPS = 4
-#: Edges are read on the signal high-passed here (Hz, 2nd-order Butterworth).
+#: Edges are read on the signal high-passed here (Hz, 2nd-order Butterworth) ...
 HIGHPASS_HZ = 100.0
+#: ... when the background's 10 ms frames flicker by more than this (dB, 99th percentile over
+#: their neighbourhood): rumble or hum; a steadier background is read as it is.
+FLICKER_HP_DB = 1.5
 #: A frame below this level (dBFS) is digital silence.
 DIGITAL_DB = -90.0
 #: A background with at least this share of digitally silent frames is digital silence (a real
@@ -99,6 +102,15 @@ _FLICKER_FRAMES = 21  # the neighbourhood (frames) flicker is measured against
 _QUIET_S = 0.04  # the quietest stretch of a pause that seeds its floor
 _WARMUP_S = 0.05  # high-pass filter settling before an analysed range
 _SILENT_DB = -200.0  # the level given to a frame of exact zeros
+
+
+def quantiles(v: FloatArray, qs: Sequence[float]) -> list[float]:
+    """Quantiles (0–100) of ``v`` by the nearest lower rank: one partial sort for all of them
+    (numpy's ``percentile`` costs more than the envelope it is asked about)."""
+    n = v.size
+    ks = [min(n - 1, max(0, int(q / 100.0 * (n - 1)))) for q in qs]
+    part = np.partition(v, sorted(set(ks)))
+    return [float(part[k]) for k in ks]
 
 
 def _power(db: float) -> float:
@@ -139,8 +151,8 @@ def _envelope(x: Audio, sr: int, start: int, hop: int) -> Envelope:
     count = len(x) // hop
     if count < WINDOW_HOPS:
         return Envelope(np.zeros(0), hop, sr, start, np.zeros(0))
-    seg = x[: count * hop].reshape(count, hop).astype(np.float64)
-    p = np.einsum("ij,ij->i", seg, seg) / hop
+    seg = x[: count * hop].reshape(count, hop)
+    p = np.einsum("ij,ij->i", seg, seg, dtype=np.float64) / hop
     c = np.concatenate(([0.0], np.cumsum(p)))
     w = (c[WINDOW_HOPS:] - c[:-WINDOW_HOPS]) / WINDOW_HOPS
     silent = np.convolve(p == 0, np.ones(WINDOW_HOPS), mode="valid") == WINDOW_HOPS
@@ -170,19 +182,48 @@ class Analysis:
         return self.edge.sr
 
 
-def analyse(samples: Audio, sample_rate: int, start: int = 0, stop: int | None = None) -> Analysis:
-    """Envelopes of ``samples[start:stop]`` (mono; several channels are averaged)."""
+def analyse(
+    samples: Audio,
+    sample_rate: int,
+    start: int = 0,
+    stop: int | None = None,
+    *,
+    highpass: bool | None = None,
+) -> Analysis:
+    """Envelopes of ``samples[start:stop]`` (mono; several channels are averaged).
+
+    ``highpass`` None decides from the signal: the quietest frames (its background) flickering
+    by more than :data:`FLICKER_HP_DB` mean low-frequency noise, and the edge envelope is then
+    read on the high-passed signal; a steady background leaves nothing for the filter to remove
+    and the edge envelope is the level envelope.
+    """
     x = to_mono(samples)
     stop = len(x) if stop is None else min(int(stop), len(x))
     start = max(0, min(int(start), stop))
     hop = max(1, int(round(sample_rate * HOP_S)))
+    level = _envelope(x[start:stop], sample_rate, start, hop)
+    if highpass is None:
+        highpass = _quiet_flicker(level.db) > FLICKER_HP_DB
+    if not highpass:
+        return Analysis(level, level)
     warm = min(start, int(_WARMUP_S * sample_rate))
     b, a = _highpass_ba(sample_rate)
     seg = np.asarray(x[start - warm : stop], dtype=np.float32)
     hp = np.asarray(lfilter(b, a, seg), dtype=np.float32)[warm:]
-    return Analysis(
-        _envelope(hp, sample_rate, start, hop), _envelope(seg[warm:], sample_rate, start, hop)
-    )
+    return Analysis(_envelope(hp, sample_rate, start, hop), level)
+
+
+def _quiet_flicker(db: FloatArray) -> float:
+    """How far the quietest third of the frames rise over their neighbourhood (99th pct, dB)."""
+    if db.size < 4 * _FLICKER_FRAMES:
+        return math.inf
+    audible = db > DIGITAL_DB
+    if np.count_nonzero(audible) < 4 * _FLICKER_FRAMES:
+        return 0.0
+    cut = quantiles(db[audible], (33,))[0]
+    local = median_filter(db, size=_FLICKER_FRAMES, mode="nearest")
+    dev = (db - local)[audible & (local <= cut)]
+    return quantiles(dev, (99,))[0] if dev.size >= MIN_FLOOR_FRAMES else math.inf
 
 
 @dataclass(frozen=True)
@@ -231,7 +272,7 @@ DIGITAL_FLOOR = Floor(ABSOLUTE_FLOOR_DB, ABSOLUTE_FLOOR_DB, 0.0, True)
 
 def _trimmed_level(v: FloatArray) -> float:
     """Mean power (dB) of frames up to the quiet ones' upper reach (louder ones are events)."""
-    q50, q75 = (float(q) for q in np.percentile(v, (50, 75)))
+    q50, q75 = quantiles(v, (50, 75))
     top = q50 + 4.5 * max(q75 - q50, 0.05)
     sel = v[v <= top]
     return _db(float(np.mean(np.power(10.0, sel / 10.0))))
@@ -253,8 +294,8 @@ def estimate_floor(an: Analysis, mask: BoolArray | None = None) -> Floor | None:
     lo, hi = max(0, int(idx[0]) - _FLICKER_FRAMES), min(n, int(idx[-1]) + _FLICKER_FRAMES + 1)
     local = median_filter(hv[lo:hi], size=_FLICKER_FRAMES, mode="nearest")
     dev = (hv[lo:hi] - local)[use[lo:hi]]
-    flicker = float(np.percentile(dev, 99))
-    q50 = float(np.percentile(hv[use], 50))
+    flicker = quantiles(dev, (99,))[0]
+    q50 = quantiles(hv[use], (50,))[0]
     return Floor(level, hp, max(0.0, q50 + flicker - hp), False)
 
 
@@ -291,7 +332,7 @@ def floor_of(
     v = an.level.db[ok]
     if v.size < MIN_FLOOR_FRAMES * 5:
         return estimate_floor(an, ok)
-    return estimate_floor(an, ok & (an.level.db <= np.percentile(v, 20)))
+    return estimate_floor(an, ok & (an.level.db <= quantiles(v, (20,))[0]))
 
 
 def _quiet_run(quiet: BoolArray, m: int) -> int | None:
@@ -443,7 +484,7 @@ def speech_extent(
     audible = inner[inner > _SILENT_DB]
     if audible.size == 0:
         return None
-    peak = float(np.percentile(audible, 98))
+    peak = quantiles(audible, (98,))[0]
     t_on = floor.db if onset_floor_db is None else onset_floor_db
     t_off = floor.db if offset_floor_db is None else offset_floor_db
     lo_on, lo_off = floor.edge_db(t_on), floor.edge_db(t_off)

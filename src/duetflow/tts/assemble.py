@@ -187,6 +187,7 @@ def assemble(
         bed=bed,
         rng=rng_for(config.seed, did, "ambience"),
         ceiling_dbtp=r.true_peak_ceiling_dbtp,
+        band_s=(r.gap_ms_min / 1000.0, r.gap_ms_max / 1000.0),
     )
 
     # 5. true-peak ceiling
