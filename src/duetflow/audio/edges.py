@@ -321,7 +321,8 @@ def floor_of(
     """The floor of everything outside ``speech`` (samples) and inside ``usable`` frames.
 
     When that leaves too little (annotations with no room between them), or no speech is
-    given, the quietest fifth of the usable frames stands in; None when even that is too
+    given, the background is found from the signal: the quietest fifth of the usable frames
+    gives a first floor, the frames under its edge level the floor; None when there is too
     little.
     """
     ok = np.ones(len(an.edge), dtype=bool) if usable is None else usable.copy()
@@ -332,7 +333,12 @@ def floor_of(
     v = an.level.db[ok]
     if v.size < MIN_FLOOR_FRAMES * 5:
         return estimate_floor(an, ok)
-    return estimate_floor(an, ok & (an.level.db <= quantiles(v, (20,))[0]))
+    seed = estimate_floor(an, ok & (an.level.db <= quantiles(v, (20,))[0]))
+    if seed is None or seed.digital:
+        return seed
+    # the quietest fifth reads low (it picks the noise's dips); the frames under the edge
+    # level it implies are the background, measured whole
+    return estimate_floor(an, ok & (an.edge.db <= seed.edge_db())) or seed
 
 
 def _quiet_run(quiet: BoolArray, m: int) -> int | None:
