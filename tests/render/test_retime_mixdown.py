@@ -1,0 +1,188 @@
+"""Re-timing (where each item lands) and the mixdown's gap closing, on their own.
+
+The mixdown is checked against truth it cannot see: clips cut from constructed utterances
+(:mod:`duetflow.samples.calibration`) whose speech edges are known from the construction, so the
+true output gap is the placement plus those known edges, never a measurement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from duetflow.audio import edges
+from duetflow.audio.mix import fade_envelope
+from duetflow.audio.retime import layout_blocks, layout_turns, merge_blocks
+from duetflow.config import build_config
+from duetflow.mixdown import GAP_TOLERANCE_S, Bed, Change, Clip, mixdown
+from duetflow.model import Turn, TurnKind
+from duetflow.samples.calibration import construct
+
+SR = 16000
+
+
+# --- re-timing -----------------------------------------------------------------------------------
+
+
+def test_layout_turns_draws_every_change_and_caps_same_speaker_pauses() -> None:
+    cfg = build_config({}).render
+    turns = [
+        Turn("A", 0.0, 1.0),
+        Turn("B", 1.4, 2.0),  # a 400 ms pause: re-timed
+        Turn("B", 3.5, 4.0),  # same speaker after 1.5 s: capped at 1.0 s
+        Turn("A", 3.9, 6.0),  # overlaps B by 100 ms: separable, laid after it
+        Turn("B", 5.3, 5.6, kind=TurnKind.BACKCHANNEL),  # inside A's turn: rides in it
+    ]
+    tl = layout_turns(turns, cfg, np.random.default_rng(3), lead_s=0.18, tail_s=0.18)
+    mains = tl.mains
+    assert [p.index for p in mains] == [0, 1, 2, 3]
+    assert len(tl.gaps_s) == 2 and tl.change_after == (0, 2)
+    for k, g in zip(tl.change_after, tl.gaps_s, strict=True):
+        assert 0.180 <= g <= 0.230
+        assert mains[k + 1].out_start - mains[k].out_end == pytest.approx(g)
+    assert mains[2].out_start - mains[1].out_end == pytest.approx(cfg.same_speaker_pause_cap_s)
+    bc = next(p for p in tl.placements if p.host is not None)
+    assert bc.host == 3 and bc.out_start - mains[3].out_start == pytest.approx(5.3 - 3.9)
+    assert mains[0].out_start == pytest.approx(0.18)
+    assert tl.duration_s == pytest.approx(mains[-1].out_end + 0.18)
+    # the draws are the dialogue's own: the same generator, the same gaps
+    again = layout_turns(turns, cfg, np.random.default_rng(3), lead_s=0.18, tail_s=0.18)
+    assert again.gaps_s == tl.gaps_s
+
+
+def test_mixed_blocks_keep_overlaps_and_split_latched_changes() -> None:
+    cfg = build_config({})
+    turns = [
+        Turn("A", 0.0, 2.0),
+        Turn("B", 1.5, 3.0),  # overlaps A by 0.5 s: one block, kept as it is
+        Turn("A", 3.02, 4.0),  # latched (touches B within min_overlap_s): its own block
+        Turn("B", 4.6, 5.5),
+    ]
+    blocks = merge_blocks(turns, range(len(turns)), cfg.turns.min_overlap_s)
+    assert [b.members for b in blocks] == [(0, 1), (2,), (3,)]
+    starts, gaps, after, _ = layout_blocks(
+        blocks, cfg.render, np.random.default_rng(0), lead_s=0.2, tail_s=0.2
+    )
+    assert after == [0, 1] and all(0.180 <= g <= 0.230 for g in gaps)
+    for k, g in zip(after, gaps, strict=True):
+        end = starts[k] + (blocks[k].end - blocks[k].start)
+        assert starts[k + 1] - end == pytest.approx(g)
+
+
+# --- mixdown ---------------------------------------------------------------------------------
+
+
+def _utterance_clips(
+    seed: int, floor_db: float, kind: str = "pink", n: int = 4
+) -> tuple[list[np.ndarray], list[tuple[int, int]], list[tuple[int, int]], np.ndarray]:
+    """``n`` utterances cut from a constructed signal: (clip samples, true speech edges in each
+    clip, the edge measure's extent in each clip: what a renderer places clips by, and the
+    signal's lead-in: its room tone)."""
+    c = construct(seed, sr=SR, floor_kind=kind, floor_db=floor_db, n_utterances=n)
+    an = edges.analyse(c.samples, SR)
+    floor = edges.floor_of(an, [u.hint for u in c.utterances], 0.05 * SR)
+    assert floor is not None
+    out, truth, seen = [], [], []
+    pad = int(0.05 * SR)
+    for u in c.utterances:
+        a, b = u.onset - pad, u.offset + pad
+        ext = edges.speech_extent(an, floor, u.hint, bounds=(a, b))
+        assert ext is not None
+        out.append(c.samples[a:b].astype(np.float32))
+        truth.append((pad, pad + u.offset - u.onset))
+        seen.append((int(round(ext.start)) - a, int(round(ext.end)) - a))
+    lead_in = c.samples[: c.utterances[0].onset - int(0.2 * SR)].astype(np.float32)
+    return out, truth, seen, lead_in
+
+
+def _mix(
+    clips_raw: list[np.ndarray],
+    truth: list[tuple[int, int]],
+    seen: list[tuple[int, int]],
+    gaps: list[float],
+    bed: Bed | None,
+    misplace: dict[int, int] | None = None,
+    floor_power: float = 0.0,
+):
+    """Lay clips ``gaps`` apart by their measured extents, as a renderer does (``misplace``:
+    samples a clip lands off its place, as a misjudged source edge would put it); return the
+    mix and the true gaps after it (the construction's edges, moved as the mixdown moved)."""
+    misplace = misplace or {}
+    fade = int(0.005 * SR)
+    clips, spans, true_at = [], [], []
+    pos = int(0.2 * SR)
+    for k, (x, (t0, t1), (e0, e1)) in enumerate(zip(clips_raw, truth, seen, strict=True)):
+        at = pos - e0 + misplace.get(k, 0)
+        env = fade_envelope(len(x), fade)
+        clips.append(Clip(k, None, x * env, env, at, e0, e1, floor_power))
+        spans.append((at + e0, at + e1))
+        true_at.append((at + t0, at + t1))
+        pos += e1 - e0 + (int(round(gaps[k] * SR)) if k < len(gaps) else 0)
+    duration = (pos + int(0.2 * SR)) / SR
+    changes = [Change(k, g) for k, g in enumerate(gaps)]
+    mix = mixdown(
+        clips, spans, changes, duration, SR, bed=bed, rng=np.random.default_rng(0),
+        ceiling_dbtp=-1.0, band_s=(0.18, 0.23),
+    )  # fmt: skip
+    true_gaps = [
+        (true_at[k + 1][0] + mix.shifts[k + 1] - true_at[k][1] - mix.shifts[k]) / SR
+        for k in range(len(gaps))
+    ]
+    return mix, true_gaps
+
+
+def test_gap_closing_corrects_a_misplaced_clip_to_the_draw() -> None:
+    """One clip lands 15 ms late (as a misjudged source edge would put it); the confirmation on
+    the audio finds the gap before it 15 ms long and moves the clip back: every true gap (from
+    the construction, not measured) ends at its draw within the measure's calibration."""
+    x, truth, seen, tone = _utterance_clips(11, -62.0)
+    gaps = [0.2, 0.19, 0.225]
+    bed = Bed(tone, 10 ** (-62.0 / 10))
+    own = 10 ** (-62.0 / 10)  # the clips' own background: the bed only fills the pauses
+    placed, _ = _mix(x, truth, seen, gaps, bed, floor_power=own)
+    # placed by the measure it is confirmed with, over the recording's own tone: at most a few
+    # ms to move (the pause's floor is the bed's now, not the source's)
+    assert max(abs(v) for v in placed.shifts) <= 0.003 * SR
+    mix, true_gaps = _mix(x, truth, seen, gaps, bed, misplace={2: int(0.015 * SR)}, floor_power=own)
+    assert mix.corrected >= 1
+    assert mix.shifts[2] - mix.shifts[1] == pytest.approx(-0.015 * SR, abs=0.005 * SR)
+    for g, t, m in zip(gaps, true_gaps, mix.measures, strict=True):
+        assert m is not None
+        assert abs(m.gap / SR - g) <= GAP_TOLERANCE_S
+        assert abs(t - g) <= 0.010, (t, g)
+
+
+def test_the_floor_is_one_level_across_clips_and_pauses() -> None:
+    """Clips whose own background is 12 dB under the dialogue's floor are topped up to it: the
+    floor neither dips under a clip's pad nor jumps at a join."""
+    x, truth, seen, tone = _utterance_clips(12, -70.0)
+    floor_db = -58.0
+    bed = Bed(tone, 10 ** (floor_db / 10))
+    mix, _ = _mix(x, truth, seen, [0.2, 0.2, 0.2], bed, floor_power=1e-7)
+    y = mix.out
+    for m in mix.measures:
+        assert m is not None and not m.floor.digital
+        assert abs(m.floor.db - floor_db) < 1.5
+        assert abs(m.step_db) < 3.0 and m.dip_db < 6.0
+        assert m.zero_run < SR // 1000
+    # level in the clips' pads (their own quiet background + the top-up) vs mid-pause: equal
+    pads, mids = [], []
+    for m in mix.measures:
+        assert m is not None
+        o, a = int(m.offset), int(m.onset)
+        pads.append(y[o + 40 : o + 280])  # the pad after the speech, past the fade
+        mids.append(y[(o + a) // 2 - 120 : (o + a) // 2 + 120])
+
+    def lvl(parts: list[np.ndarray]) -> float:
+        return float(10 * np.log10(np.mean(np.concatenate(parts).astype(np.float64) ** 2)))
+
+    assert abs(lvl(pads) - lvl(mids)) < 1.5
+
+
+def test_without_room_tone_pauses_are_measured_against_the_absolute_floor() -> None:
+    x, truth, seen, _ = _utterance_clips(13, -60.0, kind="digital", n=3)
+    mix, true_gaps = _mix(x, truth, seen, [0.21, 0.19], None)
+    for g, t, m in zip([0.21, 0.19], true_gaps, mix.measures, strict=True):
+        assert m is not None and m.floor.digital
+        assert abs(t - g) <= 0.010
+        assert m.zero_run > 0.1 * SR  # a clean source's pause is digital silence
