@@ -542,6 +542,27 @@ def _render_separable(
                 reason="silent_turn",
             )
         floors[i], coarse[i] = f, ext
+    if isinstance(d.source, PerTurnSource):
+        # one floor per speaker, from the background of all their clips together: a clip whose
+        # slack holds a breath, or none at all, does not set a floor of its own
+        for s in ids:
+            v = views[s]
+            mask = np.zeros(v.n_frames, dtype=bool)
+            mine = [i for i in coarse if turns[i].speaker == s]
+            for i in mine:
+                piece = _piece_mask(v, tracks[s], turns[i], sr)
+                if piece is not None:
+                    mask |= piece
+            exts = [(coarse[i].start, coarse[i].end) for i in mine]
+            mask &= edges.background_mask(v.an.edge, exts, source_acoustics.TONE_MARGIN_S * sr)
+            pooled = edges.estimate_floor(v.an, mask)
+            if pooled is None:
+                continue
+            found[s] = (pooled, found[s][1])
+            for i in mine:
+                ext = source_acoustics.extent(v, pooled, hint(i), bounds[i])
+                if ext is not None:
+                    floors[i], coarse[i] = pooled, ext
 
     # loudness per speaker on the trimmed speech that is rendered
     drop_bc = cfg.backchannels == "drop"

@@ -100,6 +100,7 @@ _FIT_RANGE_DB = 8.0  # a tail's rate is read over this range above the edge leve
 _FIT_FRAMES = 40
 _FLICKER_FRAMES = 21  # the neighbourhood (frames) flicker is measured against
 _QUIET_S = 0.04  # the quietest stretch of a pause that seeds its floor
+_CLUSTER_DB = 10.0  # a background's frames lie this close to its quietest ones
 _WARMUP_S = 0.05  # high-pass filter settling before an analysed range
 _SILENT_DB = -200.0  # the level given to a frame of exact zeros
 
@@ -321,8 +322,8 @@ def floor_of(
     """The floor of everything outside ``speech`` (samples) and inside ``usable`` frames.
 
     When that leaves too little (annotations with no room between them), or no speech is
-    given, the background is found from the signal: the quietest fifth of the usable frames
-    gives a first floor, the frames under its edge level the floor; None when there is too
+    given, the background is found from the signal: the frames within 10 dB of the quietest
+    give a first floor, the frames under its edge level the floor; None when there is too
     little.
     """
     ok = np.ones(len(an.edge), dtype=bool) if usable is None else usable.copy()
@@ -333,11 +334,16 @@ def floor_of(
     v = an.level.db[ok]
     if v.size < MIN_FLOOR_FRAMES * 5:
         return estimate_floor(an, ok)
-    seed = estimate_floor(an, ok & (an.level.db <= quantiles(v, (20,))[0]))
+    digital = v < DIGITAL_DB
+    if np.count_nonzero(digital) >= DIGITAL_SHARE * v.size:
+        return DIGITAL_FLOOR
+    # the quietest frames and those within 10 dB of them: the background, however little of
+    # the signal it is (speech sits well above it); then the frames under the edge level that
+    # first floor implies, measured whole (the quietest frames alone read low)
+    low = quantiles(v[~digital], (1,))[0] + _CLUSTER_DB
+    seed = estimate_floor(an, ok & (an.level.db <= low))
     if seed is None or seed.digital:
         return seed
-    # the quietest fifth reads low (it picks the noise's dips); the frames under the edge
-    # level it implies are the background, measured whole
     return estimate_floor(an, ok & (an.edge.db <= seed.edge_db())) or seed
 
 

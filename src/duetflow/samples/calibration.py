@@ -146,6 +146,16 @@ class Construction:
     floor_db: float  # the truth's floor level (the absolute floor for digital silence)
     utterances: tuple[Utterance, ...]
     speech: F64 = field(repr=False)  # the speech components alone (no breath, no floor)
+    powers: tuple[tuple[int, F64], ...] = field(default=(), repr=False)  # per utterance:
+    # (first sample, its speech power sample by sample, from the envelopes)
+
+    def edges_at(self, k: int, floor_power: float, gain: float = 1.0) -> tuple[int, int]:
+        """Utterance ``k``'s truth edges were its speech heard ``gain`` (power ratio) louder
+        over a floor of ``floor_power``: the first and one past the last sample where its own
+        envelope power reaches it."""
+        at, power = self.powers[k]
+        above = np.flatnonzero(power * gain >= floor_power)
+        return at + int(above[0]), at + int(above[-1]) + 1
 
 
 @dataclass
@@ -329,4 +339,7 @@ def construct(
         h0 = on - int(min(float(rng.uniform(-0.05, 0.2)) * sr, 0.4 * room_before))
         h1 = off + int(min(float(rng.uniform(-0.1, 0.2)) * sr, 0.4 * room_after))
         utts.append(Utterance(on, off, (h0, h1), onset, ending, levels[k]))
-    return Construction(q.astype(np.float32), sr, floor_kind, truth_floor, tuple(utts), speech)
+    powers = tuple((s, p.power) for s, (p, _, _) in zip(starts, pieces, strict=True))
+    return Construction(
+        q.astype(np.float32), sr, floor_kind, truth_floor, tuple(utts), speech, powers
+    )
