@@ -130,3 +130,48 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
     assert ("d3", "audio_key_matches_sha256") in got
     assert any(r == "d2" and "share one split" in c for r, c in got)
     assert schema_failures(dialogue_schema(), df.iloc[[0]], "d", str) == []
+
+
+def test_acoustic_gaps_and_holes_measured_on_the_audio(tmp_path: Path) -> None:
+    """The rows say 200 ms; one file's pause really is 80 ms, another's holds digital zeros
+    although its provenance says room tone was laid: both are reported, from the audio."""
+    import json
+
+    import numpy as np
+
+    from duetflow.audio.io import write_audio
+    from duetflow.schemas.checks import collect_workdir_failures
+    from duetflow.storage.base import sha256_file
+
+    items = specs(3, per_source=1)
+    wd = make_workdir(
+        tmp_path / "wd",
+        items,
+        row_overrides={
+            items[2].dialogue_id: {"provenance": json.dumps({"room_tone": {"used": True}})}
+        },
+    )
+    assert not collect_workdir_failures(wd, build_config({}))
+    from release_fixtures import SR as sr
+
+    d = pd.read_parquet(wd / "dialogues.parquet")
+    short, holed = d.iloc[1], d.iloc[2]
+    rng = np.random.default_rng(0)
+    x = (0.001 * rng.standard_normal(int(1.3 * sr))).astype(np.float32)
+    x[: int(0.3 * sr)] += 0.1 * rng.standard_normal(int(0.3 * sr)).astype(np.float32)
+    b0 = int(0.38 * sr)  # B starts 80 ms after A ends, rows still say 0.5 s
+    x[b0 : int(0.8 * sr)] += 0.1 * rng.standard_normal(int(0.8 * sr) - b0).astype(np.float32)
+    x[int(1.0 * sr) : int(1.2 * sr)] += 0.1 * rng.standard_normal(int(0.2 * sr)).astype(np.float32)
+    write_audio(wd / short.audio_path, x, sr)
+    y, _ = __import__("soundfile").read(wd / holed.audio_path, dtype="float32")
+    y[int(0.85 * sr) : int(0.95 * sr)] = 0.0  # a hole in the pause between B and A
+    write_audio(wd / holed.audio_path, y, sr)
+    for row in (short, holed):
+        d.loc[d.dialogue_id == row.dialogue_id, "sha256"] = sha256_file(wd / row.audio_path)
+    d.to_parquet(wd / "dialogues.parquet")
+    failures = collect_workdir_failures(wd, build_config({}))
+    checks = {(f.row_id.split("#")[0], f.check.split(" (")[0].split(" in [")[0]) for f in failures}
+    assert (short.dialogue_id, "acoustic gap") in checks, failures
+    assert (holed.dialogue_id, "no digital zeros in a pause with room tone") in checks, failures
+    assert {f.table for f in failures} == {"audio"}
+    assert not collect_workdir_failures(wd, build_config({}), audio_sample=0)
