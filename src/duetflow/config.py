@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from duetflow.errors import ConfigError
+from duetflow.topics import DEFAULT_TAXONOMY, UNMAPPED, TopicMapper, normalise_topic
 
 ENV_PREFIX = "DUETFLOW__"
 
@@ -105,6 +106,7 @@ class FilterConfig(_Section):
             "interruptions",
             "balance",
             "language",
+            "topics",
         ]
     )
     balance_min: float = Field(0.4, ge=0, le=1)
@@ -113,6 +115,9 @@ class FilterConfig(_Section):
     max_interruptions: int = Field(0, ge=0, description="floor-taking interruptions allowed")
     max_non_floor_interruptions: int | None = Field(None, ge=0, description="None: unlimited")
     languages: list[str] | None = Field(None, description="allowed languages; None: any")
+    topics: list[str] | None = Field(
+        None, description="allowed taxonomy topics (the `topics` filter); None: any"
+    )
     unintelligible_max_share: float = Field(
         0.5, ge=0, le=1, description="max share of turns that are only [*] / unintelligible"
     )
@@ -143,6 +148,48 @@ class RenderConfig(_Section):
         if self.gap_ms_min > self.gap_ms_max:
             raise ValueError("render.gap_ms_min must be <= render.gap_ms_max")
         return self
+
+
+class TopicsConfig(_Section):
+    """Topic taxonomy and per-source label mappings (``duetflow.topics``, docs/topics.md)."""
+
+    taxonomy: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_TAXONOMY),
+        description="topic ids every dialogue is mapped into (default: DailyDialog's ten)",
+    )
+    aliases: dict[str, dict[str, str]] = Field(
+        default_factory=dict,
+        description="per corpus: {source label: taxonomy topic}, over the built-in tables",
+    )
+    unmapped: str = Field(UNMAPPED, description="topic of labels that map to none")
+
+    @model_validator(mode="after")
+    def _ids(self) -> TopicsConfig:
+        bad = [t for t in self.taxonomy if normalise_topic(t) != t or not t]
+        if bad:
+            raise ValueError(f"topics.taxonomy: ids must be normalised snake case, got {bad}")
+        known = set(self.taxonomy)
+        for corpus, table in self.aliases.items():
+            wrong = sorted({v for v in table.values() if v not in known})
+            if wrong:
+                raise ValueError(
+                    f"topics.aliases.{corpus}: {wrong} not in topics.taxonomy {self.taxonomy}"
+                )
+        return self
+
+    def mapper(self, corpus: str) -> TopicMapper:
+        """The label mapper of one source (its built-in table + this config's aliases)."""
+        return TopicMapper(corpus, self.taxonomy, self.aliases.get(corpus), self.unmapped)
+
+
+class MatchConfig(_Section):
+    """HH ↔ HM matching: pick HH windows so that, per language, their count and topic
+    distribution equal the HM subset's (``duetflow.matching``)."""
+
+    enabled: bool = Field(True, description="False: keep every HH window")
+    ratio: float = Field(
+        1.0, gt=0, description="HH windows wanted per HM window (per language and topic)"
+    )
 
 
 class StudioConfig(_Section):
@@ -179,6 +226,20 @@ class StudioConfig(_Section):
     max_track_length_diff_s: float = Field(
         2.0, ge=0, description="per-speaker tracks longer/shorter than each other by more: reject"
     )
+    opening_line_min_similarity: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="HM check: the human's first turn vs the sidecar opening line "
+        "(normalised text, difflib ratio); below: rejected opening_line_mismatch",
+    )
+
+
+VoiceCategory = Literal["HM", "HH"]
+
+
+def _hm_voices() -> list[VoiceCategory]:
+    return ["HM"]
 
 
 class SynthConfig(_Section):
@@ -188,6 +249,20 @@ class SynthConfig(_Section):
     scripts: Path | None = Field(None, description="folder of script JSON files or a JSONL file")
     from_hh_transcripts: bool = False
     backend: str = "default"
+    backends: dict[str, list[str]] | None = Field(
+        None,
+        description="TTS backends per script language, e.g. {en: [dia, spark], zh: [spark]}; "
+        "None: `backend` for every language",
+    )
+    backend_options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="per backend: synth settings it overrides, e.g. {dia: {model_path: ...}}",
+    )
+    voice_categories: list[VoiceCategory] = Field(
+        default_factory=_hm_voices,
+        description="dialogue categories whose human participants lend their voices "
+        "(the seed study: HM studio participants only)",
+    )
     model_path: str | None = None
     codec_path: str | None = None
     device: str = "cpu"
@@ -200,6 +275,86 @@ class SynthConfig(_Section):
     chars_per_s_max: float = 30.0
     max_retries: int = Field(2, ge=0)
     concurrency: int = Field(1, ge=1, description="concurrent TTS tasks (1 per GPU)")
+
+    @model_validator(mode="after")
+    def _backend_options(self) -> SynthConfig:
+        allowed = set(type(self).model_fields) - {"backends", "backend_options", "backend"}
+        for name, opts in self.backend_options.items():
+            unknown = sorted(set(opts) - allowed)
+            if unknown:
+                raise ValueError(f"synth.backend_options.{name}: unknown keys {unknown}")
+        return self
+
+    def backends_for(self, language: str) -> list[str]:
+        """The TTS backends that voice scripts of ``language`` (``zh-CN`` → ``zh``'s list)."""
+        if self.backends is None:
+            return [self.backend]
+        lang = language.lower().replace("_", "-")
+        short = "zh" if lang.startswith(("zh", "cmn")) else lang.split("-")[0]
+        for key in (lang, short):
+            if key in self.backends:
+                return list(self.backends[key])
+        return []
+
+    def all_backends(self) -> list[str]:
+        """Every backend some language uses, sorted."""
+        if self.backends is None:
+            return [self.backend]
+        return sorted({b for names in self.backends.values() for b in names})
+
+    def for_backend(self, name: str) -> SynthConfig:
+        """These settings as backend ``name`` sees them (``backend_options[name]`` applied)."""
+        return self.model_copy(update={"backend": name, **self.backend_options.get(name, {})})
+
+
+class LLMConfig(_Section):
+    """An OpenAI-compatible chat endpoint for script generation (``duetflow.scriptgen``).
+
+    Any server that speaks the API works: a hosted one, vLLM, Ollama, a llama.cpp server. Unset
+    ``base_url``/``model`` (the default) means no LLM: script generation is off.
+    """
+
+    base_url: str | None = Field(None, description="e.g. http://127.0.0.1:8000/v1")
+    model: str | None = None
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="environment variable holding the API key (may be unset)"
+    )
+    temperature: float = Field(0.7, ge=0, le=2)
+    seed: int | None = Field(None, description="request seed; None: derived from the run seed")
+    max_retries: int = Field(
+        3, ge=0, description="re-asks after an invalid answer; also retries of 429/5xx/timeouts"
+    )
+    timeout_s: float = Field(120.0, gt=0)
+    backoff_s: float = Field(1.0, ge=0, description="first retry delay (doubles each retry)")
+    max_backoff_s: float = Field(30.0, ge=0)
+    max_tokens: int | None = Field(2048, ge=1)
+    concurrency: int = Field(4, ge=1, description="requests in flight")
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+
+class ScriptsConfig(_Section):
+    """What LLM script generation makes and the checks every answer must pass."""
+
+    topics: list[str] | None = Field(
+        None, description="topics to generate for; None: the whole taxonomy"
+    )
+    per_topic: int = Field(0, ge=0, description="scripts per topic and language (0: none)")
+    languages: list[str] = Field(default_factory=lambda: ["en"])
+    rewrite_hh: bool = Field(
+        False, description="build_dataset: rewrite every kept HH transcript with the LLM"
+    )
+    speaking_s_min: float = Field(40.0, gt=0, description="generated scripts: speech at least")
+    speaking_s_max: float = Field(50.0, gt=0, description="generated scripts: speech at most")
+    min_lines: int = Field(4, ge=2)
+
+    @model_validator(mode="after")
+    def _order(self) -> ScriptsConfig:
+        if self.speaking_s_min > self.speaking_s_max:
+            raise ValueError("scripts.speaking_s_min must be <= scripts.speaking_s_max")
+        return self
 
 
 class ReleaseConfig(_Section):
@@ -258,6 +413,10 @@ class RunConfig(_Section):
     filters: FilterConfig = FilterConfig()
     render: RenderConfig = RenderConfig()
     studio: StudioConfig = StudioConfig()
+    topics: TopicsConfig = TopicsConfig()
+    match: MatchConfig = MatchConfig()
+    llm: LLMConfig = LLMConfig()
+    scripts: ScriptsConfig = ScriptsConfig()
     synth: SynthConfig = SynthConfig()
     release: ReleaseConfig = ReleaseConfig()
     runner: RunnerConfig = RunnerConfig()

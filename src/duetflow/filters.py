@@ -7,7 +7,8 @@ failure's reason code. A plugin adds a filter with :func:`register_filter` or th
 ``duetflow.filters`` entry-point group.
 
 Reason codes: ``collection_header``, ``unintelligible``, ``too_short``, ``too_long``,
-``too_few_turns``, ``interruption``, ``non_floor_interruption``, ``imbalanced``, ``language``.
+``too_few_turns``, ``interruption``, ``non_floor_interruption``, ``imbalanced``, ``language``,
+``topic``.
 """
 
 from __future__ import annotations
@@ -274,3 +275,12 @@ def language(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
     if bad:
         return Reject("language", {"languages": bad, "allowed": list(allowed)})
     return KEEP
+
+
+@register_filter("topics")
+def topics(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
+    """Keep only the configured taxonomy topics (``filters.topics``; None keeps every topic)."""
+    allowed = ctx.config.filters.topics
+    if allowed is None or dialogue.topic in allowed:
+        return KEEP
+    return Reject("topic", {"topic": dialogue.topic, "allowed": list(allowed)})

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from duetflow.errors import ManifestError
 from duetflow.model import (
+    DESIGN_COLUMNS,
     AudioSource,
     Category,
     Dialogue,
@@ -35,6 +36,8 @@ from duetflow.model import (
     Stage,
     Turn,
     TurnKind,
+    design_from_row,
+    design_to_row,
 )
 
 DIALOGUES = "dialogues.parquet"
@@ -51,6 +54,9 @@ _DIALOGUE_BASE = [
     ("topic", pa.string()),
     ("speaker_a", pa.string()),
     ("speaker_b", pa.string()),
+    # Turing-test design fields (duetflow.model.DesignFields): source topic, HM system /
+    # strategy / opening line, PH TTS backend; null where not applicable
+    *[(name, pa.string()) for name in DESIGN_COLUMNS],
 ]
 
 INTAKE_DIALOGUE_SCHEMA = pa.schema(
@@ -163,6 +169,7 @@ def dialogue_to_rows(d: Dialogue) -> tuple[dict[str, Any], list[dict[str, Any]]]
         "topic": d.topic,
         "speaker_a": d.speaker_a.id,
         "speaker_b": d.speaker_b.id,
+        **design_to_row(d.design),
         "duration_s": float(d.duration_s),
         "window_start_s": d.window[0] if d.window else None,
         "window_end_s": d.window[1] if d.window else None,
@@ -221,6 +228,7 @@ def dialogue_from_rows(row: Mapping[str, Any], turn_rows: Sequence[Mapping[str, 
         duration_s=float(row["duration_s"]),
         window=(float(ws), float(we)) if ws is not None and we is not None else None,
         provenance=json.loads(row["provenance"]) if row.get("provenance") else {},
+        design=design_from_row(row),
     )
 
 

@@ -69,6 +69,7 @@ from duetflow.model import (
     PerTurnSource,
     Turn,
     TurnKind,
+    design_to_row,
     safe_id,
 )
 from duetflow.seeding import rng_for
@@ -929,6 +930,7 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         "topic": d.topic,
         "speaker_a": a,
         "speaker_b": b,
+        **design_to_row(d.design),
         "audio_path": rel,
         "sha256": _sha256(path),
         "duration_s": len(out) / sr,

@@ -29,6 +29,7 @@ from duetflow.audio.io import AudioInfo, audio_info, read_frames
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError, InputError
 from duetflow.model import Dialogue, Rejection, Stage, Turn, dialogue_id
+from duetflow.topics import TopicMatch
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,10 @@ class CorpusAdapter(abc.ABC):
 
     def dialogue_id(self, original_id: str) -> str:
         return dialogue_id(self.name, original_id)
+
+    def map_topic(self, label: str | int | None) -> TopicMatch:
+        """The source's own topic label mapped into the taxonomy (``topics`` config section)."""
+        return self.config.topics.mapper(self.name).map(label)
 
     def reject(
         self, original_id: str, error: InputError, source_path: str | Path | None = None

@@ -29,6 +29,7 @@ from duetflow.corpora.base import (
 from duetflow.errors import InputError
 from duetflow.model import (
     Category,
+    DesignFields,
     Dialogue,
     PerTurnSource,
     Rejection,
@@ -209,13 +210,15 @@ class DailyTalkAdapter(CorpusAdapter):
             Speaker(a, Role.HUMAN, _GENDER[a], "en"),
             Speaker(b, Role.HUMAN, _GENDER[b], "en"),
         )
+        mapped = self.map_topic(topic)
         return Dialogue(
             id=self.dialogue_id(f"d{key}"),
             corpus=self.name,
             source_id=f"d{key}",
             category=Category.HH,
             language="en",
-            topic=topic,
+            topic=mapped.topic,
+            design=DesignFields(source_topic=mapped.source_topic),
             speakers=speakers,
             turns=tuple(turns),
             source=PerTurnSource(tuple(paths)),

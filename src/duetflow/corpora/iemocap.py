@@ -38,6 +38,7 @@ from duetflow.errors import InputError
 from duetflow.model import (
     AudioSource,
     Category,
+    DesignFields,
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
@@ -47,6 +48,7 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
+from duetflow.topics import iemocap_scenario
 
 _SESSION = re.compile(r"^Session(\d+)$")
 _LINE = re.compile(
@@ -250,13 +252,15 @@ class IemocapAdapter(CorpusAdapter):
             Speaker(ids[0], Role.HUMAN, g[ids[0][-1]], "en"),
             Speaker(ids[1], Role.HUMAN, g[ids[1][-1]], "en"),
         )
+        mapped = self.map_topic(iemocap_scenario(name))
         return Dialogue(
             id=self.dialogue_id(name),
             corpus=self.name,
             source_id=name,
             category=Category.HH,
             language="en",
-            topic=name.split("_", 1)[1] if "_" in name else "",
+            topic=mapped.topic,
+            design=DesignFields(source_topic=mapped.source_topic),
             speakers=speakers,
             turns=tuple(turns),
             source=source,

@@ -41,6 +41,7 @@ from duetflow.errors import ConfigError, InputError
 from duetflow.model import (
     AudioSource,
     Category,
+    DesignFields,
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
@@ -268,13 +269,15 @@ class MagicDataRamcAdapter(CorpusAdapter):
         def speaker(sid: str) -> Speaker:
             return Speaker(sid, Role.HUMAN, spk_genders.get(sid) or txt_genders.get(sid), "zh")
 
+        mapped = self.map_topic(pair[2] if pair else None)
         return Dialogue(
             id=self.dialogue_id(rec),
             corpus=self.name,
             source_id=rec,
             category=Category.HH,
             language="zh",
-            topic=pair[2] if pair else "",
+            topic=mapped.topic,
+            design=DesignFields(source_topic=mapped.source_topic),
             speakers=(speaker(a), speaker(b)),
             turns=tuple(turns),
             source=source,

@@ -23,6 +23,7 @@ re-emitted from the incremental state (option ``state_dir``, by default
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import hashlib
 import json
 import logging
@@ -52,6 +53,7 @@ from duetflow.errors import BackendError, InputError
 from duetflow.model import (
     AudioSource,
     Category,
+    DesignFields,
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
@@ -73,6 +75,7 @@ from duetflow.studio_state import (
     result_of,
     session_files,
 )
+from duetflow.topics import TopicMatch
 
 log = logging.getLogger(__name__)
 
@@ -400,6 +403,35 @@ def non_target_language(text: str, language: str, min_units: int = 3) -> str | N
     return None
 
 
+_PUNCT_SPACE = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def _plain(text: str) -> str:
+    """Text reduced to lower-case letters/digits, one space between words (none around CJK)."""
+    words = _PUNCT_SPACE.sub(" ", _normalise(text)).split()
+    out = ""
+    for w in words:
+        if out and not (_CJK.search(out[-1]) or _CJK.search(w[0])):
+            out += " "
+        out += w
+    return out
+
+
+def opening_line_similarity(opening_line: str, first_turn: str) -> float:
+    """How well a first turn says the opening line, in [0, 1] (1: same words).
+
+    Both are reduced to lower-case words without punctuation; the turn may go on after the
+    line, so the score is the better of the whole turn and its prefix of the line's length
+    (difflib's ratio: 2 × matching characters / total characters).
+    """
+    line, turn = _plain(opening_line), _plain(first_turn)
+    if not line or not turn:
+        return 0.0
+    whole = difflib.SequenceMatcher(None, line, turn, autojunk=False).ratio()
+    prefix = difflib.SequenceMatcher(None, line, turn[: len(line)], autojunk=False).ratio()
+    return max(whole, prefix)
+
+
 def _snippet(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -449,9 +481,8 @@ class StudioAdapter(CorpusAdapter):
         self.state = StudioState(state_dir) if (state_dir := self.state_dir()) else None
         self.counters = StudioCounters()
         self._backend: DiarizationBackend | None = None
-        self._config_hash = (
-            f"v{STATE_VERSION}-{code_hash()}-{self.config.section_hash('segment', 'studio')}"
-        )
+        sections = self.config.section_hash("segment", "studio", "topics")
+        self._config_hash = f"v{STATE_VERSION}-{code_hash()}-{sections}"
 
     def state_dir(self) -> Path | None:
         """Where the incremental state of this root lives (None: incremental ingest is off)."""
@@ -577,6 +608,7 @@ class StudioAdapter(CorpusAdapter):
 
     def _build(self, s: _Session, meta: SessionSidecar, digest: str | None) -> Dialogue | Rejection:
         scfg = self.config.studio
+        topic = self._topic(meta, s.folder / SIDECAR)
         ids = [sp.id for sp in meta.speakers]
         files = {
             sp.id: self._file(s, sp.file, f"audio file of speaker {sp.id!r}")
@@ -720,13 +752,34 @@ class StudioAdapter(CorpusAdapter):
             source_id=meta.session_id,
             category=Category(meta.category),
             language=lang,
-            topic=meta.topic,
+            topic=topic.topic,
             speakers=(speakers[0], speakers[1]),
             turns=tuple(turns),
             source=source,
             duration_s=round(duration, 6),
             provenance=provenance,
+            design=DesignFields(
+                source_topic=topic.source_topic,
+                system_name=meta.system.name if meta.system else None,
+                system_version=meta.system.version if meta.system else None,
+                strategy=meta.strategy,
+                opening_line=meta.opening_line,
+            ),
         )
+
+    def _topic(self, meta: SessionSidecar, sidecar: Path) -> TopicMatch:
+        """The sidecar topic, which must name a taxonomy topic (or a configured alias)."""
+        match = self.map_topic(meta.topic)
+        if meta.topic.strip() and not match.mapped:
+            cfg = self.config.topics
+            raise InputError(
+                sidecar,
+                f"topic {meta.topic!r} is not in topics.taxonomy {cfg.taxonomy} "
+                f"(or topics.aliases.{self.name})",
+                reason="unknown_topic",
+                field="topic",
+            )
+        return match
 
     def _source(self, meta: SessionSidecar, files: Mapping[str, Path]) -> AudioSource:
         a, b = meta.speakers
@@ -750,7 +803,7 @@ class StudioAdapter(CorpusAdapter):
     def _hm_checks(
         self, meta: SessionSidecar, transcript: list[TranscriptTurn] | None
     ) -> dict[str, Any]:
-        """Identity disclosure and non-target language on an HM transcript.
+        """Identity disclosure, non-target language and the opening line on an HM transcript.
 
         Status values are ``passed``, ``failed``, ``not checked`` (no transcript: never
         ``passed``) and ``not applicable`` (HH sessions).
@@ -760,6 +813,7 @@ class StudioAdapter(CorpusAdapter):
                 "status": {
                     "identity_disclosure": "not applicable",
                     "target_language": "not applicable",
+                    "opening_line": "not applicable",
                 }
             }
         if not transcript:
@@ -767,13 +821,33 @@ class StudioAdapter(CorpusAdapter):
                 "status": {
                     "identity_disclosure": "not checked",
                     "target_language": "not checked",
+                    "opening_line": "not checked",
                     "why": "no transcript",
                 }
             }
         scfg = self.config.studio
         machines = {sp.id for sp in meta.speakers if sp.role == "machine"}
-        status: dict[str, Any] = {"identity_disclosure": "passed", "target_language": "passed"}
+        status: dict[str, Any] = {
+            "identity_disclosure": "passed",
+            "target_language": "passed",
+            "opening_line": "passed",
+        }
         rejection: tuple[str, str] | None = None
+        first = next(
+            (t for t in transcript if t.speaker not in machines and t.kind is TurnKind.TURN),
+            None,
+        )
+        score = opening_line_similarity(meta.opening_line, first.text if first else "")
+        status["opening_line_similarity"] = round(score, 3)
+        opening: tuple[str, str] | None = None
+        if score < scfg.opening_line_min_similarity:
+            status["opening_line"] = "failed"
+            opening = (
+                "opening_line_mismatch",
+                f"the human's first turn {_snippet(first.text if first else '')!r} does not say "
+                f"the opening line {_snippet(meta.opening_line)!r} (similarity {score:.2f} < "
+                f"studio.opening_line_min_similarity {scfg.opening_line_min_similarity})",
+            )
         for i, t in enumerate(transcript):
             if t.speaker in machines:
                 phrase = find_disclosure(t.text, scfg.disclosure_phrases)
@@ -792,7 +866,7 @@ class StudioAdapter(CorpusAdapter):
                     f"turn {i} by {t.speaker} is in {script} script, session language "
                     f"{meta.language!r}: {_snippet(t.text)!r}",
                 )
-        return {"status": status, "rejection": rejection}
+        return {"status": status, "rejection": rejection or opening}
 
 
 def _peek_session_id(path: Path) -> str | None:

@@ -72,6 +72,8 @@ _ZH = [
     "太好了，就这么定了。",
 ]
 _BACKCHANNELS = {"en": ["mm-hm", "yeah", "right", "okay"], "zh": ["嗯", "对", "好的"]}
+#: the sessions talk about a weekend trip: a taxonomy topic (duetflow.topics), as sidecars must
+TOPIC = "tourism"
 DISCLOSURE_TEXT = "As an AI, I don't go on trips myself, but I can help you plan one."
 
 
@@ -179,7 +181,7 @@ def _sidecar(
         "session_id": sid,
         "date": "2025-03-14",
         "language": language,
-        "topic": "weekend plans",
+        "topic": TOPIC,
         "category": category,
         "strategy": strategy,
         "opening_line": opening,
@@ -321,7 +323,7 @@ def write_session(
         "category": category,
         "layout": layout,
         "language": language,
-        "topic": "weekend plans",
+        "topic": TOPIC,
         "speakers": list(ids),
         "duration_s": duration,
         "crosstalk_db": crosstalk_db if layout != "mono" else None,
