@@ -374,7 +374,9 @@ class ReleaseConfig(_Section):
             "PH": (0.0, 0.0, 1.0),
         }
     )
-    balance_test: bool = False
+    balance_test: bool = Field(
+        False, description="test set HH:HM:PH 1:1:1 per language (surplus left out, not moved)"
+    )
     multipart_threshold_mb: int = 8
     max_attempts: int = 5
 

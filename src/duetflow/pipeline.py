@@ -11,6 +11,8 @@ Caching and resume are content-addressed directories in the work directory::
     <workdir>/cache/process/<key>/     rendered tables + audio of one shard + result.json
     <workdir>/cache/synth/<key>/       PH tables + audio of one script shard + result.json
     <workdir>/rendered/<label>/        merged work directory per corpus (audio hard-linked)
+    <workdir>/matched/<label>/         the same without HH windows left out by HH ↔ HM matching
+    <workdir>/scripts/{generated,rewritten}/   LLM scripts (one file each; resumable)
     <workdir>/rendered/ph/             merged PH work directory
 
 A key is ``sha256(input fingerprint + hash of the config sections the stage reads + code
@@ -55,9 +57,11 @@ progress_log = logging.getLogger("duetflow.progress")
 #: config sections each stage reads; a change elsewhere leaves that stage's cache valid
 #: (an empty tuple means all of them)
 STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
-    "ingest": ("seed", "sample_rate", "segment", "studio"),
+    "ingest": ("seed", "sample_rate", "segment", "studio", "topics"),
     "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
-    "synth": ("seed", "sample_rate", "synth", "render", "turns"),
+    "match": ("seed", "match"),
+    "scripts": ("seed", "llm", "scripts", "filters", "topics"),
+    "synth": ("seed", "sample_rate", "synth", "render", "turns", "topics"),
     "report": (),  # every section: the report records the whole config it was built with
     "publish": ("seed", "release"),
 }
@@ -224,12 +228,13 @@ class ProcessShard:
 
 @dataclass(frozen=True)
 class SynthShard:
-    """A slice of the configured scripts (text only; voices travel separately as a pool)."""
+    """A slice of the configured scripts for one TTS backend (voices travel as a pool)."""
 
     label: str
     index: int
     key: str
     scripts: tuple[Script, ...]
+    backend: str = "default"
 
 
 @dataclass(frozen=True)
@@ -456,30 +461,49 @@ def plan_synth_shards(
     voices_dirs: Sequence[str | Path],
     pool: VoicePoolLike,
     rejected: list[Any],
+    script_dirs: Sequence[str | Path] = (),
 ) -> Iterator[SynthShard]:
-    """Stream the configured scripts as shards; scripts rejected on loading go to ``rejected``."""
+    """Stream the configured scripts as shards, backend after backend (``synth.backends``).
+
+    Scripts come from ``synth.scripts``, the LLM script folders ``script_dirs`` and, when
+    enabled, the kept HH transcripts. Those rejected on loading, or whose language has no
+    backend, go to ``rejected`` (once, not per backend).
+    """
     from duetflow.model import Rejection
+    from duetflow.tts.pipeline import backend_rejection
     from duetflow.tts.script import load_scripts, scripts_from_workdir
 
     def scripts() -> Iterator[Any]:
         if config.synth.scripts is not None:
             yield from load_scripts(config.synth.scripts)
+        for d in script_dirs:
+            if Path(d).is_dir():
+                yield from load_scripts(d)
         if config.synth.from_hh_transcripts:
             for d in voices_dirs:
                 yield from scripts_from_workdir(d)
 
-    def good() -> Iterator[Any]:
-        for item in scripts():
-            if isinstance(item, Rejection):
-                rejected.append(item)
-            else:
-                yield item
-
     voices_fp = voices_fingerprint(pool)
-    for i, batch in enumerate(stable_chunks(good(), config.runner.shard_size, _script_key)):
-        text = manifest.dumps([s.to_json() for s in batch])
-        key = stage_key("synth", config, hashlib.sha256(text.encode()).hexdigest(), voices_fp)
-        yield SynthShard(PH_LABEL, i, key, tuple(batch))
+    index = 0
+    for k, backend in enumerate(config.synth.all_backends()):
+
+        def good(first: bool = k == 0, name: str = backend) -> Iterator[Any]:
+            for item in scripts():
+                if isinstance(item, Rejection):
+                    if first:
+                        rejected.append(item)
+                elif name in config.synth.backends_for(item.language):
+                    yield item
+                elif first and (rej := backend_rejection(item, config)) is not None:
+                    rejected.append(rej)
+
+        for batch in stable_chunks(good(), config.runner.shard_size, _script_key):
+            text = manifest.dumps([s.to_json() for s in batch])
+            key = stage_key(
+                "synth", config, backend, hashlib.sha256(text.encode()).hexdigest(), voices_fp
+            )
+            yield SynthShard(PH_LABEL, index, key, tuple(batch), backend)
+            index += 1
 
 
 def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -> StepOutcome:
@@ -487,7 +511,7 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
     from duetflow.tts.pipeline import synthesize_scripts
 
     def build(out: Path) -> StepOutcome:
-        res = synthesize_scripts(list(shard.scripts), pool, config.synth.backend, config, out)
+        res = synthesize_scripts(list(shard.scripts), pool, shard.backend, config, out)
         with (
             manifest.TableWriter(out / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA) as dw,
             manifest.TableWriter(out / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
@@ -664,14 +688,103 @@ def merge_synth(
 
 
 def synth_wanted(config: RunConfig) -> bool:
-    """Synthesis is on and has scripts to read (a file/folder or the kept HH transcripts)."""
+    """Synthesis is on and has scripts to read (a file/folder, LLM scripts, HH transcripts)."""
     synth = config.synth
-    return synth.enabled and (synth.scripts is not None or synth.from_hh_transcripts)
+    return synth.enabled and (
+        synth.scripts is not None or synth.from_hh_transcripts or scripts_wanted(config)
+    )
+
+
+# --- HH <-> HM matching -------------------------------------------------------------------------
+
+
+def matched_dir(config: RunConfig, label: str) -> Path:
+    return Path(config.workdir) / "matched" / label
+
+
+def run_match(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutcome]:
+    """HH ↔ HM matching over the rendered work directories (``duetflow.matching``).
+
+    Returns the directories every later step reads, in the same order: a directory that loses
+    no window is passed through as it is; one that does is rewritten (tables only, audio
+    hard-linked) under ``<workdir>/matched/<label>``, reused while its inputs are unchanged.
+    The plan's table goes to ``<workdir>/matched/match.json``.
+    """
+    from duetflow.matching import apply_match, items_of, plan_match, write_plan
+
+    dirs = [Path(m.path) for m in merged]
+    plan = plan_match(items_of(dirs), config.match, config.seed)
+    write_plan(plan, Path(config.workdir) / "matched" / "match.json")
+    out: list[StepOutcome] = []
+    for m, d in zip(merged, dirs, strict=True):
+        ids = [
+            r["dialogue_id"] for r in manifest.iter_rows(d / manifest.DIALOGUES, ["dialogue_id"])
+        ]
+        drop = {i: plan.dropped[i] for i in ids if i in plan.dropped}
+        if not drop:
+            out.append(m)
+            continue
+        key = stage_key(
+            "match", config, files_fingerprint([d / manifest.DIALOGUES, d / manifest.REJECTIONS]),
+            manifest.dumps(sorted(drop.items())),
+        )  # fmt: skip
+        target = matched_dir(config, m.label)
+        done = load_outcome(target)
+        if done is not None and done.key == key:
+            out.append(done)
+            continue
+        apply_match(d, target, drop)
+        kept, rejected, by_reason = _table_counts(target)
+        outcome = StepOutcome("match", m.label, key, str(target), m.found, kept, rejected,
+                              by_reason, m.index)  # fmt: skip
+        tmp = target / f".{RESULT}.tmp"
+        tmp.write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
+        os.replace(tmp, target / RESULT)
+        out.append(outcome)
+    log.info("match: %d HH window(s) left out to mirror the HM topics", len(plan.dropped))
+    return out
+
+
+# --- LLM scripts --------------------------------------------------------------------------------
+
+
+def scripts_wanted(config: RunConfig) -> bool:
+    """An LLM is configured and something is to be written with it."""
+    sc = config.scripts
+    return config.llm.configured and (sc.per_topic > 0 or sc.rewrite_hh)
+
+
+def script_dirs(config: RunConfig) -> list[Path]:
+    """Folders the LLM script step writes (``<workdir>/scripts/generated``, ``.../rewritten``)."""
+    root = Path(config.workdir) / "scripts"
+    return [root / "generated", root / "rewritten"]
+
+
+def run_scripts(config: RunConfig, hh_dirs: Sequence[str | Path]) -> tuple[list[Path], list[Any]]:
+    """Generate (``scripts.per_topic`` per topic and language) and rewrite (kept HH) scripts.
+
+    Resumable by construction: each script is a file, and only missing ones are requested.
+    Returns the folders to synthesize from and the rejections to carry into the PH tables.
+    """
+    from duetflow.scriptgen import generate_scripts, rewrite_scripts
+
+    generated, rewritten = script_dirs(config)
+    rejections: list[Any] = []
+    sc = config.scripts
+    if sc.per_topic > 0:
+        for lang in sc.languages:
+            rep = generate_scripts(sc.topics, sc.per_topic, lang, generated / lang, config)
+            rejections.extend(rep.rejections)
+    if sc.rewrite_hh:
+        for d in hh_dirs:
+            rep = rewrite_scripts(d, rewritten / Path(d).name, config)
+            rejections.extend(rep.rejections)
+    return [generated, rewritten], rejections
 
 
 def voice_dirs(config: RunConfig, merged: Sequence[StepOutcome]) -> list[str]:
-    """Rendered work directories whose kept dialogues lend their voices to PH synthesis."""
-    return [m.path for m in merged if m.stage == "process"]
+    """Rendered (and matched) work directories whose kept dialogues lend voices and HH text."""
+    return [m.path for m in merged if m.stage in ("process", "match")]
 
 
 # --- publish ------------------------------------------------------------------------------------
@@ -771,12 +884,16 @@ def run_pipeline(
             emit_progress("process", job.label, len(shard_results), None)
         steps.extend(shard_results)
         merged.append(merge_process(job, intake, shard_results, config))
+    merged = run_match(merged, config)
     if synthesize and synth_wanted(config):
         voices = voice_dirs(config, merged)
-        pool = build_voices(config, voices)
         rejected: list[Any] = []
+        llm_dirs: list[Path] = []
+        if scripts_wanted(config):
+            llm_dirs, rejected = run_scripts(config, voices)
+        pool = build_voices(config, voices)
         synth_results = []
-        for synth_shard in plan_synth_shards(config, voices, pool, rejected):
+        for synth_shard in plan_synth_shards(config, voices, pool, rejected, llm_dirs):
             synth_results.append(run_synth_shard(synth_shard, pool, config))
             emit_progress("synth", PH_LABEL, len(synth_results), None)
         steps.extend(synth_results)

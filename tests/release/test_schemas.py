@@ -11,6 +11,7 @@ from release_fixtures import make_workdir, specs
 from duetflow.config import build_config
 from duetflow.errors import ManifestError
 from duetflow.manifest import RENDERED_TURN_SCHEMA, TURNS, iter_rows, write_table
+from duetflow.model import DESIGN_COLUMNS
 from duetflow.schemas import (
     collect_workdir_failures,
     dialogue_schema,
@@ -114,7 +115,7 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
         "sample_rate": 16000, "num_channels": 1, "n_turns": 2, "loudness_lufs_a": -23.0,
         "loudness_lufs_b": -23.0, "gain_db_a": 0.0, "gain_db_b": 0.0, "gap_ms_min": 200.0,
         "gap_ms_max": 210.0, "provenance": "{}", "split": "train",
-        "audio_key": f"audio/ab/{sha}.flac",
+        "audio_key": f"audio/ab/{sha}.flac", **dict.fromkeys(DESIGN_COLUMNS),
     }  # fmt: skip
     rows = [
         base,

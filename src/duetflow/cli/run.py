@@ -80,8 +80,12 @@ def echo_summary(summary: Any) -> None:
     """The closing lines of a run: release id, counts per corpus, cache reuse, report."""
     click.echo(f"release: {summary.release_id}  store: {summary.store}")
     kept: Mapping[str, int] = summary.kept
+    released: Mapping[str, int] = getattr(summary, "released", {}) or {}
     for label in kept:
-        click.echo(f"  {label:<16} kept {kept[label]:>5}  rejected {summary.rejected[label]:>5}")
+        line = f"  {label:<16} kept {kept[label]:>5}  rejected {summary.rejected[label]:>5}"
+        if label in released and released[label] != kept[label]:
+            line += f"  released {released[label]:>5} (HH matched to the HM topics)"
+        click.echo(line)
     steps = ", ".join(
         f"{s} {summary.computed[s]} computed / {summary.reused[s]} reused" for s in summary.computed
     )

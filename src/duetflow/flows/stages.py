@@ -152,10 +152,17 @@ def process(
 
 
 def _rendered_dirs(cfg: RunConfig, with_ph: bool) -> list[str]:
-    dirs = [pipeline.rendered_dir(cfg, j.label) for j in pipeline.corpus_jobs(cfg)]
-    if with_ph:
-        dirs.append(pipeline.rendered_dir(cfg, pipeline.PH_LABEL))
-    return [str(d) for d in dirs if (d / pipeline.RESULT).exists()]
+    """The corpora's rendered work directories after HH ↔ HM matching (+ PH when asked)."""
+    found = [
+        o
+        for j in pipeline.corpus_jobs(cfg)
+        if (o := pipeline.load_outcome(pipeline.rendered_dir(cfg, j.label))) is not None
+    ]
+    dirs = [Path(m.path) for m in tasks.match_dialogues(found, cfg)]
+    ph = pipeline.rendered_dir(cfg, pipeline.PH_LABEL)
+    if with_ph and (ph / pipeline.RESULT).exists():
+        dirs.append(ph)
+    return [str(d) for d in dirs]
 
 
 @flow(name="synthesize", task_runner=default_task_runner())
@@ -167,6 +174,9 @@ def synthesize(
 ) -> tuple[list[StepOutcome], StepOutcome | None]:
     """Synthesize the configured scripts (PH) with voices from rendered work directories.
 
+    When an LLM is configured (``llm``, ``scripts``), scripts are first generated and the kept
+    HH transcripts rewritten (resumable: only missing scripts are requested).
+
     Synthesis tasks carry the ``duetflow-tts`` tag and at most ``synth.concurrency`` of them run
     at once in this flow; a tag concurrency limit on the server bounds them across flows.
     """
@@ -176,14 +186,18 @@ def synthesize(
         logger.info("synthesis disabled or no scripts configured: nothing to do")
         return [], None
     voice_dirs = voices if voices is not None else _rendered_dirs(cfg, with_ph=False)
+    rejected: list[Any] = []
+    llm_dirs: list[Path] = []
+    if pipeline.scripts_wanted(cfg):
+        llm_dirs, rejected = tasks.write_scripts(cfg, voice_dirs)
+        logger.info("LLM scripts in %s (%d rejected)", [str(d) for d in llm_dirs], len(rejected))
     pool = pipeline.build_voices(cfg, voice_dirs)
     logger.info(
         "voice pool: %d speakers from %d work directories", len(pool.voices), len(voice_dirs)
     )
-    rejected: list[Any] = []
     done = submit_windowed(
         lambda s: tasks.synthesize_shard.submit(s, pool, cfg),
-        pipeline.plan_synth_shards(cfg, voice_dirs, pool, rejected),
+        pipeline.plan_synth_shards(cfg, voice_dirs, pool, rejected, llm_dirs),
         cfg.synth.concurrency,
         _progress("synth", pipeline.PH_LABEL, None),
     )

@@ -7,7 +7,8 @@ walk instead of an index held in memory.
 
 * lhotse: ``<out>/duetflow_recordings_<split>.jsonl.gz`` (one recording per dialogue) and
   ``duetflow_supervisions_<split>.jsonl.gz`` (one supervision per turn, speaker / text /
-  language, kind and original timing under ``custom``); load with ``lhotse.load_manifest``.
+  language; kind, original timing, topic and the design fields under ``custom``); load with
+  ``lhotse.load_manifest``.
 * Hugging Face: ``<out>/data/<split>-NNNNN-of-NNNNN.parquet`` with an ``audio`` column of
   ``{bytes, path}`` (the datasets ``Audio`` feature), the dialogue columns and a ``turns``
   list; ``<out>/README.md`` declares the splits so ``datasets.load_dataset(str(out))`` works.
@@ -31,6 +32,7 @@ import pyarrow.parquet as pq
 from duetflow.audio.io import audio_info
 from duetflow.errors import ManifestError
 from duetflow.manifest import iter_rows
+from duetflow.model import DESIGN_COLUMNS
 from duetflow.schemas.tables import SPLITS
 
 log = logging.getLogger(__name__)
@@ -124,6 +126,9 @@ def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dic
                     "category": row["category"],
                     "orig_start_s": t.get("orig_start_s"),
                     "orig_end_s": t.get("orig_end_s"),
+                    "topic": row.get("topic"),
+                    # Turing-test design fields (DesignFields): source topic, HM system, PH TTS
+                    **{c: row.get(c) for c in DESIGN_COLUMNS},
                 },
             }
             sup_file.write(json.dumps(sup, ensure_ascii=False, sort_keys=True) + "\n")
@@ -177,6 +182,8 @@ _HF_SCHEMA = pa.schema(
         ("category", pa.string()),
         ("language", pa.string()),
         ("topic", pa.string()),
+        # Turing-test design fields (duetflow.model.DesignFields)
+        *[(c, pa.string()) for c in DESIGN_COLUMNS],
         ("speaker_a", pa.string()),
         ("speaker_b", pa.string()),
         ("duration_s", pa.float64()),
@@ -191,6 +198,7 @@ _HF_FEATURES = {
     "category": {"dtype": "string", "_type": "Value"},
     "language": {"dtype": "string", "_type": "Value"},
     "topic": {"dtype": "string", "_type": "Value"},
+    **{c: {"dtype": "string", "_type": "Value"} for c in DESIGN_COLUMNS},
     "speaker_a": {"dtype": "string", "_type": "Value"},
     "speaker_b": {"dtype": "string", "_type": "Value"},
     "duration_s": {"dtype": "float64", "_type": "Value"},

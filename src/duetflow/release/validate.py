@@ -4,7 +4,8 @@ What is checked: RELEASE.json parses; every object it lists exists with the reco
 — reading the bytes, not trusting metadata — the recorded sha256; the manifests pass the
 release schemas and the cross-table checks of a work directory (turns inside their dialogue,
 speaker B has turns, gaps in the window...); every dialogue's ``audio_key`` is listed with its
-sha256; split files agree with ``dialogues.parquet``; split groups are disjoint; counts match.
+sha256; split files agree with ``dialogues.parquet``; split groups are disjoint; no PH dialogue
+is in another split than the HH recording it was made from; counts match.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from duetflow.release.layout import (
     release_json_key,
     resolve_release,
 )
-from duetflow.release.splits import SplitItem, group_keys
+from duetflow.release.splits import SplitItem, group_keys, leakage_problems
 from duetflow.schemas.checks import (
     Failure,
     collect_workdir_failures,
@@ -157,6 +158,7 @@ def _manifest_problems(
                 row["duration_s"],
             )
         )
+    problems += [Problem(dkey, f"leakage: {p}") for p in leakage_problems(items, split_of)]
     groups = group_keys(items, cfg.release.group_by)
     group_split: dict[str, str] = {}
     for did, key in groups.items():

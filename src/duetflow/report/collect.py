@@ -191,6 +191,30 @@ class CountRow:
 
 
 @dataclass(frozen=True)
+class DesignRow:
+    """Dialogues and hours of one category × language × topic × system × strategy × backend cell.
+
+    The Turing-test design at a glance (the layout of the seed study's dataset table): topics
+    per category and language, HM dialogues per S2S system and elicitation strategy, PH
+    dialogues per TTS backend. ``system`` is ``"<name> <version>"`` (HM), else empty; so are
+    ``strategy`` (studio sessions) and ``tts_backend`` (PH).
+    """
+
+    category: str
+    language: str
+    topic: str
+    system: str
+    strategy: str
+    tts_backend: str
+    dialogues: int
+    seconds: float
+
+    @property
+    def hours(self) -> float:
+        return self.seconds / 3600.0
+
+
+@dataclass(frozen=True)
 class RejectionRow:
     stage: str
     reason: str
@@ -260,6 +284,8 @@ class ReportData:
     ph: PhStats
     provenance: Provenance
     notes: tuple[str, ...] = field(default_factory=tuple)
+    design: tuple[DesignRow, ...] = field(default_factory=tuple)
+    unmapped_topic: str = "other"
 
     @property
     def total_dialogues(self) -> int:
@@ -410,6 +436,7 @@ class _Collector:
             "ph_similarity": _Acc(-1, 1.0001, 0.02),
         }
         self.counts: dict[tuple[str, str, str, str], list[float]] = {}
+        self.design: dict[tuple[str, str, str, str, str, str], list[float]] = {}
         self.rej: dict[tuple[str, str], tuple[int, Counter[str], list[str]]] = {}
         self.ph_n = 0
         self.ph_backends: Counter[str] = Counter()
@@ -430,6 +457,7 @@ class _Collector:
         cell[0] += 1
         cell[1] += dur
         cell[2] += len(turns)
+        self._design(row, dur)
         a = self.acc
         a["duration_s"].add(dur)
         a["turns_per_dialogue"].add(len(turns))
@@ -448,6 +476,20 @@ class _Collector:
         if str(row["category"]) == Category.PH:
             self._ph(prov)
         self._maybe_sample(inp, row, turns)
+
+    def _design(self, row: Mapping[str, Any], dur: float) -> None:
+        system = " ".join(str(row.get(k) or "") for k in ("system_name", "system_version"))
+        key = (
+            str(row["category"]),
+            str(row["language"]),
+            str(row.get("topic") or ""),
+            system.strip(),
+            str(row.get("strategy") or ""),
+            str(row.get("tts_backend") or ""),
+        )
+        cell = self.design.setdefault(key, [0, 0.0])
+        cell[0] += 1
+        cell[1] += dur
 
     def _turn_stats(self, row: Mapping[str, Any], turns: Sequence[Mapping[str, Any]]) -> None:
         spk_a = row["speaker_a"]
@@ -875,6 +917,15 @@ def collect(
     notes = []
     if audio_errors:
         notes.append(f"{len(audio_errors)} sampled dialogue(s) could not be measured from audio")
+    design = tuple(
+        DesignRow(*k, dialogues=int(v[0]), seconds=float(v[1])) for k, v in sorted(c.design.items())
+    )
+    unmapped = sum(r.dialogues for r in design if r.topic == cfg.topics.unmapped)
+    if unmapped:
+        notes.append(
+            f"{unmapped} dialogue(s) have topic '{cfg.topics.unmapped}': their source label maps"
+            " to no taxonomy topic (see source_topic; extend topics.aliases)"
+        )
     return ReportData(
         title=title,
         counts=counts,
@@ -886,4 +937,6 @@ def collect(
         ph=ph,
         provenance=prov,
         notes=tuple(notes),
+        design=design,
+        unmapped_topic=cfg.topics.unmapped,
     )

@@ -21,7 +21,7 @@ import pandas as pd
 import pandera.pandas as pa
 
 from duetflow.config import RunConfig
-from duetflow.model import Category, Stage, TurnKind
+from duetflow.model import DESIGN_COLUMNS, Category, Stage, TurnKind
 
 SPLITS = ("train", "val", "test")
 SHA256_RE = r"^[0-9a-f]{64}$"
@@ -72,6 +72,8 @@ def _dialogue_columns() -> dict[str, pa.Column]:
         "category": _str(False, pa.Check.isin([c.value for c in Category])),
         "language": _str(False, _NONEMPTY),
         "topic": _str(True),
+        # Turing-test design fields (duetflow.model.DesignFields): null where not applicable
+        **{c: _str(True) for c in DESIGN_COLUMNS},
         "speaker_a": _str(False, _NONEMPTY),
         "speaker_b": _str(False, _NONEMPTY),
         "audio_path": _str(False, pa.Check(_safe_relative, name="relative_path_inside_root")),

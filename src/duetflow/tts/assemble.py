@@ -38,7 +38,7 @@ from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.manifest import dumps
-from duetflow.model import Category, TurnKind
+from duetflow.model import Category, DesignFields, TurnKind, design_to_row, safe_id
 from duetflow.seeding import rng_for
 from duetflow.tts.base import Synthesis, Voice
 from duetflow.tts.script import Script
@@ -61,8 +61,9 @@ class AssembledDialogue:
     ambience_snr_db: float | None
 
 
-def ph_dialogue_id(script_id: str) -> str:
-    return f"ph__{script_id}"
+def ph_dialogue_id(script_id: str, backend: str) -> str:
+    """Id of a PH dialogue: the backend is part of it, so one script can be voiced by several."""
+    return f"ph__{safe_id(backend)}__{script_id}"
 
 
 def _fade(x: Audio, n: int) -> Audio:
@@ -91,12 +92,14 @@ def assemble(
     config: RunConfig,
     out_dir: Path,
     provenance: Mapping[str, Any],
+    backend: str,
 ) -> AssembledDialogue:
     """Build and write one PH dialogue from per-line syntheses (``syntheses[i]`` ↔ line ``i``).
 
-    Raises InputError (reason ``empty_synthesis``) when an utterance has no audible content.
+    ``backend`` names the TTS backend (part of the id, ``tts_backend`` column). Raises
+    InputError (reason ``empty_synthesis``) when an utterance has no audible content.
     """
-    did = ph_dialogue_id(script.id)
+    did = ph_dialogue_id(script.id, backend)
     sr = config.sample_rate
     r = config.render
     fade_n = max(1, int(round(r.fade_ms / 1000 * sr)))
@@ -213,6 +216,7 @@ def assemble(
         "script_id": script.id,
         "script_source": script.source,
         "script_path": script.path,
+        "script_provenance": dict(script.provenance) or None,
         "source_dialogue_id": script.source_dialogue_id,
         "seed": config.seed,
         "utterance_seeds": [s.seed for s in syntheses],
@@ -235,15 +239,21 @@ def assemble(
         else {"from_clip_id": amb_voice.clip_id, "snr_db": amb_snr},
         "peak_ceiling_gain_db": round(ceil, 3),
     }
+    topic = config.topics.mapper("scripts").map(script.topic)
+    design = DesignFields(
+        source_topic=script.source_topic or topic.source_topic, tts_backend=backend
+    )
     row = {
         "dialogue_id": did,
-        "source_id": script.source_dialogue_id or script.id,
+        # a PH dialogue made from an HH transcript shares its source recording (split group)
+        "source_id": script.source_id or script.source_dialogue_id or script.id,
         "corpus": "ph",
         "category": str(Category.PH),
         "language": script.language,
-        "topic": script.topic,
+        "topic": topic.topic,
         "speaker_a": voices[0].speaker_id,
         "speaker_b": voices[1].speaker_id,
+        **design_to_row(design),
         "audio_path": rel,
         "sha256": _sha256(path),
         "duration_s": round(total / sr, 6),
