@@ -45,12 +45,16 @@ def _kept_histogram(items: list[MatchItem], dropped: set[str], cat: str, lang: s
 
 def test_hh_histogram_equals_hm_per_language_when_enough_hh_exists() -> None:
     spec = {
-        ("HM", "en", "work"): 3, ("HM", "en", "tourism"): 1,
-        ("HH", "en", "work"): 7, ("HH", "en", "tourism"): 4, ("HH", "en", "finance"): 5,
+        ("HM", "en", "work"): 3,
+        ("HM", "en", "tourism"): 1,
+        ("HH", "en", "work"): 7,
+        ("HH", "en", "tourism"): 4,
+        ("HH", "en", "finance"): 5,
         ("HM", "zh", "health"): 2,
-        ("HH", "zh", "health"): 2, ("HH", "zh", "work"): 3,
+        ("HH", "zh", "health"): 2,
+        ("HH", "zh", "work"): 3,
         ("PH", "en", "finance"): 4,  # PH is never matched away
-    }  # fmt: skip
+    }
     items = _items(spec)
     plan = plan_match(items, MatchConfig(), seed=7)
     dropped = set(plan.dropped)
@@ -137,33 +141,69 @@ def _workdir(root: Path, rows: list[tuple[str, str, str]]) -> Path:
     for did, cat, topic in rows:
         (root / "audio").mkdir(parents=True, exist_ok=True)
         (root / "audio" / f"{did}.flac").write_bytes(did.encode())
-        drows.append({"dialogue_id": did, "source_id": did, "corpus": "c", "category": cat,
-                      "language": "en", "topic": topic, "speaker_a": "a", "speaker_b": "b",
-                      "audio_path": f"audio/{did}.flac", "sha256": "0" * 64, "duration_s": 30.0,
-                      "sample_rate": 16000, "num_channels": 1, "n_turns": 2})  # fmt: skip
-        trows += [{"dialogue_id": did, "turn_index": k, "speaker": "ab"[k], "kind": "turn",
-                   "start_s": float(k), "end_s": k + 0.5} for k in (0, 1)]  # fmt: skip
+        drows.append(
+            {
+                "dialogue_id": did,
+                "source_id": did,
+                "corpus": "c",
+                "category": cat,
+                "language": "en",
+                "topic": topic,
+                "speaker_a": "a",
+                "speaker_b": "b",
+                "audio_path": f"audio/{did}.flac",
+                "sha256": "0" * 64,
+                "duration_s": 30.0,
+                "sample_rate": 16000,
+                "num_channels": 1,
+                "n_turns": 2,
+            }
+        )
+        trows += [
+            {
+                "dialogue_id": did,
+                "turn_index": k,
+                "speaker": "ab"[k],
+                "kind": "turn",
+                "start_s": float(k),
+                "end_s": k + 0.5,
+            }
+            for k in (0, 1)
+        ]
     write_table(root / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, drows)
     write_table(root / TURNS, RENDERED_TURN_SCHEMA, trows)
     write_table(
         root / REJECTIONS,
         REJECTION_SCHEMA,
-        [{"item_id": "x", "corpus": "c", "source_path": "", "stage": "filter",
-          "reason": "too_short", "detail": ""}],
-    )  # fmt: skip
+        [
+            {
+                "item_id": "x",
+                "corpus": "c",
+                "source_path": "",
+                "stage": "filter",
+                "reason": "too_short",
+                "detail": "",
+            }
+        ],
+    )
     return root
 
 
 def test_apply_match_keeps_inputs_equal_kept_plus_rejected(tmp_path: Path) -> None:
-    wd = _workdir(tmp_path / "in", [("d1", "HH", "work"), ("d2", "HH", "work"),
-                                    ("d3", "HM", "work"), ("d4", "HH", "health")])  # fmt: skip
+    wd = _workdir(
+        tmp_path / "in",
+        [("d1", "HH", "work"), ("d2", "HH", "work"), ("d3", "HM", "work"), ("d4", "HH", "health")],
+    )
     kept, gone = apply_match(wd, tmp_path / "out", {"d2": "surplus", "d4": "surplus"})
     assert (kept, gone) == (2, 2)
     out = tmp_path / "out"
     assert [r["dialogue_id"] for r in iter_rows(out / DIALOGUES)] == ["d1", "d3"]
     assert [r["dialogue_id"] for r in iter_rows(out / TURNS)] == ["d1", "d1", "d3", "d3"]
     rej = [(r["item_id"], r["stage"], r["reason"]) for r in iter_rows(out / REJECTIONS)]
-    assert rej == [("x", "filter", "too_short"), ("d2", "match", "hh_topic_surplus"),
-                   ("d4", "match", "hh_topic_surplus")]  # fmt: skip
+    assert rej == [
+        ("x", "filter", "too_short"),
+        ("d2", "match", "hh_topic_surplus"),
+        ("d4", "match", "hh_topic_surplus"),
+    ]
     assert sorted(p.name for p in (out / "audio").iterdir()) == ["d1.flac", "d3.flac"]
     assert (out / "audio" / "d1.flac").read_bytes() == b"d1"

@@ -20,9 +20,17 @@ from .test_magicdata_ramc import LINES, REC, _audio, _corpus
 
 #: DailyDialog's topics in its README's words and code order (ground truth for the mapping)
 DAILYDIALOG_NAMES = [
-    "Ordinary Life", "School Life", "Culture & Education", "Attitude & Emotion", "Relationship",
-    "Tourism", "Health", "Work", "Politics", "Finance",
-]  # fmt: skip
+    "Ordinary Life",
+    "School Life",
+    "Culture & Education",
+    "Attitude & Emotion",
+    "Relationship",
+    "Tourism",
+    "Health",
+    "Work",
+    "Politics",
+    "Finance",
+]
 
 
 def test_default_taxonomy_is_dailydialogs_ten_topics() -> None:
@@ -52,11 +60,22 @@ def test_ramc_domains_english_and_chinese() -> None:
     m = TopicMapper("magicdata_ramc")
     # the corpus README's 15 domains; each must land in the taxonomy, none left unmapped
     domains = [
-        "Humanities", "Entertainment", "Sports", "Military", "Finance & Economy", "Religion",
-        "Family Life", "Politics & Law", "Education & Health", "Digital Devices",
-        "Climate & Environment", "Science & Technology", "Professional Development", "Art",
+        "Humanities",
+        "Entertainment",
+        "Sports",
+        "Military",
+        "Finance & Economy",
+        "Religion",
+        "Family Life",
+        "Politics & Law",
+        "Education & Health",
+        "Digital Devices",
+        "Climate & Environment",
+        "Science & Technology",
+        "Professional Development",
+        "Art",
         "Ordinary Life",
-    ]  # fmt: skip
+    ]
     assert all(m.map(d).mapped and m.map(d).topic in DEFAULT_TAXONOMY for d in domains)
     assert m.map("Professional Development").topic == m.map("职业发展").topic == "work"
     assert m.map("Finance & Economy").topic == m.map("财经").topic == "finance"
@@ -76,9 +95,12 @@ def test_iemocap_scenarios_and_irregular_names() -> None:
 
 def test_aliases_override_builtin_tables_and_taxonomy_edits_apply() -> None:
     cfg = build_config(
-        {"topics": {"aliases": {"magicdata_ramc": {"星座": "culture_and_education",
-                                                    "Sports": "health"}}}}
-    )  # fmt: skip
+        {
+            "topics": {
+                "aliases": {"magicdata_ramc": {"星座": "culture_and_education", "Sports": "health"}}
+            }
+        }
+    )
     m = cfg.topics.mapper("magicdata_ramc")
     assert m.map("星座").topic == "culture_and_education"
     assert m.map("sports").topic == "health"
@@ -114,8 +136,11 @@ def test_dailytalk_adapter_keeps_the_raw_label(tmp_path: Path) -> None:
 def test_ramc_adapter_maps_utteranceinfo_topics(tmp_path: Path) -> None:
     _corpus(tmp_path, LINES, _audio("mono"))
     head = "CHANNEL\tUTTRANS_ID\tSPEAKER_ID-1\tSPEAKER_ID-2\tTOPIC\tVALID(min)\tTOTAL(min)\tEnv\n"
-    for label, topic in (("Professional Development", "work"), ("艺术", "culture_and_education"),
-                         ("星座", "other")):  # fmt: skip
+    for label, topic in (
+        ("Professional Development", "work"),
+        ("艺术", "culture_and_education"),
+        ("星座", "other"),
+    ):
         (tmp_path / "MDT2021S003" / "UTTERANCEINFO.txt").write_text(
             head + f"C0\t{REC}.wav\tG00000011\tG00000012\t{label}\t0.1\t0.1\t室内\n"
         )

@@ -172,10 +172,24 @@ def test_a_killed_run_resumes_without_asking_for_finished_scripts(tmp_path: Path
 
     with chat_server(sequence(Reply(content=GOOD_EN, delay_s=0.4))) as srv:
         cmd = [
-            str(Path(sys.executable).with_name("duetflow")), "scripts", "generate",
-            "--topic", "work", "--per-topic", "6", "--language", "en", "--out", str(out),
-            "--llm-base-url", srv.url, "--llm-model", "test-model", "-c", str(cfg_path),
-        ]  # fmt: skip
+            str(Path(sys.executable).with_name("duetflow")),
+            "scripts",
+            "generate",
+            "--topic",
+            "work",
+            "--per-topic",
+            "6",
+            "--language",
+            "en",
+            "--out",
+            str(out),
+            "--llm-base-url",
+            srv.url,
+            "--llm-model",
+            "test-model",
+            "-c",
+            str(cfg_path),
+        ]
         proc = subprocess.Popen(cmd, start_new_session=True)
         deadline = time.monotonic() + 60
         while len(list(out.glob("*.json"))) < 2:
@@ -208,8 +222,9 @@ def test_concurrency_does_not_change_the_output(tmp_path: Path) -> None:
     for conc in (1, 4):
         cfg = build_config({"llm": {"backoff_s": 0.0, "concurrency": conc}})
         with chat_server(reply) as srv:
-            generate_scripts(["work", "health"], 4, "en", tmp_path / str(conc), cfg,
-                             client_for(srv, cfg))  # fmt: skip
+            generate_scripts(
+                ["work", "health"], 4, "en", tmp_path / str(conc), cfg, client_for(srv, cfg)
+            )
         outs.append({p.name: p.read_bytes() for p in (tmp_path / str(conc)).glob("*.json")})
     assert len(outs[0]) == 8 and outs[0] == outs[1]
     assert len({json.loads(b)["lines"][0]["text"] for b in outs[0].values()}) > 1

@@ -20,8 +20,12 @@ def _scan(root: Path, **cfg: object) -> Dialogue | Rejection:
 
 
 def test_hm_design_fields_are_columns(tmp_path: Path) -> None:
-    write_session(tmp_path / "s1", "tracks", transcript=transcript(TEXTS, timed=True),
-                  strategy="human_guided_initiation")  # fmt: skip
+    write_session(
+        tmp_path / "s1",
+        "tracks",
+        transcript=transcript(TEXTS, timed=True),
+        strategy="human_guided_initiation",
+    )
     d = _scan(tmp_path)
     assert isinstance(d, Dialogue) and d.topic == "tourism"
     assert d.design == DesignFields(
@@ -75,8 +79,12 @@ def test_opening_line_similarity() -> None:
 def test_an_hm_session_that_does_not_start_with_its_opening_line_is_flagged(
     tmp_path: Path,
 ) -> None:
-    write_session(tmp_path / "s1", "tracks", transcript=transcript(TEXTS, timed=True),
-                  opening_line="Tell me about your favourite film.")  # fmt: skip
+    write_session(
+        tmp_path / "s1",
+        "tracks",
+        transcript=transcript(TEXTS, timed=True),
+        opening_line="Tell me about your favourite film.",
+    )
     r = _scan(tmp_path)
     assert isinstance(r, Rejection) and r.reason == "opening_line_mismatch"
     assert "Tell me about your favourite film." in r.detail and "weekend trip" in r.detail

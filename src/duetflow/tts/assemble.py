@@ -7,7 +7,7 @@ Order of operations (each step exists because a listener would otherwise hear a 
    pause heard;
 2. per-speaker loudness balance: each speaker's speech is gained to ``render.loudness_target_lufs``;
 3. lay the utterances end to end with pauses drawn from U[render.gap_ms_min, render.gap_ms_max]
-   by ``rng_for(seed, dialogue_id)``;
+   by ``rng_for(seed, draws_key(script_id))`` (the same for every backend voicing the script);
 4. ambience: room tone from the reference recording's non-speech regions
    (:func:`duetflow.audio.roomtone.fill`), over the whole dialogue, at the reference's measured
    SNR (speech power in VAD regions over noise power, the same measure used on the reference);
@@ -59,6 +59,12 @@ class AssembledDialogue:
     utterances: tuple[Audio, ...]  # trimmed, gained utterances at the run's rate (for QA)
     sample_rate: int
     ambience_snr_db: float | None
+
+
+def draws_key(script_id: str) -> str:
+    """Key of a script's random draws (pauses, ambience, TTS seeds): one per script, so every
+    backend that voices it gets the same plan and only the voices differ."""
+    return f"ph__{script_id}"
 
 
 def ph_dialogue_id(script_id: str, backend: str) -> str:
@@ -156,7 +162,7 @@ def assemble(
                     orig[i] = (o0 + ext2[0] / sr, o0 + ext2[1] / sr)
 
     # 4. timeline with seeded pauses, ambience bed under everything
-    rng = rng_for(config.seed, did)
+    rng = rng_for(config.seed, draws_key(script.id))
     lead = int(round(LEAD_S * sr))
     starts: list[int] = []
     pos = lead
@@ -171,7 +177,7 @@ def assemble(
         mix[s0 : s0 + len(u)] += u
     amb_snr: float | None = None
     if tone is not None and amb_voice is not None:
-        bed = fill(tone, total, rng_for(config.seed, did, "ambience"), 4 * fade_n)
+        bed = fill(tone, total, rng_for(config.seed, draws_key(script.id), "ambience"), 4 * fade_n)
         sp, _ = speech_power(np.concatenate(gained), sr)  # after the re-trim
         bed_pow = float(np.mean(np.square(bed, dtype=np.float64)))
         if bed_pow > 0 and amb_voice.snr_db is not None:

@@ -33,7 +33,7 @@ from duetflow.manifest import (
 )
 from duetflow.model import Rejection, Stage
 from duetflow.seeding import seed_for
-from duetflow.tts.assemble import assemble, ph_dialogue_id
+from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
 from duetflow.tts.base import Synthesis, SynthesisError, TTSBackend, load_backend
 from duetflow.tts.qa import SpeakerEncoder, clone_qa
 from duetflow.tts.script import Script, load_scripts, scripts_from_workdir
@@ -87,14 +87,14 @@ def _synthesize_lines(
     script: Script, voices: tuple[Any, Any], backend: TTSBackend, config: RunConfig
 ) -> list[Synthesis]:
     """One backend call per speaker (so batching backends batch), results back in line order."""
-    did = ph_dialogue_id(script.id, backend.name)
+    key = draws_key(script.id)
     out: list[Synthesis | None] = [None] * len(script.lines)
     for k, label in enumerate(("A", "B")):
         idx = [i for i, ln in enumerate(script.lines) if ln.speaker == label]
         if not idx:
             continue
         texts = [script.lines[i].text for i in idx]
-        res = backend.synthesize(texts, voices[k], _utterance_seed(config, did, label))
+        res = backend.synthesize(texts, voices[k], _utterance_seed(config, key, label))
         if len(res) != len(texts):
             raise SynthesisError(f"backend returned {len(res)} results for {len(texts)} texts")
         for i, r in zip(idx, res, strict=True):
