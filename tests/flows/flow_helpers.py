@@ -27,7 +27,12 @@ def write_config(
     data: dict[str, Any] = {
         "workdir": str(path.parent / "work"),
         "corpora": [{"name": c, "root": str(samples / roots[c])} for c in corpora],
-        "synth": {"enabled": scripts, "scripts": str(samples / "scripts") if scripts else None},
+        # the samples' HH speakers lend their voices (the default pool is HM participants only)
+        "synth": {
+            "enabled": scripts,
+            "scripts": str(samples / "scripts") if scripts else None,
+            "voice_categories": ["HM", "HH"],
+        },
         "release": {"store": str(path.parent / "store")},
         "runner": {"max_workers": 2, "shard_size": 2},
     }

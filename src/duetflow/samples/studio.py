@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,17 @@ _ZH = [
     "太好了，就这么定了。",
 ]
 _BACKCHANNELS = {"en": ["mm-hm", "yeah", "right", "okay"], "zh": ["嗯", "对", "好的"]}
-#: the sessions talk about a weekend trip: a taxonomy topic (duetflow.topics), as sidecars must
-TOPIC = "tourism"
+#: sidecar topics must be taxonomy topics (duetflow.topics); sessions cycle through a few
+#: everyday ones (picked from the session id, no random draw) so that HH <-> HM matching of the
+#: demo finds corpus HH windows on the same topics
+TOPICS = ("tourism", "ordinary_life", "work")
+
+
+def session_topic(sid: str) -> str:
+    """The sample session's topic: stable per session id."""
+    return TOPICS[zlib.crc32(sid.encode()) % len(TOPICS)]
+
+
 DISCLOSURE_TEXT = "As an AI, I don't go on trips myself, but I can help you plan one."
 
 
@@ -181,7 +191,7 @@ def _sidecar(
         "session_id": sid,
         "date": "2025-03-14",
         "language": language,
-        "topic": TOPIC,
+        "topic": session_topic(sid),
         "category": category,
         "strategy": strategy,
         "opening_line": opening,
@@ -323,7 +333,7 @@ def write_session(
         "category": category,
         "layout": layout,
         "language": language,
-        "topic": TOPIC,
+        "topic": session_topic(sid),
         "speakers": list(ids),
         "duration_s": duration,
         "crosstalk_db": crosstalk_db if layout != "mono" else None,
