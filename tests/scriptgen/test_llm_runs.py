@@ -16,6 +16,14 @@ import time
 from pathlib import Path
 
 import pytest
+
+from duetflow.config import RunConfig, build_config
+from duetflow.errors import BackendError
+from duetflow.manifest import iter_rows
+from duetflow.model import Stage
+from duetflow.scriptgen import generate_scripts, rewrite_scripts
+from duetflow.scriptgen.run import request_seed
+from duetflow.tts.script import Script, load_scripts
 from llm_server import (
     GOOD_EN,
     GOOD_LINES_EN,
@@ -28,14 +36,6 @@ from llm_server import (
     lines_json,
     sequence,
 )
-
-from duetflow.config import RunConfig, build_config
-from duetflow.errors import BackendError
-from duetflow.manifest import iter_rows
-from duetflow.model import Stage
-from duetflow.scriptgen import generate_scripts, rewrite_scripts
-from duetflow.scriptgen.run import request_seed
-from duetflow.tts.script import Script, load_scripts
 
 pytest.importorskip("openai")
 
@@ -254,3 +254,41 @@ def test_rewrite_keeps_turns_and_links_the_source(tmp_path: Path, hh_workdir: Pa
         assert s.source_id == row["source_id"] and s.topic == row["topic"]
         assert all(ln.text.startswith("Well, ") for ln in s.lines)
         assert s.provenance["attempts"] == 2 and "turns" in s.provenance["validation_errors"][0]
+
+
+def test_cli_rewrite_and_a_missing_llm(tmp_path: Path, hh_workdir: Path) -> None:
+    from click.testing import CliRunner
+
+    from duetflow.cli import main
+
+    no_llm = CliRunner().invoke(
+        main, ["scripts", "rewrite", "--from", str(hh_workdir), "--out", str(tmp_path / "x")]
+    )
+    assert no_llm.exit_code != 0 and "--llm-base-url" in no_llm.output
+
+    def reply(req: Received, index: int) -> Reply:
+        transcript = json.loads(req.first_prompt.split("Transcript:\n", 1)[1])
+        return Reply(content=json.dumps(transcript))
+
+    with chat_server(reply) as srv:
+        res = CliRunner().invoke(
+            main,
+            [
+                "scripts",
+                "rewrite",
+                "--from",
+                str(hh_workdir),
+                "--out",
+                str(tmp_path / "rw"),
+                "--llm-base-url",
+                srv.url,
+                "--llm-model",
+                "m",
+            ],
+        )
+    assert res.exit_code == 0, res.output
+    assert "2 scripts: 2 written, 0 already there, 0 rejected (2 request(s) sent)" in res.output
+    assert sorted(p.name for p in (tmp_path / "rw").glob("*.json")) == [
+        "rw-fx__d1__w000_00000000.json",
+        "rw-fx__r3__w001_00030000.json",
+    ]
