@@ -191,7 +191,7 @@ class __CLASS__(CorpusAdapter):
             source_id=item,
             category=Category.HH,
             language=lang,
-            topic="",
+            topic=self.map_topic(None).topic,  # map the source's topic label, if it has one
             speakers=(
                 Speaker(ids[0], Role.HUMAN, None, lang),
                 Speaker(ids[1], Role.HUMAN, None, lang),

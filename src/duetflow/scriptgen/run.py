@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError, InputError
@@ -115,7 +116,7 @@ def _provenance(
         "task": req.task,
         "model": model,
         "requested_model": config.llm.model,
-        "base_url": config.llm.base_url,
+        "base_url": _public_url(config.llm.base_url),
         "templates": templates,
         "temperature": config.llm.temperature,
         "seed": req.seed,
@@ -125,6 +126,14 @@ def _provenance(
         "response_sha256": hashlib.sha256(final.encode("utf-8")).hexdigest(),
         **extra,
     }
+
+
+def _public_url(url: str | None) -> str | None:
+    """The endpoint without any ``user:password@`` part (provenance is published)."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _check(req: ScriptRequest, lines: list[ScriptLine], config: RunConfig) -> dict[str, Any]:
