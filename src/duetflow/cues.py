@@ -20,6 +20,7 @@ Both are pure functions of one :class:`~duetflow.model.Turn`.
 
 from __future__ import annotations
 
+import functools
 import re
 from enum import StrEnum
 
@@ -183,13 +184,22 @@ def is_cut_off(turn: Turn) -> bool:
     """The transcript marks ``turn`` as broken off (see the module docstring)."""
     if _flag(turn.labels.get(CUT_OFF_LABEL, "")):
         return True
-    text = _TAG.sub(" ", turn.text).rstrip(_CLOSERS)
-    return bool(_CUT_OFF_END.search(text))
+    return _ends_broken_off(turn.text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _ends_broken_off(text: str) -> bool:
+    return bool(_CUT_OFF_END.search(_TAG.sub(" ", text).rstrip(_CLOSERS)))
 
 
 def lexical_class(turn: Turn) -> Lexical:
     """Whether ``turn``'s words are all backchannel tokens (English and Mandarin lists)."""
-    text = _TAG.sub(" ", turn.text).lower()
+    return _lexical(turn.text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _lexical(raw: str) -> Lexical:
+    text = _TAG.sub(" ", raw).lower()
     if _OTHER_LETTER.search(text):
         return Lexical.UNKNOWN  # a script without a list: timing decides
     words = _LATIN_WORD.findall(text)

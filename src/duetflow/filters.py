@@ -80,7 +80,7 @@ class FilterContext:
     @cached_property
     def length(self) -> LengthRange | None:
         """Predicted rendered length (:mod:`duetflow.rendered_length`)."""
-        return predict_length(self.dialogue, self.config)
+        return predict_length(self.dialogue, self.config, self.events)
 
     @cached_property
     def speech_turns(self) -> list[Turn]:

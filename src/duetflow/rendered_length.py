@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from duetflow.audio.retime import (
+    Block,
     edge_silence_s,
     layout_blocks,
     layout_turns,
@@ -37,7 +38,7 @@ from duetflow.audio.retime import (
 )
 from duetflow.config import RenderConfig, RunConfig, TurnsConfig, WindowConfig
 from duetflow.model import Dialogue, MixedMonoSource, Turn
-from duetflow.turns import mark_backchannels
+from duetflow.turns import OverlapEvent, mark_backchannels
 
 __all__ = [
     "TOO_LONG",
@@ -76,7 +77,8 @@ def _fixed_gaps(cfg: RenderConfig, gap_ms: float) -> RenderConfig:
 class LengthModel:
     """The rendered layout of a turn timeline, queried for the whole or for any excerpt.
 
-    Laid out once at both gap extremes; an excerpt ``[start, end]`` (boundaries no turn
+    Laid out once at both gap extremes (``events``: the turns' overlap classification, when
+    already computed); an excerpt ``[start, end]`` (boundaries no turn
     straddles, as windows are) renders to the span of the units (a main turn with the
     backchannels riding in it, or a mixed-mono block) that start inside it, plus the edge
     silences. Turns are classified (backchannels marked) on the timeline given, as selection
@@ -90,15 +92,20 @@ class LengthModel:
         mixed: bool,
         render: RenderConfig,
         turns_cfg: TurnsConfig,
+        events: Sequence[OverlapEvent] | None = None,
     ) -> None:
-        marked = mark_backchannels(turns, turns_cfg)
+        marked = mark_backchannels(turns, turns_cfg, events)
         self.edge_s = edge_silence_s(render)
         rng = np.random.default_rng(0)  # never drawn from with equal bounds; kept for the API
         lay = []
+        blocks: list[Block] | None = None
+        if mixed:  # blocks do not depend on the gaps: merged once
+            keep, _ = mixed_speech_indices(marked, render)
+            blocks = merge_blocks(marked, keep, turns_cfg.min_overlap_s)
         for gap_ms in (render.gap_ms_min, render.gap_ms_max):
             cfg = _fixed_gaps(render, gap_ms)
-            if mixed:
-                lay.append(_block_units(marked, cfg, turns_cfg, rng))
+            if blocks is not None:
+                lay.append(_block_units(blocks, cfg, rng))
             else:
                 lay.append(_turn_units(marked, cfg, rng))
         (self.src_starts, src_ends, self._lo_start, self._lo_end) = lay[0]
@@ -158,31 +165,33 @@ def _turn_units(turns: Sequence[Turn], cfg: RenderConfig, rng: np.random.Generat
     return src, src1, out0, out1
 
 
-def _block_units(
-    turns: Sequence[Turn], cfg: RenderConfig, turns_cfg: TurnsConfig, rng: np.random.Generator
-) -> _Units:
+def _block_units(blocks: Sequence[Block], cfg: RenderConfig, rng: np.random.Generator) -> _Units:
     edge = edge_silence_s(cfg)
-    keep, _ = mixed_speech_indices(turns, cfg)
-    blocks = merge_blocks(turns, keep, turns_cfg.min_overlap_s)
     starts, _, _, _ = layout_blocks(blocks, cfg, rng, lead_s=edge, tail_s=edge)
     src = [b.start for b in blocks]
     ends = [s + (b.end - b.start) for s, b in zip(starts, blocks, strict=True)]
     return src, [b.end for b in blocks], list(starts), ends
 
 
-def model_for(dialogue: Dialogue, config: RunConfig) -> LengthModel:
+def model_for(
+    dialogue: Dialogue, config: RunConfig, events: Sequence[OverlapEvent] | None = None
+) -> LengthModel:
     """The :class:`LengthModel` of a dialogue's turns, laid out as its source kind renders."""
     return LengthModel(
         dialogue.turns,
         mixed=isinstance(dialogue.source, MixedMonoSource),
         render=config.render,
         turns_cfg=config.turns,
+        events=events,
     )
 
 
-def predict_length(dialogue: Dialogue, config: RunConfig) -> LengthRange | None:
-    """Predicted rendered length of a dialogue (or window) as a whole."""
-    return model_for(dialogue, config).whole()
+def predict_length(
+    dialogue: Dialogue, config: RunConfig, events: Sequence[OverlapEvent] | None = None
+) -> LengthRange | None:
+    """Predicted rendered length of a dialogue (or window) as a whole (``events``: its overlap
+    classification, when already computed)."""
+    return model_for(dialogue, config, events).whole()
 
 
 def length_problem(duration_s: float, window: WindowConfig) -> tuple[str, dict[str, Any]] | None:

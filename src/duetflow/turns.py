@@ -234,14 +234,18 @@ def listener_indices(
     return {e.listener_turn_index for e in events if classes is None or e.klass in classes}
 
 
-def mark_backchannels(turns: Sequence[Turn], cfg: TurnsConfig) -> tuple[Turn, ...]:
+def mark_backchannels(
+    turns: Sequence[Turn], cfg: TurnsConfig, events: Sequence[OverlapEvent] | None = None
+) -> tuple[Turn, ...]:
     """Return the turns with ``kind=BACKCHANNEL`` where the overlap analysis says so.
 
     The renderer keeps backchannels at their offset inside the host turn instead of re-timing
     them as turns, so the mark must agree with the filter's view. Other turns are unchanged
-    (an adapter's own backchannel marks are kept).
+    (an adapter's own backchannel marks are kept). ``events``: the turns' classification when
+    already computed (:func:`classify_overlaps` of the same turns and config).
     """
-    bc = listener_indices(classify_overlaps(turns, cfg), [OverlapClass.BACKCHANNEL])
+    found = classify_overlaps(turns, cfg) if events is None else events
+    bc = listener_indices(found, [OverlapClass.BACKCHANNEL])
     return tuple(
         replace(t, kind=TurnKind.BACKCHANNEL) if i in bc and t.kind is TurnKind.TURN else t
         for i, t in enumerate(turns)

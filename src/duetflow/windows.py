@@ -29,7 +29,13 @@ from dataclasses import replace
 from duetflow.config import RenderConfig, TurnsConfig, WindowConfig
 from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind, window_id
 from duetflow.rendered_length import LengthModel
-from duetflow.turns import OverlapClass, classify_overlaps, cut_points, listener_indices
+from duetflow.turns import (
+    OverlapClass,
+    OverlapEvent,
+    classify_overlaps,
+    cut_points,
+    listener_indices,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,13 +53,13 @@ def _is_header(turn: Turn, patterns: Sequence[re.Pattern[str]]) -> bool:
 
 
 def _valid_starts(
-    turns: Sequence[Turn], turns_cfg: TurnsConfig, header_patterns: Sequence[str]
+    turns: Sequence[Turn], events: Sequence[OverlapEvent], header_patterns: Sequence[str]
 ) -> list[float]:
     """Safe boundary times at which a window may begin."""
     safe_starts, _ = cut_points(turns)
     safe = set(safe_starts)
     pats = [re.compile(p) for p in header_patterns]
-    listeners = listener_indices(classify_overlaps(turns, turns_cfg))
+    listeners = listener_indices(events)
     good: set[float] = set()
     bad: set[float] = set()
     for i, t in enumerate(turns):
@@ -68,14 +74,14 @@ def _valid_starts(
     return sorted(good - bad)
 
 
-def _valid_ends(turns: Sequence[Turn], turns_cfg: TurnsConfig) -> list[float]:
+def _valid_ends(turns: Sequence[Turn], events: Sequence[OverlapEvent]) -> list[float]:
     """Safe boundary times at which a window may end: after a speech turn, not a backchannel.
 
     Ending on a backchannel would end the excerpt inside the host's floor, and would leave the
     backchannel without the host's continuation that makes it one.
     """
     _, safe_ends = cut_points(turns)
-    bc = listener_indices(classify_overlaps(turns, turns_cfg), [OverlapClass.BACKCHANNEL])
+    bc = listener_indices(events, [OverlapClass.BACKCHANNEL])
     good: set[float] = set()
     bad: set[float] = set()
     for i, t in enumerate(turns):
@@ -94,17 +100,22 @@ def candidate_windows(
     turns_cfg: TurnsConfig,
     header_patterns: Sequence[str] = (),
     lengths: LengthModel | None = None,
+    events: Sequence[OverlapEvent] | None = None,
 ) -> list[tuple[float, list[float]]]:
     """Every valid start with the valid ends whose excerpt renders inside the range (ascending).
 
     ``lengths`` predicts rendered lengths (default: a separable source at the default render
     settings); an excerpt qualifies when its predicted length, for any gaps drawn, lies inside
-    :attr:`WindowConfig.select_range`.
+    :attr:`WindowConfig.select_range`. ``events``: the turns' overlap classification, when
+    already computed.
     """
-    model = lengths or LengthModel(turns, mixed=False, render=RenderConfig(), turns_cfg=turns_cfg)
+    found = classify_overlaps(turns, turns_cfg) if events is None else events
+    model = lengths or LengthModel(
+        turns, mixed=False, render=RenderConfig(), turns_cfg=turns_cfg, events=found
+    )
     lo_lim, hi_lim = cfg.select_range
-    starts = _valid_starts(turns, turns_cfg, header_patterns)
-    ends = _valid_ends(turns, turns_cfg)
+    starts = _valid_starts(turns, found, header_patterns)
+    ends = _valid_ends(turns, found)
     out: list[tuple[float, list[float]]] = []
     for s in starts:
         ok: list[float] = []
@@ -215,11 +226,13 @@ def make_windows(
     turns = dialogue.turns
     if not turns:
         return []
+    events = classify_overlaps(turns, turns_cfg)
     model = LengthModel(
         turns,
         mixed=isinstance(dialogue.source, MixedMonoSource),
         render=render or RenderConfig(),
         turns_cfg=turns_cfg,
+        events=events,
     )
     whole = model.whole()
     if whole is None:
@@ -231,7 +244,7 @@ def make_windows(
         first = min(t.start for t in turns)
         last = max(t.end for t in turns)
         return [window_dialogue(dialogue, 0, first, last)]
-    cands = candidate_windows(turns, cfg, turns_cfg, header_patterns, model)
+    cands = candidate_windows(turns, cfg, turns_cfg, header_patterns, model, events)
     chosen = _POLICIES[cfg.policy](cands)
     log.debug(
         "%s: %d windows (%s) from %d starts", dialogue.id, len(chosen), cfg.policy, len(cands)
