@@ -61,9 +61,9 @@ STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
     "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
     "match": ("seed", "match"),
     "scripts": ("seed", "llm", "scripts", "filters", "topics"),
-    "synth": ("seed", "sample_rate", "synth", "render", "turns", "topics"),
+    "synth": ("seed", "sample_rate", "synth", "render", "turns", "window", "topics"),
     "report": (),  # every section: the report records the whole config it was built with
-    "publish": ("seed", "release"),
+    "publish": ("seed", "release", "window"),
 }
 
 RESULT = "result.json"

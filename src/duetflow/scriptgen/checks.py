@@ -10,7 +10,7 @@ request quotes it, so the model learns what to fix ("line 3: speaker must be A o
 3. :func:`check_balance` — both speakers speak, each speaker's share of lines within
    ``filters.balance_min``–``filters.balance_max`` (the band real dialogues are filtered with);
 4. :func:`check_length` (``generate``) — the estimated speaking time
-   (:func:`duetflow.tts.speaking_rate.estimate_speaking_time_s`) within
+   (:func:`duetflow.tts.speaking_rate.script_speaking_time_s`) within
    ``scripts.speaking_s_min``–``scripts.speaking_s_max``;
    :func:`check_same_turns` (``rewrite``) — the same number of turns by the same speakers, in
    the same order, as the transcript being rewritten.
@@ -26,7 +26,7 @@ from importlib.resources import files
 from typing import Any, Literal
 
 from duetflow.tts.script import ScriptLine
-from duetflow.tts.speaking_rate import estimate_speaking_time_s
+from duetflow.tts.speaking_rate import script_speaking_time_s
 
 
 class AnswerError(ValueError):
@@ -103,7 +103,7 @@ def check_balance(lines: Sequence[ScriptLine], share_min: float, share_max: floa
 
 def speaking_time_s(lines: Sequence[ScriptLine], language: str) -> float:
     """Estimated seconds of speech of all lines (pauses between turns not included)."""
-    return sum(estimate_speaking_time_s(ln.text, language) for ln in lines)
+    return script_speaking_time_s((ln.text for ln in lines), language)
 
 
 def check_length(

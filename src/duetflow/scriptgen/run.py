@@ -46,7 +46,7 @@ from duetflow.scriptgen.store import ScriptStore
 from duetflow.seeding import seed_for
 from duetflow.topics import normalise_topic
 from duetflow.tts.script import Script, ScriptLine, scripts_from_workdir
-from duetflow.tts.speaking_rate import speaking_rate
+from duetflow.tts.speaking_rate import rate_for
 
 log = logging.getLogger(__name__)
 
@@ -333,18 +333,16 @@ def generate_requests(
     """``per_topic`` requests per topic, ids ``gen-<language>-<topic>-<k>`` (k from 001)."""
     template = load_template("generate")
     sc = config.scripts
-    rate = speaking_rate(language)
-    cjk = language.lower().startswith(("zh", "cmn", "ja"))
-    per_s = rate.cjk_chars_per_s if cjk else rate.words_per_s
-    unit = "characters" if cjk else "words"
+    rate = rate_for(language)
+    unit = "characters" if rate.unit == "char" else "words"
     for topic in topics:
         prompt = template.render(
             topic_name=topic.replace("_", " "),
             language_name=language_name(language),
             min_s=f"{sc.speaking_s_min:g}",
             max_s=f"{sc.speaking_s_max:g}",
-            units_min=round(sc.speaking_s_min * per_s),
-            units_max=round(sc.speaking_s_max * per_s),
+            units_min=round(sc.speaking_s_min * rate.per_s),
+            units_max=round(sc.speaking_s_max * rate.per_s),
             unit_name=unit,
             fillers=fillers(language),
         )

@@ -1,75 +1,92 @@
-"""How long a text takes to say: one per-language speaking-rate estimate for every stage.
+"""Speaking time of a script estimated from its text, at one conversational rate per language.
 
-Script generation checks that an LLM's dialogue lasts 40–50 s of speech, and sample scripts and
-synthesis guards need the same yardstick, so the estimate lives here, once.
+The seed study's PH scripts run 40–50 s of speech (:data:`SCRIPT_SPEECH_S`). Whatever writes or
+checks a script (the sample scripts, ``duetflow scripts generate/rewrite``) estimates its length
+here, so there is one rate per language in the project:
 
-A text is split into units a speaker pronounces at a roughly constant rate:
+* English: words per second. Conversational English runs at roughly 160–190 words per minute
+  (Yuan, Liberman & Cieri 2006 measured about 170 wpm in telephone conversation); 2.8 words/s.
+* Mandarin (and other CJK text): characters per second, one character being one syllable.
+  Conversational Mandarin runs at roughly 4–5.5 syllables per second, read speech and most TTS
+  voices nearer 4; 4.0 characters/s, the slow end, so that a script estimated at 50 s does not
+  render past 60 s (the offline eSpeak NG voice speaks Mandarin at about 3.5 characters/s).
 
-* **CJK characters** (Han, kana): one syllable each. Conversational Mandarin runs at about
-  4–5 syllables per second; we use **4.5 characters/s** for ``zh``.
-* **Latin-script words** (letters and digits, apostrophes and hyphens inside a word): English
-  conversation runs at about 150–160 words per minute; we use **2.6 words/s** for ``en``.
-  A digit group counts as one word per two digits ("1990" is said as "nineteen ninety").
-* Everything else (punctuation, spaces, emoji) takes no time.
-
-Mixed text is summed unit by unit (a Chinese line with an English brand name). Other languages
-use the English word rate for Latin words and the Mandarin rate for CJK characters until a rate
-is added to :data:`RATES`. The numbers are conversational averages, not a model of any one
-speaker or TTS voice: the estimate decides whether a script is about the right length, it is
-not a duration prediction for synthesis (backends are checked against their own audio).
+Other languages written with spaces use the English word rate. Non-speech tags (``[laughter]``,
+``<noise>``, ``(laughs)``) and punctuation take no time. The estimate is of speech only: the
+rendered PH dialogue adds a 180–230 ms pause per line change and the edge silences.
 """
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Literal
 
-__all__ = ["RATES", "SpeakingRate", "estimate_speaking_time_s", "speaking_rate"]
+__all__ = [
+    "SCRIPT_SPEECH_S",
+    "SPEAKING_RATES",
+    "SpeakingRate",
+    "rate_for",
+    "script_speaking_time_s",
+    "speaking_time_s",
+    "speech_units",
+]
+
+#: Speech time (s) the seed study's two-speaker scripts run to.
+SCRIPT_SPEECH_S = (40.0, 50.0)
 
 
 @dataclass(frozen=True)
 class SpeakingRate:
-    """Units per second of running speech (pauses between turns not included)."""
+    """How fast a language is spoken: ``per_s`` ``unit``s per second."""
 
-    words_per_s: float
-    cjk_chars_per_s: float
+    unit: Literal["word", "char"]
+    per_s: float
 
 
-#: Conversational speaking rates by primary language subtag.
-RATES: dict[str, SpeakingRate] = {
-    "en": SpeakingRate(words_per_s=2.6, cjk_chars_per_s=4.5),
-    "zh": SpeakingRate(words_per_s=2.6, cjk_chars_per_s=4.5),
+#: Conversational speaking rate per language (ISO 639-1; see the module docstring).
+SPEAKING_RATES: dict[str, SpeakingRate] = {
+    "en": SpeakingRate("word", 2.8),
+    "zh": SpeakingRate("char", 4.0),
 }
-_FALLBACK = SpeakingRate(words_per_s=2.6, cjk_chars_per_s=4.5)
 
-_CJK = r"\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_UNIT = re.compile(
-    rf"(?P<cjk>[{_CJK}])|(?P<digits>\d+)|(?P<word>[^\W\d_{_CJK}]+(?:['’-][^\W\d_{_CJK}]+)*)"
-)
+_TAGS = re.compile(r"\[[^\]]*\]|<[^>]*>|\([^)]*\)|（[^）]*）|\{[^}]*\}")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 
 
-def speaking_rate(language: str) -> SpeakingRate:
-    """The rate for a BCP-47 code (``zh-CN`` and ``cmn`` → ``zh``; unknown → the fallback)."""
-    code = language.lower().replace("_", "-")
-    primary = "zh" if code.startswith(("zh", "cmn")) else code.split("-")[0]
-    return RATES.get(primary, _FALLBACK)
+def rate_for(language: str) -> SpeakingRate:
+    """The rate of ``language`` (``zh-CN`` → ``zh``); unknown languages speak like English."""
+    base = language.lower().replace("_", "-").split("-")[0]
+    if base in SPEAKING_RATES:
+        return SPEAKING_RATES[base]
+    if base in ("cmn", "yue", "ja"):
+        return SPEAKING_RATES["zh"]
+    return SPEAKING_RATES["en"]
 
 
-def estimate_speaking_time_s(text: str, language: str) -> float:
-    """Seconds of speech ``text`` takes at the conversational rate of ``language``.
+def speech_units(text: str, language: str) -> float:
+    """Words (or CJK characters) of ``text`` that take time to say, in the language's unit.
 
-    ``estimate_speaking_time_s("How was your weekend?", "en")`` is 4 words / 2.6 ≈ 1.54 s;
-    ``estimate_speaking_time_s("你周末过得怎么样？", "zh")`` is 8 characters / 4.5 ≈ 1.78 s.
+    Mixed text counts each part in its own unit, converted to the language's unit by the two
+    rates (a Latin word inside Chinese text takes as long as an English word).
     """
-    rate = speaking_rate(language)
-    words = 0.0
-    cjk = 0
-    for m in _UNIT.finditer(text):
-        if m.group("cjk"):
-            cjk += 1
-        elif m.group("digits"):
-            words += math.ceil(len(m.group("digits")) / 2)
-        else:
-            words += 1
-    return words / rate.words_per_s + cjk / rate.cjk_chars_per_s
+    clean = _TAGS.sub(" ", text)
+    chars = len(_CJK.findall(clean))
+    words = len(_WORD.findall(_CJK.sub(" ", clean)))
+    rate = rate_for(language)
+    en, zh = SPEAKING_RATES["en"].per_s, SPEAKING_RATES["zh"].per_s
+    if rate.unit == "char":
+        return chars + words * zh / en
+    return words + chars * en / zh
+
+
+def speaking_time_s(text: str, language: str) -> float:
+    """Estimated seconds of speech to say ``text`` in ``language``."""
+    return speech_units(text, language) / rate_for(language).per_s
+
+
+def script_speaking_time_s(texts: Iterable[str], language: str) -> float:
+    """Estimated seconds of speech of a whole script (its lines' texts)."""
+    return sum(speaking_time_s(t, language) for t in texts)
