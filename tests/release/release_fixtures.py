@@ -35,6 +35,7 @@ class Spec:
     category: str = "HH"
     language: str = "en"
     corpus: str = "toy"
+    licence: str = "CC-BY-4.0"
 
 
 def specs(
@@ -109,6 +110,8 @@ def make_workdir(
             "gap_ms_min": 200.0,
             "gap_ms_max": 200.0,
             "provenance": json.dumps({"seed": 7}),
+            "licence": sp.licence,
+            "source_sample_rate": 2 * SR,
         }
         row.update((row_overrides or {}).get(sp.dialogue_id, {}))
         rows.append(row)
