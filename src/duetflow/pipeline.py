@@ -314,11 +314,6 @@ def _table_counts(workdir: Path) -> tuple[int, int, dict[str, int]]:
     return kept, sum(by_reason.values()), dict(sorted(by_reason.items()))
 
 
-def emit_progress(stage: str, label: str, done: int, total: int | None) -> None:
-    """A progress record (:mod:`duetflow.progress`) the CLI draws as a bar."""
-    progress.emit(stage, label, done, total)
-
-
 # --- ingest -------------------------------------------------------------------------------------
 
 

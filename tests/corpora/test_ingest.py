@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,11 @@ def test_ingest_writes_what_the_adapter_yields(
     assert report.kept == len(expected)
     assert report.by_reason == dict(Counter(broken.values()))
     written = list(iter_dialogues(tmp_path))
-    direct = [d for d in get_adapter(corpus)(root).scan() if not hasattr(d, "reason")]
-    assert written == direct  # lossless round trip through the intake tables
+    adapter = get_adapter(corpus)
+    direct = [d for d in adapter(root).scan() if not hasattr(d, "reason")]
+    # lossless round trip through the intake tables, plus the licence ingest stamps on
+    assert written == [replace(d, licence=adapter.licence) for d in direct]
+    assert adapter.licence and {d.licence for d in written} == {adapter.licence}
     assert {r.item_id: r.reason for r in iter_rejections(tmp_path)} == broken
     assert {p.name for p in tmp_path.iterdir()} == {
         "dialogues.parquet",

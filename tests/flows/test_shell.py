@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import logging
 from pathlib import Path
 
 import pytest
@@ -12,7 +10,6 @@ from prefect.states import Failed
 
 from duetflow.errors import ConfigError, ManifestError, StorageError
 from duetflow.flows.runner import build_task_runner, resolve_config
-from duetflow.pipeline import emit_progress
 from duetflow.tasks import transient_only
 
 
@@ -21,29 +18,6 @@ def test_retries_only_for_failures_a_retry_can_fix() -> None:
     assert transient_only(None, None, Failed(data=OSError("NFS stale handle")))
     assert not transient_only(None, None, Failed(data=ManifestError("2 validation failures")))
     assert not transient_only(None, None, Failed(data=ConfigError("unknown key")))
-
-
-def test_progress_records_drive_one_bar_per_stage() -> None:
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from duetflow.cli.run import _BarHandler
-
-    progress = Progress(console=Console(file=io.StringIO()))
-    handler = _BarHandler(progress)
-    logger = logging.getLogger("duetflow.progress")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        emit_progress("process", "dailytalk", 1, 3)
-        emit_progress("process", "dailytalk", 3, 3)
-        emit_progress("synth", "ph", 2, None)
-    finally:
-        logger.removeHandler(handler)
-    tasks = {t.description: t for t in progress.tasks}
-    assert set(tasks) == {"process dailytalk", "synth ph"}
-    assert tasks["process dailytalk"].completed == 3 and tasks["process dailytalk"].total == 3
-    assert tasks["synth ph"].completed == 2
 
 
 def test_flow_parameters_override_the_config_file(tmp_path: Path) -> None:

@@ -52,6 +52,12 @@ def specs(
     ]
 
 
+def fixture_samples(dialogue_id: str) -> np.ndarray:
+    """The samples :func:`make_workdir` writes for a dialogue (ground truth for decoders)."""
+    rng = rng_for(7, dialogue_id)
+    return (0.1 * rng.standard_normal(int(1.3 * SR))).astype(np.float32)
+
+
 def _turns(did: str) -> list[dict[str, Any]]:
     # A speaks, 200 ms gap, B speaks, 200 ms gap, A speaks: 1.2 s in all.
     spans = [("A", 0.0, 0.3), ("B", 0.5, 0.8), ("A", 1.0, 1.2)]
@@ -83,10 +89,8 @@ def make_workdir(
     root.mkdir(parents=True, exist_ok=True)
     rows, turns = [], []
     for sp in items:
-        rng = rng_for(7, sp.dialogue_id)
-        samples = (0.1 * rng.standard_normal(int(1.3 * SR))).astype(np.float32)
         rel = f"audio/{sp.dialogue_id}.flac"
-        write_audio(root / rel, samples, SR)
+        write_audio(root / rel, fixture_samples(sp.dialogue_id), SR)
         t = _turns(sp.dialogue_id)
         row = {
             "dialogue_id": sp.dialogue_id,

@@ -239,6 +239,12 @@ PH_PROV = [
 
 
 @pytest.fixture(scope="session")
+def licence_of() -> dict[str, str]:
+    """The licence each fixture corpus's rows carry (ground truth for the card)."""
+    return dict(LICENCE_OF)
+
+
+@pytest.fixture(scope="session")
 def work_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three rendered work directories: DailyTalk-like (mono), RAMC-like (stereo), PH."""
     root = tmp_path_factory.mktemp("report-work")

@@ -13,7 +13,8 @@ walk instead of an index held in memory.
   ``{bytes, path}`` (the datasets ``Audio`` feature), every dialogue column of the release
   manifest but the store-internal ones (:data:`HF_DROPPED_COLUMNS`) and a ``turns`` list;
   ``<out>/README.md`` declares the splits and the licences, so ``datasets.load_dataset(str(out))``
-  works. Decoding the ``Audio`` feature needs ``torchcodec`` (in the ``export`` extra).
+  works. Decoding the ``Audio`` feature inside datasets needs ``torchcodec``; without it, load
+  with ``Audio(decode=False)`` and decode the bytes with :func:`hf_decode` (soundfile).
 
 A split without dialogues is left out of both exports (a 0-row file breaks the loaders). Gzip
 and Parquet output carry no timestamps: the same input gives the same bytes.
@@ -22,16 +23,19 @@ and Parquet output carry no timestamps: the same input gives the same bytes.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import soundfile as sf
 
 from duetflow.audio.io import audio_info
 from duetflow.errors import ManifestError
@@ -226,6 +230,19 @@ def _licence_counts(pulled: Path, splits: Sequence[str]) -> dict[str, dict[str, 
             cell = counts.setdefault(lic, dict.fromkeys(splits, 0))
             cell[split] += 1
     return dict(sorted(counts.items()))
+
+
+def hf_decode(audio: Mapping[str, Any]) -> tuple[np.ndarray, int]:
+    """Decode one undecoded HF ``audio`` value (``{"bytes", "path"}``) with soundfile.
+
+    For ``datasets`` without a working ``torchcodec``: ``cast_column("audio",
+    Audio(decode=False))`` then ``hf_decode(example["audio"])`` → (float32 samples, rate).
+    """
+    data = audio.get("bytes")
+    if data is None:
+        raise ManifestError(f"HF audio value without bytes (path {audio.get('path')!r})")
+    samples, sr = sf.read(io.BytesIO(data), dtype="float32")
+    return samples, int(sr)
 
 
 def _hf_readme(pulled: Path, splits: Sequence[str], release_id: str | None) -> str:
