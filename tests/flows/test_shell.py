@@ -59,3 +59,25 @@ def test_dask_runner_refuses_the_temporary_api(tmp_path: Path) -> None:
         pass
     with dask_cluster(resolve_config(cfg, runner="threads").runner) as address:
         assert address is None
+
+
+def test_run_checks_the_config_before_prefect_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from click.testing import CliRunner
+
+    from duetflow.cli import main
+
+    # reaching the flows at all would fail loudly: the checks must answer first
+    monkeypatch.setitem(sys.modules, "duetflow.flows", None)
+    typo = write_config(tmp_path / "typo.yaml", tmp_path, render={"gap_ms_mx": 200})
+    res = CliRunner().invoke(main, ["run", "-c", str(typo)])
+    assert res.exit_code == 2 and "unknown key 'render.gap_ms_mx'" in res.output
+    assert "Traceback" not in res.output
+    missing = write_config(tmp_path / "missing.yaml", tmp_path / "nowhere", scripts=False)
+    res = CliRunner().invoke(main, ["run", "-c", str(missing), "--seed", "3"])
+    assert res.exit_code == 2 and "is not a directory" in res.output
+    res = CliRunner().invoke(main, ["run", "-c", str(tmp_path / "absent.yaml")])
+    assert res.exit_code == 2
