@@ -225,8 +225,15 @@ def hf_schema(manifest: pa.Schema) -> tuple[pa.Schema, dict[str, Any]]:
 def _licence_counts(pulled: Path, splits: Sequence[str]) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {}
     for split in splits:
-        for row in iter_rows(pulled / f"{split}.parquet", ["licence"]):
-            lic = str(row["licence"] or UNDECLARED)
+        path = pulled / f"{split}.parquet"
+        if "licence" not in pq.read_schema(path).names:  # a release from before licences
+            rows: Iterator[dict[str, Any]] = (
+                {} for _ in range(pq.ParquetFile(path).metadata.num_rows)
+            )
+        else:
+            rows = iter_rows(path, ["licence"])
+        for row in rows:
+            lic = str(row.get("licence") or UNDECLARED)
             cell = counts.setdefault(lic, dict.fromkeys(splits, 0))
             cell[split] += 1
     return dict(sorted(counts.items()))
