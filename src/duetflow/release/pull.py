@@ -131,13 +131,12 @@ def pull(
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
 
-    fetched = 0
-    for key in (manifest_key(rid, split), manifest_key(rid, "turns")):
+    split_key, turns_key = manifest_key(rid, split), manifest_key(rid, "turns")
+    for key in (split_key, turns_key):
         if key not in objects:
             raise StorageError(f"{st.uri}: {key} is not listed in {release_json_key(rid)}")
-    fetched += _fetch(st, manifest_key(rid, split), out / f"{split}.parquet",
-                      objects[manifest_key(rid, split)]["sha256"])  # fmt: skip
-    _pull_turns(st, manifest_key(rid, "turns"), objects, out)
+    fetched = int(_fetch(st, split_key, out / f"{split}.parquet", objects[split_key]["sha256"]))
+    _pull_turns(st, turns_key, objects, out)
     report = _pull_report(st, release_prefix(rid), objects, out)
     record = st.get_bytes(release_json_key(rid))
     if not (out / "RELEASE.json").is_file() or (out / "RELEASE.json").read_bytes() != record:
