@@ -390,6 +390,7 @@ def publish(
                     mode="json", exclude=set(TRANSPORT_FIELDS)
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
+                "window_config": cfg.window.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
                 "counts": full_counts,
                 "licences": sorted({lic for lic, _ in by_licence}),
