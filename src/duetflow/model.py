@@ -162,7 +162,8 @@ class Dialogue:
     ``speakers[0]`` is speaker A (the initiator), ``speakers[1]`` speaker B (the responder a judge
     listens to). ``window`` is the excerpt's ``(start, end)`` on the source timeline; ``None``
     means the whole source. ``topic`` is a taxonomy topic (``duetflow.topics``); ``design`` holds
-    the source topic and the HM/PH design fields.
+    the source topic and the HM/PH design fields. ``licence`` is what the source's licence says
+    about it.
     """
 
     id: str
@@ -177,6 +178,9 @@ class Dialogue:
     duration_s: float
     window: tuple[float, float] | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    #: SPDX id, ``LicenseRef-`` name or ``AND`` expression (see :mod:`duetflow.licences`);
+    #: empty until ingest stamps the adapter's (or the config's) licence on it
+    licence: str = ""
     design: DesignFields = field(default_factory=DesignFields)
 
     @property

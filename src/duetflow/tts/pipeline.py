@@ -32,6 +32,7 @@ from duetflow.manifest import (
     rejection_to_row,
 )
 from duetflow.model import Rejection, Stage
+from duetflow.progress import Progress
 from duetflow.seeding import seed_for
 from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
 from duetflow.tts.base import Synthesis, SynthesisError, TTSBackend, load_backend
@@ -231,6 +232,18 @@ def synthesize(
     n_scripts = kept = 0
     audio_s = synth_s = 0.0
     utterances = 0
+    # scripts are small text: one extra parsing pass gives the progress bar its total (jobs:
+    # a script per backend of its language; a rejected script once)
+    bar = Progress(
+        "synthesize",
+        "",
+        sum(
+            1
+            if isinstance(it, Rejection) or backend
+            else max(1, len(config.synth.backends_for(it.language)))
+            for it in iter_scripts(scripts, voices_workdir, config)
+        ),
+    )
     with (
         TableWriter(out / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, 256) as dw,
         TableWriter(out / TURNS, RENDERED_TURN_SCHEMA, 2048) as tw,
@@ -251,6 +264,7 @@ def synthesize(
                     elif k == 0 and (rej := backend_rejection(item, config)) is not None:
                         bad.append(rej)
                 n_scripts += len(todo) + len(bad)
+                bar.advance(len(todo) + len(bad))
                 if todo and be is None:
                     be = load_backend(name, config.synth.for_backend(name))
                 res = synthesize_scripts(todo, pool, be, config, out, qa=qa) if be else None
