@@ -63,7 +63,7 @@ SILENCE_LUFS: Final = -120.0
 #: BS.1770 absolute gate (LUFS) and relative gate (LU under the absolutely gated mean).
 ABSOLUTE_GATE_LUFS: Final = -70.0
 RELATIVE_GATE_LU: Final = -10.0
-#: Loudness of a K-weighted mean square of 1 (BS.1770 eq. 2's constant).
+#: Loudness of a K-weighted mean square of 1 (the -0.691 of BS.1770's loudness formula).
 _OFFSET_DB: Final = -0.691
 #: Hops per second (100 ms) and hops per gating block (400 ms, 75 % overlap).
 HOPS_PER_S: Final = 10
@@ -242,7 +242,8 @@ def gated_mean_square(blocks: Floats) -> float:
     loud = blocks[blocks > _ABSOLUTE_GATE_MS]
     if loud.size == 0:
         return 0.0
-    return float(np.mean(loud[loud > float(np.mean(loud)) * _RELATIVE_GATE_RATIO]))
+    kept = loud[loud > float(loud.sum()) / loud.size * _RELATIVE_GATE_RATIO]
+    return float(kept.sum()) / kept.size
 
 
 def integrated_lufs(samples: Samples, sample_rate: int) -> float:
