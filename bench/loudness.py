@@ -196,6 +196,7 @@ IMPLS: dict[str, Measurer] = {
 class Tally:
     cases: int = 0
     timed: int = 0
+    timed_audio_s: float = 0.0
     audio_s: float = 0.0
     max_diff: float = 0.0
     max_diff_case: str = ""
@@ -206,7 +207,14 @@ class Tally:
     raw_over: int = 0
 
 
-def run_case(case: Case, repeat: int, tally: Tally, cpu: dict[int, dict[str, float]]) -> None:
+LENGTHS = ((2.0, "< 2 s"), (5.0, "2-5 s"), (20.0, "5-20 s"), (math.inf, ">= 20 s"))
+
+
+def length_bucket(seconds: float) -> str:
+    return next(name for top, name in LENGTHS if seconds < top)
+
+
+def run_case(case: Case, repeat: int, tally: Tally, cpu: dict[object, dict[str, float]]) -> None:
     x, rate = case.samples, case.rate
     tally.cases += 1
     tally.audio_s += len(x) / rate
@@ -236,7 +244,9 @@ def run_case(case: Case, repeat: int, tally: Tally, cpu: dict[int, dict[str, flo
             best[name] = min(best[name], time.process_time() - t0)
     for name, t in best.items():
         cpu[rate][name] += t
+        cpu[length_bucket(len(x) / rate)][name] += t
     tally.timed += 1
+    tally.timed_audio_s += len(x) / rate
     if math.isfinite(ref) and math.isfinite(values["pyloudnorm"]):
         raw = abs(values["ours"] - values["pyloudnorm"])
         if raw > tally.raw_max:
@@ -252,7 +262,7 @@ def main() -> None:
     args = ap.parse_args()
 
     tally = Tally()
-    cpu: dict[int, dict[str, float]] = defaultdict(lambda: dict.fromkeys(IMPLS, 0.0))
+    cpu: dict[object, dict[str, float]] = defaultdict(lambda: dict.fromkeys(IMPLS, 0.0))
     with tempfile.TemporaryDirectory(prefix="bench-loudness-") as tmp:
         root = args.samples
         if root is None:
@@ -284,21 +294,26 @@ def main() -> None:
         f"left): max |diff| {tally.raw_max:.4f} LU ({tally.raw_max_case}), {tally.raw_over} of "
         f"{tally.timed} cases over 0.001 LU"
     )
-    print(f"CPU seconds, sum of per-case best of {args.repeat} ({tally.timed} cases with a block):")
-    head = ("rate", "ours", "previous", "pyloudnorm", "x previous", "x pyloudnorm")
-    print(" ".join(f"{h:>{w}}" for h, w in zip(head, (6, 8, 9, 11, 11, 13), strict=True)))
-    for rate in RATES:
-        c = cpu[rate]
-        print(
-            f"{rate:>6} {c['ours']:8.3f} {c['previous']:9.3f} {c['pyloudnorm']:11.3f} "
+    print(
+        f"CPU seconds, sum of per-case best of {args.repeat} ({tally.timed} cases with a block), "
+        "by rate and by length:"
+    )
+    head = ("case", "ours", "previous", "pyloudnorm", "x previous", "x pyloudnorm")
+    print(" ".join(f"{h:>{w}}" for h, w in zip(head, (8, 8, 9, 11, 11, 13), strict=True)))
+
+    def row(label: str, c: dict[str, float]) -> str:
+        return (
+            f"{label:>8} {c['ours']:8.3f} {c['previous']:9.3f} {c['pyloudnorm']:11.3f} "
             f"{c['previous'] / c['ours']:11.2f} {c['pyloudnorm'] / c['ours']:13.2f}"
         )
-    total = {name: sum(c[name] for c in cpu.values()) for name in IMPLS}
-    print(
-        f"{'all':>6} {total['ours']:8.3f} {total['previous']:9.3f} {total['pyloudnorm']:11.3f} "
-        f"{total['previous'] / total['ours']:11.2f} {total['pyloudnorm'] / total['ours']:13.2f}"
-        f"   ({tally.audio_s / total['ours']:.0f} x real time per core, ours)"
-    )
+
+    for rate in RATES:
+        print(row(str(rate), cpu[rate]))
+    for _, bucket in LENGTHS:
+        if cpu[bucket]["ours"] > 0:
+            print(row(bucket, cpu[bucket]))
+    total = {name: sum(cpu[rate][name] for rate in RATES) for name in IMPLS}
+    print(row("all", total) + f"   ({tally.timed_audio_s / total['ours']:.0f} x real time, ours)")
     print(
         f"loudness: {total['pyloudnorm'] / total['ours']:.2f} x pyloudnorm; "
         f"{total['previous'] / total['ours']:.2f} x previous; max_diff_lu {tally.max_diff:.2e}"

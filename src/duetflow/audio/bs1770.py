@@ -135,6 +135,7 @@ class _HopGrid:
     sos: Floats
     offsets: tuple[int, ...]
     chunk: int  # samples filtered per call: whole periods
+    block_samples: int  # samples per 400 ms block where all blocks have as many, else 0
 
     @property
     def period(self) -> int:
@@ -148,7 +149,12 @@ def _grid(sample_rate: int) -> _HopGrid:
     period = HOPS_PER_S // math.gcd(sample_rate, HOPS_PER_S)
     offsets = tuple(int(b) for b in hop_bounds(period, sample_rate))
     chunk = max(1, FILTER_CHUNK_SAMPLES // offsets[-1]) * offsets[-1]
-    return _HopGrid(_sos(sample_rate), offsets, chunk)
+    bounds = hop_bounds(period + HOPS_PER_BLOCK, sample_rate)
+    lengths = set((bounds[HOPS_PER_BLOCK:] - bounds[:-HOPS_PER_BLOCK]).tolist())
+    return _HopGrid(_sos(sample_rate), offsets, chunk, lengths.pop() if len(lengths) == 1 else 0)
+
+
+_BLOCK_OF_HOPS: Final = np.ones(HOPS_PER_BLOCK)
 
 
 @dataclass(frozen=True)
@@ -165,7 +171,9 @@ class KWeightedEnergy:
         n_blocks = len(self.hops) - HOPS_PER_BLOCK + 1
         if n_blocks <= 0:
             return np.zeros(0, dtype=np.float64)
-        energy = np.convolve(self.hops, np.ones(HOPS_PER_BLOCK), mode="valid")
+        energy = np.convolve(self.hops, _BLOCK_OF_HOPS, mode="valid")
+        if length := _grid(self.sample_rate).block_samples:  # 400 ms is a whole number of samples
+            return np.asarray(energy / length, dtype=np.float64)
         bounds = hop_bounds(len(self.hops), self.sample_rate)
         return np.asarray(energy / (bounds[HOPS_PER_BLOCK:] - bounds[:n_blocks]), dtype=np.float64)
 
@@ -208,10 +216,13 @@ def _hop_energies(y: Floats, offsets: tuple[int, ...]) -> Floats:
     period, span = len(offsets) - 1, offsets[-1]
     rows = len(y) // span
     grid = y[: rows * span].reshape(rows, span)
-    per_hop = np.empty((rows, period), dtype=np.float64)
-    for p in range(period):
-        cols = grid[:, offsets[p] : offsets[p + 1]]
-        np.einsum("ij,ij->i", cols, cols, out=per_hop[:, p])
+    if period == 1:
+        per_hop = np.einsum("ij,ij->i", grid, grid)
+    else:
+        per_hop = np.empty((rows, period), dtype=np.float64)
+        for p in range(period):
+            cols = grid[:, offsets[p] : offsets[p + 1]]
+            np.einsum("ij,ij->i", cols, cols, out=per_hop[:, p])
     rest = y[rows * span :]
     tail = [
         float(np.dot(rest[a:b], rest[a:b]))
