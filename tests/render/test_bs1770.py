@@ -84,6 +84,13 @@ KINDS: dict[str, Kind] = {
     "0.47 s": lambda sr, rng: speech(0.47, sr, MALE, rng, -22.0),
     "0.58 s": lambda sr, rng: speech(0.58, sr, FEMALE, rng, -22.0),
     "sparse bursts": lambda sr, rng: _sparse(sr, rng),
+    "digital silence between turns": lambda sr, rng: np.concatenate(
+        [
+            speech(1.2, sr, MALE, rng, -20.0),
+            np.zeros(4 * sr, np.float32),
+            speech(0.9, sr, MALE, rng),
+        ]
+    ),
 }
 
 
@@ -244,6 +251,19 @@ def test_k_weighting_against_the_recommendation_tables() -> None:
     offset = db(np.array([table1, table2])) - db(sos)
     assert np.all((offset[freqs >= 500] > 0.040) & (offset[freqs >= 500] < 0.044))
     assert np.max(np.abs(offset)) < 0.05
+
+
+@pytest.mark.parametrize("rate", [8000, 48000])
+def test_digital_silence_keeps_the_filter_out_of_subnormals(rate: int) -> None:
+    """Zeros after a sound would let the filter state decay into subnormal floats (tens of times
+    slower arithmetic); the guard keeps every output sample normal or exactly zero."""
+    rng = np.random.default_rng(11)
+    x = np.concatenate([speech(0.5, rate, FEMALE, rng, -20.0), np.zeros(30 * rate, np.float32)])
+    for dtype in (np.float32, np.float64):
+        y = np.concatenate(list(bs1770._filtered(x.astype(dtype), bs1770._grid(rate))))
+        assert len(y) == len(x)
+        assert not np.any((y != 0) & (np.abs(y) < np.finfo(np.float64).tiny))
+    assert abs(bs1770.integrated_lufs(x, rate) - reference(x, rate)) <= TOL_LU
 
 
 def test_rejects_what_it_cannot_measure() -> None:
