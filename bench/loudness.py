@@ -19,11 +19,11 @@ sample corpora scale, ``--samples DIR`` reuses a ``duetflow samples make`` outpu
 * **speed**: per case, the three integrated-loudness functions run ``--repeat`` times in
   rotating order (ours, previous, pyloudnorm; previous, pyloudnorm, ours; ...), each timed by
   the process CPU clock, and the best time of each counts; the figures are sums of per-case
-  bests over every case with at least one block. *previous* is ``audio/bs1770.py`` as it was
-  before the vectorised rewrite (commit 1997009), kept verbatim below (pyloudnorm's
-  coefficients through two ``lfilter`` calls, float64 copies, a cumulative sum over the
-  signal); *pyloudnorm* is ``Meter.integrated_loudness`` on the float64 signal, what
-  ``duetflow.audio.loudness.measure`` called before.
+  bests over every case with at least one block, by sample rate and by signal length.
+  *previous* is ``audio/bs1770.py`` as it was before the vectorised rewrite (commit 1997009),
+  kept verbatim below (pyloudnorm's coefficients through two ``lfilter`` calls, float64
+  copies, a cumulative sum over the signal); *pyloudnorm* is ``Meter.integrated_loudness``
+  on the float64 signal, what ``duetflow.audio.loudness.measure`` called before.
 
 Last line: ``loudness: <x> x pyloudnorm; <y> x previous; max_diff_lu <d>`` (x, y: speed-ups of
 ours, d: largest |ours - pyloudnorm| in LU over every case, on the same measurement interval).
@@ -204,6 +204,7 @@ class Tally:
     max_diff_ungated: float = 0.0
     raw_max: float = 0.0
     raw_max_case: str = ""
+    raw_max_long: float = 0.0  # over cases of 20 s or more (dialogue-length signals)
     raw_over: int = 0
 
 
@@ -252,6 +253,8 @@ def run_case(case: Case, repeat: int, tally: Tally, cpu: dict[object, dict[str, 
         if raw > tally.raw_max:
             tally.raw_max, tally.raw_max_case = raw, f"{case.name} @ {rate} Hz"
         tally.raw_over += raw > 1e-3
+        if len(x) >= 20 * rate:
+            tally.raw_max_long = max(tally.raw_max_long, raw)
 
 
 def main() -> None:
@@ -292,7 +295,8 @@ def main() -> None:
     print(
         "pyloudnorm on the whole signal (a partial trailing block when >= 50 ms of a hop is "
         f"left): max |diff| {tally.raw_max:.4f} LU ({tally.raw_max_case}), {tally.raw_over} of "
-        f"{tally.timed} cases over 0.001 LU"
+        f"{tally.timed} cases over 0.001 LU; max |diff| {tally.raw_max_long:.4f} LU over "
+        "cases of 20 s or more"
     )
     print(
         f"CPU seconds, sum of per-case best of {args.repeat} ({tally.timed} cases with a block), "
