@@ -68,22 +68,36 @@ class SegmentConfig(_Section):
 class TurnsConfig(_Section):
     """Overlap classification thresholds (see docs/turn-taking.md for the rationale)."""
 
-    backchannel_max_s: float = Field(1.0, gt=0, description="backchannels are shorter than this")
-    interruption_stop_s: float = Field(
-        0.5, gt=0, description="floor taken if the speaker stops within this after overlap onset"
+    terminal_overlap_s: float = Field(
+        0.3,
+        ge=0,
+        description="a listener who starts at most this long before the current speaker's talk "
+        "ends, and then holds the floor, made a turn transition (terminal overlap), not an "
+        "interruption; a transcript cut-off mark on the current turn overrides it",
     )
     min_overlap_s: float = Field(0.05, ge=0, description="overlaps shorter than this are ignored")
     same_speaker_join_s: float = Field(
         0.3, ge=0, description="a speaker's own pauses shorter than this do not end their floor"
     )
+    transcript_cues: bool = Field(
+        True,
+        description="use transcript text as evidence: cut-off marks (trailing --, —, …) and "
+        "backchannel words (duetflow.cues); false: timing alone",
+    )
     balance_excludes_backchannels: bool = True
 
 
 class WindowConfig(_Section):
-    """Cutting long dialogues into excerpts at turn boundaries."""
+    """Cutting long dialogues into excerpts; lengths are of the *rendered* audio."""
 
-    min_s: float = Field(20.0, gt=0)
-    max_s: float = Field(60.0, gt=0)
+    min_s: float = Field(20.0, gt=0, description="shortest rendered dialogue")
+    max_s: float = Field(60.0, gt=0, description="longest rendered dialogue")
+    margin_s: float = Field(
+        1.0,
+        ge=0,
+        description="selection keeps the predicted rendered length this far inside "
+        "[min_s, max_s] (at most half the range), for what the timeline cannot predict",
+    )
     policy: Literal["greedy", "non_overlapping", "max_count"] = "greedy"
 
     @model_validator(mode="after")
@@ -91,6 +105,12 @@ class WindowConfig(_Section):
         if self.min_s > self.max_s:
             raise ValueError(f"window.min_s ({self.min_s}) must be <= window.max_s ({self.max_s})")
         return self
+
+    @property
+    def select_range(self) -> tuple[float, float]:
+        """Predicted rendered lengths selection accepts: the range less the margin."""
+        m = min(self.margin_s, (self.max_s - self.min_s) / 2)
+        return self.min_s + m, self.max_s - m
 
 
 class FilterConfig(_Section):

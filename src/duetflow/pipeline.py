@@ -57,9 +57,9 @@ progress_log = logging.getLogger("duetflow.progress")
 STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
     "ingest": ("seed", "sample_rate", "segment", "studio"),
     "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
-    "synth": ("seed", "sample_rate", "synth", "render", "turns"),
+    "synth": ("seed", "sample_rate", "synth", "render", "turns", "window"),
     "report": (),  # every section: the report records the whole config it was built with
-    "publish": ("seed", "release"),
+    "publish": ("seed", "release", "window"),
 }
 
 RESULT = "result.json"

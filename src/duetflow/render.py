@@ -51,6 +51,7 @@ from duetflow.audio.io import Audio, audio_info, read_frames, resample, write_au
 from duetflow.audio.mix import fade_envelope, place, smooth_steps
 from duetflow.audio.retime import (
     Block,
+    edge_silence_s,
     layout_blocks,
     layout_turns,
     merge_blocks,
@@ -630,7 +631,7 @@ def _render_separable(
             continue
         t0, (i0, i1) = tracks[t.speaker].t0, extents[i]
         trimmed.append(replace(t, start=t0 + i0 / sr, end=t0 + i1 / sr))
-    lead = cfg.gap_ms_min / 1000.0
+    lead = edge_silence_s(cfg)
     tl = layout_turns(trimmed, cfg, rng, lead_s=lead, tail_s=lead)
 
     # clips, each moving with its main turn (a kept backchannel with its host)
@@ -777,7 +778,7 @@ def _render_mixed(
         replace(blk, start=track.t0 + i0 / sr, end=track.t0 + i1 / sr)
         for blk, (i0, i1) in zip(raw_blocks, extents, strict=True)
     ]
-    lead = cfg.gap_ms_min / 1000.0
+    lead = edge_silence_s(cfg)
     starts, gaps, after, duration = layout_blocks(blocks, cfg, rng, lead_s=lead, tail_s=lead)
 
     # clip bounds: the pad never reaches into the neighbouring block's speech

@@ -24,6 +24,9 @@ from duetflow.seeding import rng_for
 from duetflow.storage import sha256_file
 
 SR = 8000
+#: rendered length of every fixture dialogue: inside the default window.min_s–max_s (20–60 s);
+#: 1.3 s of noise (the turns) then digital silence, so the FLAC stays small
+DURATION_S = 20.5
 
 
 @dataclass(frozen=True)
@@ -77,13 +80,17 @@ def make_workdir(
     rejections: Sequence[dict[str, Any]] = (),
     stats: dict[str, Any] | None = None,
     row_overrides: dict[str, dict[str, Any]] | None = None,
+    durations: dict[str, float] | None = None,
 ) -> Path:
-    """Write a rendered work directory with one 1.3 s FLAC per dialogue."""
+    """Write a rendered work directory with one 20.5 s FLAC per dialogue (1.3 s of noise);
+    ``durations`` gives some dialogues another length (file and row alike)."""
     root.mkdir(parents=True, exist_ok=True)
     rows, turns = [], []
     for sp in items:
         rng = rng_for(7, sp.dialogue_id)
-        samples = (0.1 * rng.standard_normal(int(1.3 * SR))).astype(np.float32)
+        dur = (durations or {}).get(sp.dialogue_id, DURATION_S)
+        samples = np.zeros(int(round(dur * SR)), dtype=np.float32)
+        samples[: int(1.3 * SR)] = 0.1 * rng.standard_normal(int(1.3 * SR))
         rel = f"audio/{sp.dialogue_id}.flac"
         write_audio(root / rel, samples, SR)
         t = _turns(sp.dialogue_id)
@@ -98,7 +105,7 @@ def make_workdir(
             "speaker_b": t[1]["speaker"],
             "audio_path": rel,
             "sha256": sha256_file(root / rel),
-            "duration_s": 1.3,
+            "duration_s": dur,
             "sample_rate": SR,
             "num_channels": 1,
             "n_turns": len(t),

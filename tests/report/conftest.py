@@ -178,7 +178,12 @@ def _stats(corpus: str, rejected: dict[str, int]) -> dict[str, Any]:
                 n_windows=3,
                 n_kept=1 if i % 2 else 0,
                 ftos=ftos,
-                overlaps={"backchannel": 2, "interruption": i % 2, "non_floor_interruption": 1},
+                overlaps={
+                    "backchannel": 2,
+                    "interruption": i % 2,
+                    "non_floor_interruption": 1,
+                    "terminal_overlap": 3,
+                },
                 balance=BalanceStats({"A": 0.5, "B": 0.5}, {"A": 0.55, "B": 0.45}),
                 kept_ftos=ftos[:4] if i % 2 else (),
                 kept_overlaps={"backchannel": 1} if i % 2 else {},

@@ -166,7 +166,12 @@ def test_source_stats_ph_and_provenance(work_root: Path, report) -> None:
     raw = json.loads((work_root / "dailytalk" / "stats.json").read_text())["corpora"]["dailytalk"]
     dt = next(s for s in data.source_stats if s.label == "dailytalk")
     assert dt.overlap_classes == raw["overlaps"]
-    assert dt.overlap_classes == {"backchannel": 8, "interruption": 2, "non_floor_interruption": 4}
+    assert dt.overlap_classes == {
+        "backchannel": 8,
+        "interruption": 2,
+        "non_floor_interruption": 4,
+        "terminal_overlap": 12,
+    }
     assert (dt.dialogues, dt.windows, dt.kept, dt.rejected) == (4, 12, 2, 6)
     assert dt.fto is not None and dt.fto.n == raw["fto"]["n"] == 48
     assert dt.fto.mean == pytest.approx(raw["fto"]["mean"] * 1000)  # seconds → ms

@@ -342,6 +342,7 @@ def publish(
                     mode="json", exclude=set(TRANSPORT_FIELDS)
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
+                "window_config": cfg.window.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
                 "counts": full_counts,
                 "manifests": {n: manifest_key(rid, n) for n in MANIFEST_NAMES},

@@ -782,7 +782,7 @@ def _config_from_release(meta: Mapping[str, Any] | None) -> RunConfig | None:
     data: dict[str, Any] = {}
     if isinstance(meta.get("config"), Mapping):
         data = dict(meta["config"])
-    for section in ("render", "release", "filters", "turns"):
+    for section in ("render", "release", "filters", "turns", "window"):
         v = meta.get(f"{section}_config")
         if isinstance(v, Mapping):
             data[section] = dict(v)

@@ -140,6 +140,7 @@ def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
                 "turns": truth_turns,
                 "interruptions": [],
                 "backchannels": [],
+                "terminal_overlaps": [],
                 "imbalanced": kind == "imbalanced",
                 "utterance_share": {
                     str(s): round(main.count(s) / len(main), 4) for s in (seq[0], 1 - seq[0])
