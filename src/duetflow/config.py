@@ -18,11 +18,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from duetflow.errors import ConfigError
+from duetflow.licences import STUDIO_CONSENT, check_licence
 
 ENV_PREFIX = "DUETFLOW__"
+
+
+def _licence_value(value: str) -> str:
+    try:
+        return check_licence(value, "licence")
+    except ConfigError as e:  # pydantic reports ValueErrors with the field's path
+        raise ValueError(str(e).removeprefix("licence: ")) from None
 
 
 class _Section(BaseModel):
@@ -37,6 +45,15 @@ class CorpusSpec(_Section):
     )
     root: Path
     options: dict[str, Any] = Field(default_factory=dict)
+    licence: str | None = Field(
+        None,
+        description="SPDX id or LicenseRef- name of this corpus's licence; None: the adapter's",
+    )
+
+    @field_validator("licence")
+    @classmethod
+    def _licence(cls, v: str | None) -> str | None:
+        return None if v is None else _licence_value(v)
 
 
 class SegmentConfig(_Section):
@@ -199,6 +216,16 @@ class StudioConfig(_Section):
     max_track_length_diff_s: float = Field(
         2.0, ge=0, description="per-speaker tracks longer/shorter than each other by more: reject"
     )
+    licence: str = Field(
+        STUDIO_CONSENT,
+        description="licence of the studio sessions (SPDX id or LicenseRef- name), stamped on "
+        "every studio dialogue unless corpora[].licence overrides it",
+    )
+
+    @field_validator("licence")
+    @classmethod
+    def _licence(cls, v: str) -> str:
+        return _licence_value(v)
 
 
 class SynthConfig(_Section):

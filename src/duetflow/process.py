@@ -24,10 +24,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.model import Dialogue, Rejection, Stage
+from duetflow.progress import Progress
 from duetflow.render import RenderedDialogue, render_dialogue
 from duetflow.rendered_length import length_problem
 from duetflow.selection import select
@@ -239,9 +242,12 @@ def process_workdir(
                 writer.rejections.write([manifest.rejection_to_row(rej)])
                 stats.add_rejection(rej)
                 carried += 1
+        total = sum(pq.ParquetFile(p / manifest.DIALOGUES).metadata.num_rows for p in ins)
+        bar = Progress("process", out.name, total)
         for p in ins:
             for d in manifest.iter_dialogues(p):
                 n_w, n_r, n_x, a_s = _process_one(d, config, out, stats, writer, None)
+                bar.advance()
                 sources += 1
                 windowless += n_w == 0
                 windows += n_w

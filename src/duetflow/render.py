@@ -61,6 +61,7 @@ from duetflow.audio.roomtone import DIGITAL_SILENCE_DB, extract_room_tone, fill
 from duetflow.audio.trim import acoustic_extent, frame_db, rms_db
 from duetflow.config import RenderConfig, RunConfig
 from duetflow.errors import InputError
+from duetflow.licences import UNDECLARED
 from duetflow.manifest import dumps
 from duetflow.model import (
     Dialogue,
@@ -73,6 +74,7 @@ from duetflow.model import (
     safe_id,
 )
 from duetflow.seeding import rng_for
+from duetflow.source_rate import source_rate
 
 log = logging.getLogger(__name__)
 
@@ -901,6 +903,7 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
     rows = sorted(res.rows, key=lambda r: (r["start_s"], r["orig_start_s"]))
     for k, r in enumerate(rows):
         r["turn_index"] = k
+    src_rate = source_rate(d.source, sr)  # trainers (issue 16): source rate + resampling
     provenance = {
         "source_kind": d.source.kind,
         "source_files": files,
@@ -919,6 +922,7 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         "config_hash": config.section_hash("render", "sample_rate", "seed"),
         "code_version": duetflow.__version__,
         "input": dict(d.provenance),
+        "resampling": src_rate.resampling,
     }
     gaps_ms = [g * 1000 for g in res.gaps]
     row = {
@@ -943,6 +947,9 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         "gap_ms_min": round(min(gaps_ms), 3) if gaps_ms else None,
         "gap_ms_max": round(max(gaps_ms), 3) if gaps_ms else None,
         "provenance": dumps(provenance),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        "licence": d.licence or UNDECLARED,
+        "source_sample_rate": src_rate.sample_rate,
     }
     log.debug("rendered %s: %.2f s, %d turns", d.id, row["duration_s"], len(rows))
     return RenderedDialogue(row, rows)

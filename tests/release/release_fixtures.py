@@ -38,6 +38,7 @@ class Spec:
     category: str = "HH"
     language: str = "en"
     corpus: str = "toy"
+    licence: str = "CC-BY-4.0"
 
 
 def specs(
@@ -52,6 +53,15 @@ def specs(
         )
         for i in range(start, start + n)
     ]
+
+
+def fixture_samples(dialogue_id: str, duration_s: float = DURATION_S) -> np.ndarray:
+    """The samples :func:`make_workdir` writes for a dialogue (ground truth for decoders):
+    1.3 s of noise, then silence up to ``duration_s``."""
+    rng = rng_for(7, dialogue_id)
+    samples = np.zeros(int(round(duration_s * SR)), dtype=np.float32)
+    samples[: int(1.3 * SR)] = 0.1 * rng.standard_normal(int(1.3 * SR))
+    return samples
 
 
 def _turns(did: str) -> list[dict[str, Any]]:
@@ -87,12 +97,9 @@ def make_workdir(
     root.mkdir(parents=True, exist_ok=True)
     rows, turns = [], []
     for sp in items:
-        rng = rng_for(7, sp.dialogue_id)
         dur = (durations or {}).get(sp.dialogue_id, DURATION_S)
-        samples = np.zeros(int(round(dur * SR)), dtype=np.float32)
-        samples[: int(1.3 * SR)] = 0.1 * rng.standard_normal(int(1.3 * SR))
         rel = f"audio/{sp.dialogue_id}.flac"
-        write_audio(root / rel, samples, SR)
+        write_audio(root / rel, fixture_samples(sp.dialogue_id, dur), SR)
         t = _turns(sp.dialogue_id)
         row = {
             "dialogue_id": sp.dialogue_id,
@@ -116,6 +123,8 @@ def make_workdir(
             "gap_ms_min": 200.0,
             "gap_ms_max": 200.0,
             "provenance": json.dumps({"seed": 7}),
+            "licence": sp.licence,
+            "source_sample_rate": 2 * SR,
         }
         row.update((row_overrides or {}).get(sp.dialogue_id, {}))
         rows.append(row)

@@ -19,7 +19,9 @@ def test_publish_list_validate_pull_roundtrip(tmp_path: Path) -> None:
     wd = make_workdir(tmp_path / "wd", specs(8, per_source=1))
     store = str(tmp_path / "store")
     runner = CliRunner()
-    res = runner.invoke(main, ["publish", "--work", str(wd), "--store", store, "--release", "v1"])
+    res = runner.invoke(
+        main, ["publish", "--workdir", str(wd), "--store", store, "--release", "v1"]
+    )
     assert res.exit_code == 0, res.output
     assert "release v1: 8 dialogues" in res.output and "object(s) uploaded" in res.output
     res = runner.invoke(main, ["releases", "list", "--store", store])
@@ -39,7 +41,9 @@ def test_validate_exits_non_zero_on_a_corrupted_release(tmp_path: Path) -> None:
     wd = make_workdir(tmp_path / "wd", specs(3))
     store = tmp_path / "store"
     runner = CliRunner()
-    assert runner.invoke(main, ["publish", "--work", str(wd), "--store", str(store)]).exit_code == 0
+    assert (
+        runner.invoke(main, ["publish", "--workdir", str(wd), "--store", str(store)]).exit_code == 0
+    )
     victim = sorted((store / "audio").rglob("*.flac"))[0]
     victim.write_bytes(b"not audio")
     exe = shutil.which("duetflow", path=str(Path(sys.executable).parent))
@@ -53,7 +57,9 @@ def test_validate_exits_non_zero_on_a_corrupted_release(tmp_path: Path) -> None:
 def test_publish_refuses_bad_rows_with_the_table(tmp_path: Path) -> None:
     items = specs(2)
     wd = make_workdir(tmp_path / "wd", items, row_overrides={items[0].dialogue_id: {"n_turns": 9}})
-    res = CliRunner().invoke(main, ["publish", "--work", str(wd), "--store", str(tmp_path / "s")])
+    res = CliRunner().invoke(
+        main, ["publish", "--workdir", str(wd), "--store", str(tmp_path / "s")]
+    )
     assert isinstance(res.exception, ManifestError)
     assert items[0].dialogue_id in res.exception.table and "n_turns" in res.exception.table
     assert not (tmp_path / "s").exists()

@@ -114,7 +114,7 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
         "sample_rate": 16000, "num_channels": 1, "n_turns": 2, "loudness_lufs_a": -23.0,
         "loudness_lufs_b": -23.0, "gain_db_a": 0.0, "gain_db_b": 0.0, "gap_ms_min": 200.0,
         "gap_ms_max": 210.0, "provenance": "{}", "split": "train",
-        "audio_key": f"audio/ab/{sha}.flac",
+        "audio_key": f"audio/ab/{sha}.flac", "licence": "CC-BY-4.0", "source_sample_rate": 8000,
     }  # fmt: skip
     rows = [
         base,
@@ -122,7 +122,7 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
         {**base, "dialogue_id": "d3", "source_id": "s3", "audio_key": f"audio/cd/{sha}.flac"},
     ]
     df = pd.DataFrame(rows).astype({"sample_rate": "int32", "num_channels": "int32",
-                                    "n_turns": "int32"})  # fmt: skip
+                                    "n_turns": "int32", "source_sample_rate": "int32"})  # fmt: skip
     failures = schema_failures(
         release_index_schema(), df, "dialogues", lambda i: rows[i]["dialogue_id"]
     )

@@ -170,6 +170,45 @@ def test_rendered_audio_meets_the_acceptance(
     assert n_gaps >= 5 * len(items)  # the gap check saw real changes, not an empty list
 
 
+def test_source_rate_resampling_and_licence_are_recorded_per_dialogue(
+    rendered: tuple[Path, Rendered], config: RunConfig
+) -> None:
+    """Against what the generators wrote: DailyTalk clips at 44.1 kHz, IEMOCAP and RAMC at
+    16 kHz, studio mic tracks at 16 kHz and the system line-out at 24 kHz."""
+    from duetflow.corpora import get_adapter
+    from duetflow.samples import dailytalk, iemocap, magicdata_ramc, studio
+
+    written = {
+        "dailytalk": dailytalk.SR,
+        "iemocap": iemocap.SR,
+        "magicdata_ramc": magicdata_ramc.SR,
+    }
+    out_rate = config.sample_rate
+    for (corpus, kind), items in rendered[1].items():
+        for row, _ in items:
+            prov = json.loads(row["provenance"])
+            files = [Path(f).name for f in prov["source_files"]]
+            if corpus == "studio":
+                rates = {studio.SAMPLE_RATE} | (
+                    {studio.LINE_OUT_RATE} if "system.wav" in files else set()
+                )
+                assert row["licence"] == config.studio.licence
+            else:
+                rates = {written[corpus]}
+                assert row["licence"] == get_adapter(corpus).licence
+            assert row["source_sample_rate"] == max(rates), (corpus, kind, files)
+            assert row["sample_rate"] == out_rate
+            if rates == {out_rate}:
+                assert prov["resampling"] is None
+            else:
+                assert prov["resampling"] == {
+                    "from_hz": sorted(rates),
+                    "to_hz": out_rate,
+                    "method": "soxr HQ",
+                }
+    assert any(r["source_sample_rate"] == 44100 for r, _ in rendered[1][("dailytalk", "per_turn")])
+
+
 def test_rendered_lengths_and_turn_taking_truth(
     rendered: tuple[Path, Rendered], sample_root: Path, config: RunConfig
 ) -> None:

@@ -277,7 +277,7 @@ def test_cli(voices_workdir: Path, sample_scripts: Path, tmp_path: Path) -> None
             str(voices_workdir),
             "--backend",
             "default",
-            "--out",
+            "--workdir",
             str(tmp_path / "o"),
             "--no-qa",
         ],

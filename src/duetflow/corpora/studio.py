@@ -453,6 +453,10 @@ class StudioAdapter(CorpusAdapter):
             f"v{STATE_VERSION}-{code_hash()}-{self.config.section_hash('segment', 'studio')}"
         )
 
+    def default_licence(self) -> str | None:
+        """Studio sessions are yours: their licence comes from the config (``studio.licence``)."""
+        return str(self.config.studio.licence)
+
     def state_dir(self) -> Path | None:
         """Where the incremental state of this root lives (None: incremental ingest is off)."""
         opt = self.options.get("state_dir")

@@ -23,6 +23,8 @@ from duetflow.samples.voice import random_voice, room_tone, speech
 from duetflow.seeding import rng_for
 
 CORPUS = "dailytalk"
+#: folder under the samples root (``duetflow samples make`` reads it via the entry point)
+FOLDER = "dailytalk"
 SR = 44100
 ROOM_DB = -56.0
 EMOTIONS = ("no emotion", "no emotion", "no emotion", "happiness", "surprise", "sadness")

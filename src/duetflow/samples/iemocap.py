@@ -26,6 +26,8 @@ from duetflow.samples.voice import Voice, db_to_amp, random_voice, room_tone, sp
 from duetflow.seeding import rng_for
 
 CORPUS = "iemocap"
+#: folder under the samples root (``duetflow samples make`` reads it via the entry point)
+FOLDER = "IEMOCAP_full_release"
 SR = 16000
 ROOM_DB = -55.0
 CROSSTALK_DB = -14.0

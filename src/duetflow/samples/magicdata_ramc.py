@@ -34,6 +34,8 @@ from duetflow.samples.voice import Voice, db_to_amp, random_voice, room_tone, sp
 from duetflow.seeding import rng_for
 
 CORPUS = "magicdata_ramc"
+#: folder under the samples root (``duetflow samples make`` reads it via the entry point)
+FOLDER = "MagicData-RAMC"
 SR = 16000
 ROOM_DB = -54.0
 HEADER = "爱数智慧语音采集二零一九年十一月十五日"

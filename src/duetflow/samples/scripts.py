@@ -100,6 +100,10 @@ SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
 )
 
 
+#: folder under the samples root (``duetflow samples make`` reads it via the entry point)
+FOLDER = "scripts"
+
+
 def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
     """Write the sample scripts to ``root/scripts`` (``scale`` copies); return a summary for
     ``truth.json`` (counts and file names)."""

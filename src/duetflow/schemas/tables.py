@@ -90,6 +90,9 @@ def _dialogue_columns() -> dict[str, pa.Column]:
         "gap_ms_min": pa.Column("float64", pa.Check.ge(0), nullable=True),
         "gap_ms_max": pa.Column("float64", pa.Check.ge(0), nullable=True),
         "provenance": _str(True),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        "licence": _str(False, _NONEMPTY),
+        "source_sample_rate": pa.Column("int32", pa.Check.in_range(1000, 384000)),
     }
 
 

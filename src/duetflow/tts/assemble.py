@@ -39,10 +39,12 @@ from duetflow.audio.roomtone import fill
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
+from duetflow.licences import UNDECLARED, combine
 from duetflow.manifest import dumps
 from duetflow.model import Category, TurnKind
 from duetflow.rendered_length import length_problem
 from duetflow.seeding import rng_for
+from duetflow.source_rate import resampling_record
 from duetflow.tts.base import Synthesis, Voice
 from duetflow.tts.script import Script
 from duetflow.tts.voices import speech_power
@@ -107,6 +109,7 @@ def assemble(
     fade_n = max(1, int(round(r.fade_ms / 1000 * sr)))
     spk_index = {"A": 0, "B": 1}
 
+    native = tuple(sorted({int(syn.sample_rate) for syn in syntheses}))
     # 1. resample + trim
     raw_pos = 0.0
     trimmed: list[Audio] = []
@@ -248,6 +251,7 @@ def assemble(
         if amb_snr is None or amb_voice is None
         else {"from_clip_id": amb_voice.clip_id, "snr_db": amb_snr},
         "peak_ceiling_gain_db": round(ceil, 3),
+        "resampling": resampling_record(native, sr),
     }
     row = {
         "dialogue_id": did,
@@ -271,5 +275,15 @@ def assemble(
         "gap_ms_min": round(min(gaps), 3) if gaps else None,
         "gap_ms_max": round(max(gaps), 3) if gaps else None,
         "provenance": dumps(prov),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        "licence": ph_licence(provenance, voices),
+        "source_sample_rate": max(native, default=sr),
     }
     return AssembledDialogue(row, turns, path, tuple(gained), sr, amb_snr)
+
+
+def ph_licence(backend_provenance: Mapping[str, Any], voices: Sequence[Voice]) -> str:
+    """What binds a PH dialogue: the backend's ``output_licence`` (its weights') and the
+    licences of the dialogues its voices (clips, ambience) came from."""
+    backend = backend_provenance.get("output_licence", UNDECLARED)
+    return combine(backend, *(v.licence or UNDECLARED for v in voices))
