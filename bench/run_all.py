@@ -18,6 +18,7 @@ SCRIPTS = (
     "select_stage.py",
     "studio.py",
     "render.py",
+    "loudness.py",
     "synthesize.py",
     "release.py",
     "report.py",
