@@ -10,12 +10,11 @@ sample corpora scale, ``--samples DIR`` reuses a ``duetflow samples make`` outpu
   (0.40-0.58 s) and sparse (bursts in near-silence, and all under the -70 LUFS gate) signals.
   Cases are built one at a time and dropped after measuring: memory stays at one case.
 * **agreement**: ``bs1770.measure`` against pyloudnorm 0.2 (an independent implementation) on
-  the same measurement interval — BS.1770 counts only complete 400 ms blocks, so pyloudnorm
-  gets the signal up to the end of the last complete block (the two then use the same blocks);
-  cases with no complete block or no block over the absolute gate take the ungated fallback and
-  are compared with the K-weighted mean square through pyloudnorm's own ``IIRfilter`` stages.
-  pyloudnorm on the *whole* signal is reported too: it adds a partial trailing block whenever
-  50 ms or more of a hop is left over (see the module docstring of ``duetflow.audio.bs1770``).
+  the whole signal — the module follows pyloudnorm's block count, including the partial
+  trailing block it adds when 50 ms or more of a hop is left over (see the module docstring of
+  ``duetflow.audio.bs1770``); cases shorter than one block or with no block over the absolute
+  gate take the ungated fallback and are compared with the K-weighted mean square through
+  pyloudnorm's own ``IIRfilter`` stages.
 * **speed**: per case, the three integrated-loudness functions run ``--repeat`` times in
   rotating order (ours, previous, pyloudnorm; previous, pyloudnorm, ours; ...), each timed by
   the process CPU clock, and the best time of each counts; the figures are sums of per-case
@@ -26,7 +25,7 @@ sample corpora scale, ``--samples DIR`` reuses a ``duetflow samples make`` outpu
   on the float64 signal, what ``duetflow.audio.loudness.measure`` called before.
 
 Last line: ``loudness: <x> x pyloudnorm; <y> x previous; max_diff_lu <d>`` (x, y: speed-ups of
-ours, d: largest |ours - pyloudnorm| in LU over every case, on the same measurement interval).
+ours, d: largest |ours - pyloudnorm| in LU over every case, on the whole signal).
 """
 
 from __future__ import annotations
@@ -110,11 +109,8 @@ def pyloudnorm_ungated(samples: np.ndarray, sample_rate: int) -> float:
 
 
 def measured_interval(n_samples: int, sample_rate: int) -> int:
-    """Samples up to the end of the last complete 400 ms block (0 when there is none)."""
-    hops = n_samples * 10 // sample_rate  # complete hops: the last one ends at or before the end
-    while (hops + 1) * sample_rate // 10 <= n_samples:
-        hops += 1
-    return hops * sample_rate // 10 if hops >= 4 else 0
+    """Samples pyloudnorm measures: the whole signal when it holds one 400 ms block, else 0."""
+    return n_samples if n_samples >= 0.4 * sample_rate else 0
 
 
 # --- cases --------------------------------------------------------------------------------
@@ -202,10 +198,6 @@ class Tally:
     max_diff_case: str = ""
     ungated: int = 0
     max_diff_ungated: float = 0.0
-    raw_max: float = 0.0
-    raw_max_case: str = ""
-    raw_max_long: float = 0.0  # over cases of 20 s or more (dialogue-length signals)
-    raw_over: int = 0
 
 
 LENGTHS = ((2.0, "< 2 s"), (5.0, "2-5 s"), (20.0, "5-20 s"), (math.inf, ">= 20 s"))
@@ -248,13 +240,6 @@ def run_case(case: Case, repeat: int, tally: Tally, cpu: dict[object, dict[str, 
         cpu[length_bucket(len(x) / rate)][name] += t
     tally.timed += 1
     tally.timed_audio_s += len(x) / rate
-    if math.isfinite(ref) and math.isfinite(values["pyloudnorm"]):
-        raw = abs(values["ours"] - values["pyloudnorm"])
-        if raw > tally.raw_max:
-            tally.raw_max, tally.raw_max_case = raw, f"{case.name} @ {rate} Hz"
-        tally.raw_over += raw > 1e-3
-        if len(x) >= 20 * rate:
-            tally.raw_max_long = max(tally.raw_max_long, raw)
 
 
 def main() -> None:
@@ -288,15 +273,9 @@ def main() -> None:
         f"{tally.audio_s / 3600:.2f} h of audio; {tally.ungated} take the ungated fallback"
     )
     print(
-        f"agreement with pyloudnorm on the BS.1770 measurement interval: max |diff| "
+        f"agreement with pyloudnorm on the whole signal: max |diff| "
         f"{tally.max_diff:.2e} LU ({tally.max_diff_case}); ungated fallback max |diff| "
         f"{tally.max_diff_ungated:.2e} LU"
-    )
-    print(
-        "pyloudnorm on the whole signal (a partial trailing block when >= 50 ms of a hop is "
-        f"left): max |diff| {tally.raw_max:.4f} LU ({tally.raw_max_case}), {tally.raw_over} of "
-        f"{tally.timed} cases over 0.001 LU; max |diff| {tally.raw_max_long:.4f} LU over "
-        "cases of 20 s or more"
     )
     print(
         f"CPU seconds, sum of per-case best of {args.repeat} ({tally.timed} cases with a block), "

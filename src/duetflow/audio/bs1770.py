@@ -21,16 +21,16 @@ Its mean square is its energy over its length in samples. A ±1e-30 guard tone a
 input (:data:`DENORMAL_GUARD`) keeps the filter out of subnormal floats on digital silence.
 
 **Lengths that are not a whole number of hops**: BS.1770-4 (Annex 1) indexes the gating
-blocks ``j = 0, 1, ..., (T - T_g) / (T_g * step)``, i.e. only *complete* 400 ms blocks; samples
-after the end of the last complete block take no part in the gated measurement. pyloudnorm
-(0.1-0.2) rounds that count instead of flooring it: when 50 ms or more of a hop is left over it
-adds one more block, which runs past the end of the signal, holds the last 50-99 ms that BS.1770
-leaves out, and is divided by the full block length. Its other block boundaries are ours (the
-same sample indices for every block at the eight common rates, checked up to one hour), so on
-the BS.1770 measurement interval the two agree to float rounding. On the whole signal they
-differ whenever pyloudnorm adds that block: by little on long stationary audio, by a lot on
-short clips whose last 100 ms are louder or quieter than the rest (docs/performance.md has the
-figures over the sample corpora).
+blocks ``j = 0, 1, ..., (T - T_g) / (T_g * step)``, i.e. only *complete* 400 ms blocks, which
+would leave the last 0-99 ms of a signal out of the gated measurement. pyloudnorm (0.1-0.2)
+rounds that count instead of flooring it: when 50 ms or more of a hop is left over it adds one
+more block, which runs past the end of the signal, holds those last 50-99 ms and is divided by
+the full block length. We follow pyloudnorm's count (:func:`_reference_block_count`): it is the
+meter lhotse, NeMo Curator and most downstream checks use, so a loudness in our manifests is the
+number a trainer re-measuring the file with pyloudnorm gets (to 1e-9 LU; with the strict count,
+short clips whose last 100 ms are louder than the rest differed by up to 3.9 LU). Every other
+block boundary is the same sample index in both (checked at the eight common rates up to one
+hour).
 
 **Gates**: absolute at -70 LUFS, relative at 10 LU under the mean of the blocks above the
 absolute gate; a block passes a gate when its loudness is strictly above it (pyloudnorm's first
@@ -168,15 +168,41 @@ class KWeightedEnergy:
     total: float  # every sample, including those after the last complete hop
 
     def block_mean_squares(self) -> Floats:
-        """Mean square of every complete 400 ms gating block (hops ``j .. j+3``)."""
+        """Mean square of every 400 ms gating block (hops ``j .. j+3``), pyloudnorm's count.
+
+        The complete blocks, plus the trailing partial block that pyloudnorm's rounded block
+        count adds when 50 ms or more of a hop is left after the last complete one (its energy
+        is the last three hops and the leftover samples, over a full block's length; see the
+        module docstring for why we follow the reference meter here).
+        """
         n_blocks = len(self.hops) - HOPS_PER_BLOCK + 1
         if n_blocks <= 0:
             return np.zeros(0, dtype=np.float64)
         energy = np.convolve(self.hops, _BLOCK_OF_HOPS, mode="valid")
         if length := _grid(self.sample_rate).block_samples:  # 400 ms is a whole number of samples
-            return np.asarray(energy / length, dtype=np.float64)
-        bounds = hop_bounds(len(self.hops), self.sample_rate)
-        return np.asarray(energy / (bounds[HOPS_PER_BLOCK:] - bounds[:n_blocks]), dtype=np.float64)
+            blocks = np.asarray(energy / length, dtype=np.float64)
+        else:
+            bounds = hop_bounds(len(self.hops), self.sample_rate)
+            blocks = np.asarray(
+                energy / (bounds[HOPS_PER_BLOCK:] - bounds[:n_blocks]), dtype=np.float64
+            )
+        if _reference_block_count(self.n_samples, self.sample_rate) > n_blocks:
+            tail = self.total - float(self.hops.sum())  # samples after the last complete hop
+            last = float(self.hops[-(HOPS_PER_BLOCK - 1) :].sum()) + tail
+            blocks = np.append(blocks, last / (BLOCK_S * self.sample_rate))
+        return blocks
+
+
+#: Gating block length (s).
+BLOCK_S: Final = 0.4
+
+
+def _reference_block_count(n_samples: int, sample_rate: int) -> int:
+    """Gating blocks pyloudnorm (0.1-0.2) counts: ``round((T - 0.4) / 0.1) + 1``, as it
+    computes it (the same float expression and numpy's round-half-to-even)."""
+    duration = n_samples / sample_rate
+    step = BLOCK_S * (1.0 - 0.75)
+    return int(np.round((duration - BLOCK_S) / step)) + 1
 
 
 def k_weighted_energy(samples: Samples, sample_rate: int) -> KWeightedEnergy:
@@ -306,7 +332,7 @@ class Loudness:
 def measure(samples: Samples, sample_rate: int) -> Loudness:
     """Loudness of a mono signal in LUFS: gated integrated when possible, else ungated.
 
-    * ``integrated``: BS.1770 gated loudness over the complete 400 ms blocks;
+    * ``integrated``: BS.1770 gated loudness over the 400 ms blocks (pyloudnorm's count);
     * ``ungated``: the K-weighted mean square of the whole signal (the same filter, no gates:
       what BS.1770 gives for one block) when the signal is shorter than one block or every
       block is under the absolute gate;
