@@ -63,8 +63,8 @@ def command(
         # Incremental state lives beside the intake tables it describes, so re-running the same
         # command on the same --out skips unchanged sessions.
         opts.setdefault("state_dir", str(workdir / "studio_state"))
+    cfg = load_config(config_path)  # a bad config is one "error:" line naming the key
     try:
-        cfg = load_config(config_path)
         report = ingest(corpus, root, workdir, cfg, opts or None)
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
