@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError, StorageError
+from duetflow.leftovers import remove_stale_temp_files, temp_file
 from duetflow.manifest import iter_rows
 from duetflow.release.layout import (
     manifest_key,
@@ -43,6 +44,7 @@ from duetflow.release.layout import (
 )
 from duetflow.schemas.tables import SPLITS
 from duetflow.storage import Store, open_store, sha256_file
+from duetflow.storage.base import checked_audio_key
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,7 @@ def pull(
     objects = object_index(doc)
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(out)  # what a killed pull left
 
     fetched = 0
     for key, local in ((manifest_key(rid, split), out / f"{split}.parquet"),
@@ -132,13 +135,16 @@ def pull(
         fetched += _fetch(st, key, local, objects[key]["sha256"])
     record = st.get_bytes(release_json_key(rid))
     if not (out / "RELEASE.json").is_file() or (out / "RELEASE.json").read_bytes() != record:
-        tmp = out / f".RELEASE.json.{os.getpid()}.tmp"
+        tmp = temp_file(out / "RELEASE.json")
         tmp.write_bytes(record)
         os.replace(tmp, out / "RELEASE.json")
 
     jobs: dict[str, str] = {}
     for row in iter_rows(out / f"{split}.parquet", ["dialogue_id", "audio_key", "sha256"]):
-        key = row["audio_key"]
+        try:  # the only thing a local path is derived from: checked before anything is written
+            key = checked_audio_key(row["audio_key"], row["sha256"])
+        except StorageError as e:
+            raise StorageError(f"{st.uri}: dialogue {row['dialogue_id']}: {e}") from None
         obj = objects.get(key)
         if obj is None or obj["sha256"] != row["sha256"]:
             raise StorageError(
@@ -186,6 +192,15 @@ def pull(
     )  # fmt: skip
 
 
+def pulled_audio_path(root: Path, row: Mapping[str, Any]) -> Path:
+    """Local path of a release row's audio under ``root`` (a pulled folder or a store root).
+
+    Derived only from the row's ``audio_key``, checked to be the content address of its
+    ``sha256``; the row's ``audio_path`` is never trusted (StorageError on a bad key).
+    """
+    return root.joinpath(*checked_audio_key(row.get("audio_key"), row.get("sha256")).split("/"))
+
+
 def default_cache_dir() -> Path:
     """``$DUETFLOW_CACHE`` or ``~/.cache/duetflow``."""
     return Path(os.environ.get("DUETFLOW_CACHE", "~/.cache/duetflow")).expanduser()
@@ -214,7 +229,10 @@ def open_release(
     for split in splits:
         res = pull(uri, rid, split, root, cfg, store=st)
         df = pd.read_parquet(res.manifest)
-        df["audio_path"] = [str(root.joinpath(*k.split("/"))) for k in df["audio_key"]]
+        df["audio_path"] = [
+            str(pulled_audio_path(root, {"audio_key": k, "sha256": h}))
+            for k, h in zip(df["audio_key"], df["sha256"], strict=True)
+        ]
         frames[split] = df
     turns = pd.read_parquet(root / "turns.parquet")
     info = read_release_json(st, rid)
