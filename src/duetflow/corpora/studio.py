@@ -51,7 +51,7 @@ from duetflow.corpora.base import (
     safe_path,
 )
 from duetflow.diarize import DiarizationBackend, get_backend, segments_to_turns
-from duetflow.errors import BackendError, InputError, brief_repr
+from duetflow.errors import BackendError, ConfigError, InputError, brief_repr
 from duetflow.model import (
     AudioSource,
     Category,
@@ -515,7 +515,9 @@ class StudioAdapter(CorpusAdapter):
         ``symlinked_folder`` rejection when it holds a session. Nothing is silently skipped.
         """
         root = self.real_root
-        for dirpath, dirnames, filenames in os.walk(root):
+        unlisted: list[OSError] = []  # folders the walk could not open: counted, not skipped
+        for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted.append):
+            yield from self._unlisted(unlisted)
             folder = Path(dirpath)
             rel = folder.relative_to(root).as_posix()
             visible = sorted(d for d in dirnames if not d.startswith("."))
@@ -534,6 +536,21 @@ class StudioAdapter(CorpusAdapter):
                     folder / SIDECAR, "audio without a session.yaml", reason="missing_sidecar"
                 )
                 yield self.reject(rel, err, folder)
+        yield from self._unlisted(unlisted)
+
+    def _unlisted(self, errors: list[OSError]) -> Iterator[Rejection]:
+        """Rejections of folders that could not be listed (permissions, vanished), once each."""
+        while errors:
+            e = errors.pop(0)
+            where = Path(e.filename) if e.filename else self.real_root
+            try:
+                rel = where.relative_to(self.real_root).as_posix()
+            except ValueError:
+                rel = str(where)
+            if where == self.real_root:
+                raise ConfigError(f"corpus {self.name!r}: cannot list the root {where}: {e}")
+            err = InputError(where, f"cannot list folder: {e.strerror or e}", reason="missing_file")
+            yield self.reject(rel, err, where)
 
     def _linked_folder(self, link: Path) -> Rejection | None:
         """The rejection of a symlinked folder (None: a link inside the root to a non-session)."""

@@ -1,8 +1,10 @@
-"""Turn detection streamed from disk: same turns as in memory, memory bounded by design.
+"""Studio ingest under stress: long sessions, special files, unlistable folders, the state.
 
-The in-memory :func:`detect_turns` is the reference: reading the same audio block by block, at
-any block size and any sample rate, must give identical turns. Memory is measured with
-tracemalloc (every numpy buffer is traced): the peak must not grow with the session's length.
+Streamed turn detection is checked against the in-memory :func:`detect_turns` (the reference:
+the same audio read block by block, at any block size and sample rate, must give identical
+turns), and its memory with tracemalloc (every numpy buffer is traced): the peak must not grow
+with the session's length. The state must never replay a rejection the invocation may have
+caused, and hashing must never open a FIFO, a device or a file outside the session.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 import tracemalloc
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -109,3 +112,25 @@ def test_content_hash_never_opens_special_or_outside_files(tmp_path: Path) -> No
     assert h1 == h2
     (folder / "notes.txt").write_text("x")  # a new name changes the hash
     assert content_hash(folder, ["session.yaml", "a.wav", "b.wav"])[0] != h1
+
+
+def test_a_folder_that_cannot_be_listed_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "studio"
+    write_session(root / "ok", session_id="ok")
+    (root / "locked").mkdir()
+    real_scandir = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    adapter = StudioAdapter(root, NO_STATE)
+    items = list(adapter.scan())
+    assert adapter.count_sources() == len(items) == 2
+    (rej,) = [i for i in items if isinstance(i, Rejection)]
+    assert rej.item_id == "studio__locked" and rej.reason == "missing_file"
+    assert "Permission denied" in rej.detail
