@@ -261,3 +261,19 @@ def test_broken_audio_and_path_traversal_are_quarantined(cli: Cli, tmp_path: Pat
         "studio__nan": "bad_audio",
         "studio__trav": "path_escape",
     }
+
+
+def test_nested_transcript_and_absurd_sample_rate_are_rejected(cli: Cli, tmp_path: Path) -> None:
+    root = tmp_path / "studio"
+    write_session(root / "ok", session_id="ok")
+    deep = write_session(root / "deep", session_id="deep", transcript=[])
+    (deep / "transcript.json").write_text("[" * 100_000 + "]" * 100_000, "utf-8")
+    slow = write_session(root / "slow", session_id="slow")
+    a, b = tracks()
+    write_audio(slow / "a.wav", a[:4000], 1000)  # 4 s at 1 kHz: resampling would be 16x
+    write_audio(slow / "b.wav", b[:4000], 1000)
+    out = tmp_path / "out"
+    _ingest(cli, root, out)
+    got = intake(out)
+    assert got.found == 3 and got.kept == 1
+    assert got.reasons == {"studio__deep": "bad_transcript", "studio__slow": "wrong_sample_rate"}

@@ -19,8 +19,10 @@ import soxr
 from duetflow.audio.io import Audio, audio_info
 from duetflow.errors import InputError
 
-#: Frames per block read from disk: 2^16 (1.4 s at 48 kHz); a few MB for any channel count.
+#: Frames per block read from disk: 2^16 (1.4 s at 48 kHz), fewer for many channels.
 BLOCK_FRAMES = 1 << 16
+#: Most samples (all channels) one block may hold: 4 MiB of float32.
+BLOCK_SAMPLES = 1 << 20
 
 
 def iter_blocks(
@@ -41,6 +43,7 @@ def iter_blocks(
             p, f"channel {channel} requested, file has {info.channels}", reason="bad_channels"
         )
     pcm16 = info.subtype == "PCM_16"  # same values as libsndfile's float read, ~6x cheaper
+    block_frames = max(1, min(block_frames, BLOCK_SAMPLES // info.channels))  # 64 channels...
     seen = 0
     try:
         with sf.SoundFile(str(p)) as f:

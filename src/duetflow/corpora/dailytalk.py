@@ -65,6 +65,8 @@ class DailyTalkAdapter(CorpusAdapter):
             raise InputError(
                 path, f"invalid JSON: {e.msg}", reason="malformed_line", line=e.lineno
             ) from None
+        except RecursionError:
+            raise InputError(path, "JSON nested too deeply", reason="malformed_line") from None
         if not isinstance(data, dict):
             raise InputError(path, "top level must be an object", reason="malformed_line")
         return data

@@ -111,6 +111,8 @@ def code_hash() -> str:
 
 SIDECAR = "session.yaml"
 MAX_SESSION_ID_CHARS = 128
+#: Sample rates a studio recording may have (a header outside is corrupt or hostile).
+MIN_SAMPLE_RATE, MAX_SAMPLE_RATE = 8000, 384_000
 AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".opus", ".m4a", ".aiff", ".aif"})
 
 # --- the sidecar --------------------------------------------------------------------------------
@@ -265,6 +267,8 @@ def load_transcript(path: Path, speakers: Sequence[str]) -> list[TranscriptTurn]
         raise InputError(
             path, f"invalid JSON: {e.msg}", reason="bad_transcript", line=e.lineno
         ) from None
+    except RecursionError:
+        raise InputError(path, "JSON nested too deeply", reason="bad_transcript") from None
     if isinstance(data, list):
         data = {"turns": data}
     try:
@@ -766,6 +770,14 @@ class StudioAdapter(CorpusAdapter):
         infos: dict[Path, AudioInfo] = {
             p: checked_audio_info(p) for p in sorted(set(files.values()))
         }
+        for p, info in infos.items():  # a 1 Hz header would make resampling 16,000x the data
+            if not MIN_SAMPLE_RATE <= info.sample_rate <= MAX_SAMPLE_RATE:
+                raise InputError(
+                    p,
+                    f"sample rate {info.sample_rate} Hz outside {MIN_SAMPLE_RATE}.."
+                    f"{MAX_SAMPLE_RATE} Hz",
+                    reason="wrong_sample_rate",
+                )
         for sp in meta.speakers:
             info = infos[files[sp.id]]
             if sp.channel is not None and sp.channel >= info.channels:
