@@ -31,11 +31,19 @@ from pydantic import (
 
 from duetflow.bounded_yaml import load_yaml
 from duetflow.errors import ConfigError, brief_repr
+from duetflow.licences import STUDIO_CONSENT, check_licence
 from duetflow.model import Category
 
 ENV_PREFIX = "DUETFLOW__"
 #: Dialogue categories (the keys of ``release.ratios``).
 CATEGORIES = tuple(str(c) for c in Category)
+
+
+def _licence_value(value: str) -> str:
+    try:
+        return check_licence(value, "licence")
+    except ConfigError as e:  # pydantic reports ValueErrors with the field's path
+        raise ValueError(str(e).removeprefix("licence: ")) from None
 
 
 class _Section(BaseModel):
@@ -50,6 +58,15 @@ class CorpusSpec(_Section):
     )
     root: Path
     options: dict[str, Any] = Field(default_factory=dict)
+    licence: str | None = Field(
+        None,
+        description="SPDX id or LicenseRef- name of this corpus's licence; None: the adapter's",
+    )
+
+    @field_validator("licence")
+    @classmethod
+    def _licence(cls, v: str | None) -> str | None:
+        return None if v is None else _licence_value(v)
 
 
 class SegmentConfig(_Section):
@@ -89,14 +106,13 @@ class SegmentConfig(_Section):
 class TurnsConfig(_Section):
     """Overlap classification thresholds (see docs/turn-taking.md for the rationale)."""
 
-    backchannel_max_s: float = Field(
-        1.0, gt=0, le=60, description="backchannels are shorter than this"
-    )
-    interruption_stop_s: float = Field(
-        0.5,
-        gt=0,
+    terminal_overlap_s: float = Field(
+        0.3,
+        ge=0,
         le=60,
-        description="floor taken if the speaker stops within this after overlap onset",
+        description="a listener who starts at most this long before the current speaker's talk "
+        "ends, and then holds the floor, made a turn transition (terminal overlap), not an "
+        "interruption; a transcript cut-off mark on the current turn overrides it",
     )
     min_overlap_s: float = Field(
         0.05, ge=0, le=60, description="overlaps shorter than this are ignored"
@@ -107,6 +123,11 @@ class TurnsConfig(_Section):
         le=60,
         description="a speaker's own pauses shorter than this do not end their floor",
     )
+    transcript_cues: bool = Field(
+        True,
+        description="use transcript text as evidence: cut-off marks (trailing --, —, …) and "
+        "backchannel words (duetflow.cues); false: timing alone",
+    )
     balance_excludes_backchannels: bool = True
 
 
@@ -115,10 +136,17 @@ MAX_WINDOW_S = 4 * 3600.0
 
 
 class WindowConfig(_Section):
-    """Cutting long dialogues into excerpts at turn boundaries."""
+    """Cutting long dialogues into excerpts; lengths are of the *rendered* audio."""
 
-    min_s: float = Field(20.0, gt=0, le=MAX_WINDOW_S)
-    max_s: float = Field(60.0, gt=0, le=MAX_WINDOW_S)
+    min_s: float = Field(20.0, gt=0, le=MAX_WINDOW_S, description="shortest rendered dialogue")
+    max_s: float = Field(60.0, gt=0, le=MAX_WINDOW_S, description="longest rendered dialogue")
+    margin_s: float = Field(
+        1.0,
+        ge=0,
+        le=MAX_WINDOW_S,
+        description="selection keeps the predicted rendered length this far inside "
+        "[min_s, max_s] (at most half the range), for what the timeline cannot predict",
+    )
     policy: Literal["greedy", "non_overlapping", "max_count"] = "greedy"
 
     @model_validator(mode="after")
@@ -126,6 +154,12 @@ class WindowConfig(_Section):
         if self.min_s > self.max_s:
             raise ValueError(f"window.min_s ({self.min_s}) must be <= window.max_s ({self.max_s})")
         return self
+
+    @property
+    def select_range(self) -> tuple[float, float]:
+        """Predicted rendered lengths selection accepts: the range less the margin."""
+        m = min(self.margin_s, (self.max_s - self.min_s) / 2)
+        return self.min_s + m, self.max_s - m
 
 
 class FilterConfig(_Section):
@@ -249,6 +283,16 @@ class StudioConfig(_Section):
         le=3600,
         description="per-speaker tracks longer/shorter than each other by more: reject",
     )
+    licence: str = Field(
+        STUDIO_CONSENT,
+        description="licence of the studio sessions (SPDX id or LicenseRef- name), stamped on "
+        "every studio dialogue unless corpora[].licence overrides it",
+    )
+
+    @field_validator("licence")
+    @classmethod
+    def _licence(cls, v: str) -> str:
+        return _licence_value(v)
 
 
 class SynthConfig(_Section):

@@ -63,6 +63,8 @@ INTAKE_DIALOGUE_SCHEMA = pa.schema(
         ("speakers", pa.string()),  # JSON list of Speaker
         ("source", pa.string()),  # JSON AudioSource
         ("provenance", pa.string()),  # JSON object
+        # -- trainers (issue 16): licence per dialogue --
+        ("licence", pa.string()),
     ]
 )
 
@@ -106,6 +108,9 @@ RENDERED_DIALOGUE_SCHEMA = pa.schema(
         ("gap_ms_min", pa.float64()),
         ("gap_ms_max", pa.float64()),
         ("provenance", pa.string()),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        ("licence", pa.string()),  # SPDX id / LicenseRef- name / AND expression
+        ("source_sample_rate", pa.int32()),  # Hz of the source audio before resampling
     ]
 )
 
@@ -170,6 +175,7 @@ def dialogue_to_rows(d: Dialogue) -> tuple[dict[str, Any], list[dict[str, Any]]]
         "speakers": dumps([asdict(s) for s in d.speakers]),
         "source": source_to_json(d.source),
         "provenance": dumps(dict(d.provenance)),
+        "licence": d.licence,
     }
     turns = [
         {
@@ -222,6 +228,7 @@ def dialogue_from_rows(row: Mapping[str, Any], turn_rows: Sequence[Mapping[str, 
         duration_s=float(row["duration_s"]),
         window=(float(ws), float(we)) if ws is not None and we is not None else None,
         provenance=json.loads(row["provenance"]) if row.get("provenance") else {},
+        licence=row.get("licence") or "",
     )
 
 

@@ -123,7 +123,7 @@ class Dialogue:
 
     ``speakers[0]`` is speaker A (the initiator), ``speakers[1]`` speaker B (the responder a judge
     listens to). ``window`` is the excerpt's ``(start, end)`` on the source timeline; ``None``
-    means the whole source.
+    means the whole source. ``licence`` is what the source's licence says about it.
     """
 
     id: str
@@ -138,6 +138,9 @@ class Dialogue:
     duration_s: float
     window: tuple[float, float] | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    #: SPDX id, ``LicenseRef-`` name or ``AND`` expression (see :mod:`duetflow.licences`);
+    #: empty until ingest stamps the adapter's (or the config's) licence on it
+    licence: str = ""
 
     @property
     def speaker_a(self) -> Speaker:

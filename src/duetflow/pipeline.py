@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow.parquet as pq
 
-from duetflow import manifest
+from duetflow import manifest, progress
 from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
 from duetflow.model import Dialogue, safe_id
@@ -49,17 +49,15 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-#: progress records (``extra={"stage", "done", "total"}``); the CLI turns them into bars
-progress_log = logging.getLogger("duetflow.progress")
 
 #: config sections each stage reads; a change elsewhere leaves that stage's cache valid
 #: (an empty tuple means all of them)
 STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
     "ingest": ("seed", "sample_rate", "segment", "studio"),
     "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
-    "synth": ("seed", "sample_rate", "synth", "render", "turns"),
+    "synth": ("seed", "sample_rate", "synth", "render", "turns", "window"),
     "report": (),  # every section: the report records the whole config it was built with
-    "publish": ("seed", "release"),
+    "publish": ("seed", "release", "window"),
 }
 
 RESULT = "result.json"
@@ -283,9 +281,14 @@ def _build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutc
     if final.exists():  # a directory without result.json is not a result
         shutil.rmtree(final)
     partial.mkdir(parents=True)
-    outcome = build(partial)
-    outcome = dataclasses.replace(outcome, path=str(final), reused=False)
-    (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
+    try:
+        outcome = build(partial)
+        outcome = dataclasses.replace(outcome, path=str(final), reused=False)
+        text = json.dumps(outcome.to_json(), sort_keys=True)
+        (partial / RESULT).write_text(text, encoding="utf-8")
+    except BaseException:  # a failed step leaves nothing behind, not even its .partial folder
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     try:
         os.replace(partial, final)
     except OSError:  # another run finished the same key first: its result is as good
@@ -311,18 +314,6 @@ def _table_counts(workdir: Path) -> tuple[int, int, dict[str, int]]:
     return kept, sum(by_reason.values()), dict(sorted(by_reason.items()))
 
 
-def emit_progress(stage: str, label: str, done: int, total: int | None) -> None:
-    """A progress record (``duetflow.progress`` logger) the CLI draws as a bar."""
-    progress_log.info(
-        "%s %s: %d/%s",
-        stage,
-        label,
-        done,
-        total if total is not None else "?",
-        extra={"stage": f"{stage} {label}", "done": done, "total": total},
-    )
-
-
 # --- ingest -------------------------------------------------------------------------------------
 
 
@@ -346,12 +337,39 @@ def corpus_jobs(config: RunConfig, only: Sequence[str] | None = None) -> list[Co
     return jobs
 
 
+def preflight(config: RunConfig) -> None:
+    """Check what a run needs before anything starts: raise ConfigError naming every problem.
+
+    Every configured corpus must be a registered adapter that accepts its options, have a root
+    that is a directory and a licence (the adapter's or ``corpora[].licence``); configured
+    scripts must exist. Cheap: nothing is scanned or imported beyond the adapters.
+    """
+    from duetflow.corpora import get_adapter
+
+    problems: list[str] = []
+    for i, spec in enumerate(config.corpora):
+        where = f"corpora[{i}] ({spec.name})"
+        try:
+            adapter = get_adapter(spec.name)(Path(spec.root), spec.options, config=config)
+            adapter.resolve_licence(spec.licence)
+        except ConfigError as e:
+            problems.append(f"{where}: {e}")
+            continue
+        if not Path(spec.root).is_dir():
+            problems.append(f"{where}: root {spec.root} is not a directory")
+    scripts = config.synth.scripts
+    if config.synth.enabled and scripts is not None and not Path(scripts).exists():
+        problems.append(f"synth.scripts: {scripts} not found")
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
 def ingest_key(job: CorpusJob, config: RunConfig) -> str:
     spec = job.spec
     options = manifest.dumps(dict(sorted(spec.options.items())))
     return stage_key(
         "ingest", config, spec.name, str(Path(spec.root).resolve()), options,
-        tree_fingerprint(spec.root),
+        tree_fingerprint(spec.root), spec.licence or "",
     )  # fmt: skip
 
 
@@ -363,7 +381,9 @@ def run_ingest(job: CorpusJob, config: RunConfig, key: str | None = None) -> Ste
 
     def build(out: Path) -> StepOutcome:
         spec = job.spec
-        report = ingest(spec.name, spec.root, out, config, dict(spec.options) or None)
+        report = ingest(
+            spec.name, spec.root, out, config, dict(spec.options) or None, licence=spec.licence
+        )
         kept, rejected, by_reason = _table_counts(out)
         found = int(getattr(report, "found", kept + rejected))
         log.info("ingest %s: %d found, %d kept, %d rejected", job.label, found, kept, rejected)
@@ -538,6 +558,28 @@ def merge_workdirs(
     partial = out.with_name(f".{out.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
+    try:
+        outcome = _merge_into(
+            partial, label, parts, out, leading_rejections, extra_rejections, stage
+        )
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(partial, out)
+    return outcome
+
+
+def _merge_into(
+    partial: Path,
+    label: str,
+    parts: Sequence[StepOutcome],
+    out: Path,
+    leading_rejections: Sequence[str | Path],
+    extra_rejections: Iterable[Mapping[str, Any]],
+    stage: str,
+) -> StepOutcome:
     ordered = sorted(parts, key=lambda p: p.index)
     tables = {
         manifest.DIALOGUES: manifest.RENDERED_DIALOGUE_SCHEMA,
@@ -571,9 +613,6 @@ def merge_workdirs(
     found = sum(p.found for p in ordered)
     outcome = StepOutcome(stage, label, "", str(out), found, kept, rejected, by_reason)
     (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(partial, out)
     return outcome
 
 
@@ -731,8 +770,11 @@ def _report_files(report_dir: str | Path) -> Path:
     if not clean.exists():
         partial = src.with_name(src.name + ".publish.partial")
         shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(src, partial, ignore=shutil.ignore_patterns(RESULT))
-        os.replace(partial, clean)
+        try:
+            shutil.copytree(src, partial, ignore=shutil.ignore_patterns(RESULT))
+            os.replace(partial, clean)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
     return clean
 
 
@@ -766,9 +808,10 @@ def run_pipeline(
         intake = run_ingest(job, config)
         steps.append(intake)
         shard_results = []
+        bar = progress.Progress("process", job.label, intake.kept)
         for shard in plan_process_shards(job.label, intake.path, config):
             shard_results.append(run_process_shard(shard, config))
-            emit_progress("process", job.label, len(shard_results), None)
+            bar.advance(len(shard.dialogues))
         steps.extend(shard_results)
         merged.append(merge_process(job, intake, shard_results, config))
     if synthesize and synth_wanted(config):
@@ -776,9 +819,10 @@ def run_pipeline(
         pool = build_voices(config, voices)
         rejected: list[Any] = []
         synth_results = []
+        bar = progress.Progress("synth", PH_LABEL)
         for synth_shard in plan_synth_shards(config, voices, pool, rejected):
             synth_results.append(run_synth_shard(synth_shard, pool, config))
-            emit_progress("synth", PH_LABEL, len(synth_results), None)
+            bar.advance(len(synth_shard.scripts))
         steps.extend(synth_results)
         merged.append(merge_synth(synth_results, rejected, config))
     release = None

@@ -24,6 +24,9 @@ from duetflow.seeding import rng_for
 from duetflow.storage import sha256_file
 
 SR = 8000
+#: rendered length of every fixture dialogue: inside the default window.min_s–max_s (20–60 s);
+#: 1.3 s of noise (the turns) then digital silence, so the FLAC stays small
+DURATION_S = 20.5
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class Spec:
     category: str = "HH"
     language: str = "en"
     corpus: str = "toy"
+    licence: str = "CC-BY-4.0"
 
 
 def specs(
@@ -49,6 +53,15 @@ def specs(
         )
         for i in range(start, start + n)
     ]
+
+
+def fixture_samples(dialogue_id: str, duration_s: float = DURATION_S) -> np.ndarray:
+    """The samples :func:`make_workdir` writes for a dialogue (ground truth for decoders):
+    1.3 s of noise, then silence up to ``duration_s``."""
+    rng = rng_for(7, dialogue_id)
+    samples = np.zeros(int(round(duration_s * SR)), dtype=np.float32)
+    samples[: int(1.3 * SR)] = 0.1 * rng.standard_normal(int(1.3 * SR))
+    return samples
 
 
 def _turns(did: str) -> list[dict[str, Any]]:
@@ -77,15 +90,16 @@ def make_workdir(
     rejections: Sequence[dict[str, Any]] = (),
     stats: dict[str, Any] | None = None,
     row_overrides: dict[str, dict[str, Any]] | None = None,
+    durations: dict[str, float] | None = None,
 ) -> Path:
-    """Write a rendered work directory with one 1.3 s FLAC per dialogue."""
+    """Write a rendered work directory with one 20.5 s FLAC per dialogue (1.3 s of noise);
+    ``durations`` gives some dialogues another length (file and row alike)."""
     root.mkdir(parents=True, exist_ok=True)
     rows, turns = [], []
     for sp in items:
-        rng = rng_for(7, sp.dialogue_id)
-        samples = (0.1 * rng.standard_normal(int(1.3 * SR))).astype(np.float32)
+        dur = (durations or {}).get(sp.dialogue_id, DURATION_S)
         rel = f"audio/{sp.dialogue_id}.flac"
-        write_audio(root / rel, samples, SR)
+        write_audio(root / rel, fixture_samples(sp.dialogue_id, dur), SR)
         t = _turns(sp.dialogue_id)
         row = {
             "dialogue_id": sp.dialogue_id,
@@ -98,7 +112,7 @@ def make_workdir(
             "speaker_b": t[1]["speaker"],
             "audio_path": rel,
             "sha256": sha256_file(root / rel),
-            "duration_s": 1.3,
+            "duration_s": dur,
             "sample_rate": SR,
             "num_channels": 1,
             "n_turns": len(t),
@@ -109,6 +123,8 @@ def make_workdir(
             "gap_ms_min": 200.0,
             "gap_ms_max": 200.0,
             "provenance": json.dumps({"seed": 7}),
+            "licence": sp.licence,
+            "source_sample_rate": 2 * SR,
         }
         row.update((row_overrides or {}).get(sp.dialogue_id, {}))
         rows.append(row)

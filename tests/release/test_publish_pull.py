@@ -48,7 +48,16 @@ def test_local_and_s3_publish_and_pull_are_byte_identical(
     store = open_store(local_uri)
     rid = a.release_id
     assert (pa_.dest / "train.parquet").read_bytes() == store.get_bytes(manifest_key(rid, "train"))
-    assert (pa_.dest / "turns.parquet").read_bytes() == store.get_bytes(manifest_key(rid, "turns"))
+    # turns: the published rows of the pulled split only, in the published order
+    published = open_store(local_uri).get_bytes(manifest_key(rid, "turns"))
+    (tmp_path / "published-turns.parquet").write_bytes(published)
+    train_ids = {r["dialogue_id"] for r in pq.read_table(pa_.manifest).to_pylist()}
+    want = [
+        t
+        for t in pq.read_table(tmp_path / "published-turns.parquet").to_pylist()
+        if t["dialogue_id"] in train_ids
+    ]
+    assert pq.read_table(pa_.turns).to_pylist() == want and want
     rows = pq.read_table(pa_.manifest).to_pylist()
     assert len(rows) == a.counts["train"] == pa_.dialogues
     src_audio = {p.read_bytes() for wd in workdirs for p in (wd / "audio").iterdir()}

@@ -37,7 +37,7 @@ def test_bad_rows_reported_together_as_a_table(tmp_path: Path) -> None:
             ids[1]: {"loudness_lufs_b": -26.0},  # 3 LU apart, tolerance 0.5
             ids[2]: {"gap_ms_max": 400.0},
             ids[3]: {"sha256": "f" * 64},
-            ids[4]: {"duration_s": 1.0},  # the last turn ends at 1.2 s; the file lasts 1.3 s
+            ids[4]: {"duration_s": 1.0},  # the last turn ends at 1.2 s; the file lasts 20.5 s
             ids[5]: {"speaker_b": "somebody-else"},
         },
     )
@@ -110,11 +110,11 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
     base = {
         "dialogue_id": "d1", "source_id": "s1", "corpus": "c", "category": "HH",
         "language": "en", "topic": "", "speaker_a": "a", "speaker_b": "b",
-        "audio_path": f"audio/ab/{sha}.flac", "sha256": sha, "duration_s": 1.0,
+        "audio_path": f"audio/ab/{sha}.flac", "sha256": sha, "duration_s": 30.0,
         "sample_rate": 16000, "num_channels": 1, "n_turns": 2, "loudness_lufs_a": -23.0,
         "loudness_lufs_b": -23.0, "gain_db_a": 0.0, "gain_db_b": 0.0, "gap_ms_min": 200.0,
         "gap_ms_max": 210.0, "provenance": "{}", "split": "train",
-        "audio_key": f"audio/ab/{sha}.flac",
+        "audio_key": f"audio/ab/{sha}.flac", "licence": "CC-BY-4.0", "source_sample_rate": 8000,
     }  # fmt: skip
     rows = [
         base,
@@ -122,7 +122,7 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
         {**base, "dialogue_id": "d3", "source_id": "s3", "audio_key": f"audio/cd/{sha}.flac"},
     ]
     df = pd.DataFrame(rows).astype({"sample_rate": "int32", "num_channels": "int32",
-                                    "n_turns": "int32"})  # fmt: skip
+                                    "n_turns": "int32", "source_sample_rate": "int32"})  # fmt: skip
     failures = schema_failures(
         release_index_schema(), df, "dialogues", lambda i: rows[i]["dialogue_id"]
     )

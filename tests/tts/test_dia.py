@@ -154,13 +154,15 @@ def test_dia_in_the_synthesize_stage(
     )
     cfg: RunConfig = build_config(
         {
+            # a two-line script from a tiny model: the backend is under test, not the length
+            "window": {"min_s": 0.1},
             "synth": {
                 "model_path": str(tiny_dia_eos[0]),
                 "codec_path": str(tiny_dia_eos[1]),
                 "max_retries": 15,
                 "chars_per_s_min": 40.0,
                 "chars_per_s_max": 400.0,
-            }
+            },
         }
     )
     rep = synthesize(scripts, voices_workdir, cfg, tmp_path / "out", backend="dia", qa=False)

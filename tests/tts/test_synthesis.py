@@ -197,10 +197,13 @@ def test_pauses_loudness_and_ambience_on_output_audio(
             if speakers[i] != speakers[i - 1]
         ]
         assert gaps and all(cfg_r.gap_ms_min - 10 <= g <= cfg_r.gap_ms_max + 10 for g in gaps), gaps
-        # pauses hold the ambience too, at the same level as the lead-in
+        # pauses hold the ambience too, at the level of the ambience around the speech (lead-in
+        # and tail together: 0.3 s of the reference's own noise alone varies by +-3 dB)
+        tail = x[int(ext[-1][1] * sr) + int(0.01 * sr) :]
+        around_db = rms_db(np.concatenate([lead, tail]))
         for i in range(1, len(ext)):
             mid = x[int((ext[i - 1][1] + 0.05) * sr) : int((ext[i][0] - 0.05) * sr)]
-            assert abs(rms_db(mid) - noise_db) < 4.0
+            assert abs(rms_db(mid) - around_db) < 4.0
         # loudness: each speaker at the target, within tolerance of each other
         lufs = {}
         for spk in (row["speaker_a"], row["speaker_b"]):
@@ -274,7 +277,7 @@ def test_cli(voices_workdir: Path, sample_scripts: Path, tmp_path: Path) -> None
             str(voices_workdir),
             "--backend",
             "default",
-            "--out",
+            "--workdir",
             str(tmp_path / "o"),
             "--no-qa",
         ],

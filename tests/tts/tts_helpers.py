@@ -28,6 +28,8 @@ from duetflow.tts import espeak
 
 SR = 16000
 TRUE_SNR_DB = 25.0
+#: licence of the voices work directory (PH dialogues inherit it)
+VOICE_LICENCE = "CC-BY-SA-4.0"
 
 EN_TURNS = [
     ("A", "Good morning, I wanted to ask you about the schedule for next week."),
@@ -143,6 +145,8 @@ def build_rendered_workdir(root: Path, snr_db: float = TRUE_SNR_DB) -> Path:
                 "gap_ms_min": 500.0,
                 "gap_ms_max": 500.0,
                 "provenance": dumps(prov),
+                "licence": VOICE_LICENCE,
+                "source_sample_rate": SR,
             }
         )
     write_table(root / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, drows)

@@ -59,6 +59,10 @@ class CorpusAdapter(abc.ABC):
     name: ClassVar[str]
     #: options this adapter understands, with their defaults
     default_options: ClassVar[Mapping[str, Any]] = {}
+    #: the source's licence: an SPDX id (``CC-BY-SA-4.0``) or a named licence
+    #: (``LicenseRef-IEMOCAP-EULA``); None means the run config must declare it
+    #: (``corpora[].licence``). See :mod:`duetflow.licences`.
+    licence: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -89,6 +93,24 @@ class CorpusAdapter(abc.ABC):
     def count_sources(self) -> int | None:
         """Number of source items :meth:`scan` will yield, when cheap to know (else None)."""
         return None
+
+    def default_licence(self) -> str | None:
+        """The licence of this source when the config does not override it (the class's)."""
+        return type(self).licence
+
+    def resolve_licence(self, override: str | None = None) -> str:
+        """The licence every dialogue of this scan carries: ``override`` (the config's), else
+        :meth:`default_licence`; ConfigError when neither declares one."""
+        from duetflow.licences import check_licence
+
+        value = override or self.default_licence()
+        if not value:
+            raise ConfigError(
+                f"corpus {self.name!r}: no licence declared; set `licence` on the adapter "
+                "class or `corpora[].licence` in the run config (an SPDX id such as "
+                "CC-BY-4.0, or LicenseRef-<name> for a named EULA)"
+            )
+        return check_licence(value, f"corpus {self.name!r} licence")
 
     # -- helpers for subclasses ------------------------------------------------------------------
 

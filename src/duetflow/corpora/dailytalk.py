@@ -51,6 +51,7 @@ class DailyTalkAdapter(CorpusAdapter):
     """Adapter for the ``dailytalk/`` folder of the DailyTalk release."""
 
     name: ClassVar[str] = "dailytalk"
+    licence: ClassVar[str | None] = "CC-BY-SA-4.0"
     default_options: ClassVar[Mapping[str, Any]] = {
         "sample_rate": 44100,  # corpus spec; clips at other rates are rejected
         "encodings": [],  # extra encodings tried for .txt after UTF-8

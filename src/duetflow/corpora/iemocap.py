@@ -42,6 +42,7 @@ from duetflow.corpora.base import (
     read_text_as,
 )
 from duetflow.errors import InputError
+from duetflow.licences import IEMOCAP_EULA
 from duetflow.model import (
     AudioSource,
     Category,
@@ -77,6 +78,7 @@ class IemocapAdapter(CorpusAdapter):
     """Adapter for ``IEMOCAP_full_release/``."""
 
     name: ClassVar[str] = "iemocap"
+    licence: ClassVar[str | None] = IEMOCAP_EULA
     default_options: ClassVar[Mapping[str, Any]] = {
         "sample_rate": 16000,
         "channels": [2],  # dialogue WAVs are stereo in the release

@@ -77,6 +77,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
     """Adapter for the ``MagicData-RAMC/`` folder."""
 
     name: ClassVar[str] = "magicdata_ramc"
+    licence: ClassVar[str | None] = "CC-BY-NC-ND-4.0"
     default_options: ClassVar[Mapping[str, Any]] = {
         "sample_rate": 16000,
         "channels": [1, 2],  # the sources disagree on mono vs stereo; both are accepted

@@ -497,6 +497,10 @@ class StudioAdapter(CorpusAdapter):
             f"-{root_key}"
         )
 
+    def default_licence(self) -> str | None:
+        """Studio sessions are yours: their licence comes from the config (``studio.licence``)."""
+        return str(self.config.studio.licence)
+
     def state_dir(self) -> Path | None:
         """Where the incremental state of this root lives (None: incremental ingest is off)."""
         opt = self.options.get("state_dir")

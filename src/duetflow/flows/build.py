@@ -103,9 +103,12 @@ def _expose_report(cfg: RunConfig, step: StepOutcome) -> str:
     dest = Path(cfg.workdir) / "report"
     partial = dest.with_name(".report.partial")
     shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(step.path, partial, ignore=shutil.ignore_patterns(pipeline.RESULT))
-    shutil.rmtree(dest, ignore_errors=True)
-    partial.rename(dest)
+    try:
+        shutil.copytree(step.path, partial, ignore=shutil.ignore_patterns(pipeline.RESULT))
+        shutil.rmtree(dest, ignore_errors=True)
+        partial.rename(dest)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return str(dest)
 
 

@@ -21,6 +21,7 @@ from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
 from duetflow.flows.runner import default_task_runner, resolve_config
 from duetflow.pipeline import CorpusJob, ReleaseSummary, StepOutcome
+from duetflow.progress import Progress
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -61,14 +62,16 @@ def _window(config: RunConfig) -> int:
 
 
 def _progress(stage: str, label: str, total: int | None) -> Callable[[int, StepOutcome], None]:
+    """Per finished shard: a progress record in items (``total`` items, e.g. the intake's
+    dialogues) for the CLI's bar, and every tenth shard a line in the run's log."""
     logger = get_run_logger()
-    step = max(1, (total or 20) // 10)
+    bar = Progress(stage, label, total)
 
     def report(done: int, outcome: StepOutcome) -> None:
-        pipeline.emit_progress(stage, label, done, total)
-        if done % step == 0 or done == total:
+        bar.advance(outcome.found)
+        if done % 10 == 0:
             logger.info(
-                "%s %s: %d/%s shards done (shard %d %s)", stage, label, done,
+                "%s %s: %d shards, %d/%s items done (shard %d %s)", stage, label, done, bar.done,
                 total if total is not None else "?", outcome.index,
                 "reused" if outcome.reused else "computed",
             )  # fmt: skip
@@ -139,7 +142,7 @@ def process(
             lambda s: tasks.process_shard.submit(s, cfg),
             pipeline.plan_process_shards(job.label, intake.path, cfg),
             _window(cfg),
-            _progress("process", job.label, None),
+            _progress("process", job.label, intake.kept),
         )
         shards.extend(done)
         m = pipeline.merge_process(job, intake, done, cfg)

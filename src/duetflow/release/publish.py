@@ -17,16 +17,20 @@ import hashlib
 import json
 import logging
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from duetflow import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
 from duetflow.errors import ManifestError, StorageError
 from duetflow.leftovers import remove_stale_staging, staging_prefix
+from duetflow.licences import UNDECLARED
 from duetflow.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
@@ -37,6 +41,7 @@ from duetflow.manifest import (
     iter_rows,
 )
 from duetflow.model import Stage, safe_id
+from duetflow.progress import Progress
 from duetflow.release.layout import (
     LATEST_KEY,
     MANIFEST_NAMES,
@@ -86,7 +91,26 @@ def _json_bytes(obj: Any) -> bytes:
     return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
 
 
+def check_rendered(workdir: Path) -> None:
+    """Raise ManifestError unless ``workdir`` holds rendered tables (not intake ones)."""
+    path = workdir / DIALOGUES
+    if not path.is_file():
+        raise ManifestError(
+            f"{workdir}: not a work directory (no {DIALOGUES}); publish the output of "
+            "`duetflow process` or `duetflow synthesize`"
+        )
+    names = set(pq.read_schema(path).names)
+    if "audio_path" not in names:
+        hint = " (it holds intake tables from `duetflow ingest`)" if "source" in names else ""
+        raise ManifestError(
+            f"{workdir}: not a rendered work directory{hint}; run `duetflow process` on it "
+            "first and publish that"
+        )
+
+
 def _validate_all(workdirs: Sequence[Path], config: RunConfig) -> None:
+    for wd in workdirs:
+        check_rendered(wd)
     failures: list[Failure] = []
     for wd in workdirs:
         found = collect_workdir_failures(wd, config)
@@ -168,6 +192,7 @@ class _Publisher:
         The first failure cancels the uploads not yet started and is raised; what was sent
         stays, so the next publish only sends the rest.
         """
+        bar = Progress("publish", "", len(self.files) + len(self.blobs))
         if self.files:
             pool = ThreadPoolExecutor(max_workers=self.workers)
             try:
@@ -176,10 +201,12 @@ class _Publisher:
                 ]
                 for fut in as_completed(futures):
                     self.count(fut.result())
+                    bar.advance()
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
         for key, data in self.blobs:
             self.count(self.store.put_bytes(key, data))
+            bar.advance()
         self.files, self.blobs = [], []
 
     def put_bytes(self, key: str, data: bytes) -> None:
@@ -187,9 +214,16 @@ class _Publisher:
 
 
 def _stage_manifests(
-    workdirs: Sequence[Path], staging: Path, splits: Mapping[str, str], dropped: Mapping[str, str]
+    workdirs: Sequence[Path],
+    staging: Path,
+    splits: Mapping[str, str],
+    dropped: Mapping[str, str],
+    licences: Counter[tuple[str, str]],
 ) -> tuple[dict[str, int], list[_Upload]]:
-    """Write the release manifests into ``staging``; return row counts and the audio uploads."""
+    """Write the release manifests into ``staging``; return row counts and the audio uploads.
+
+    ``licences`` receives the number of dialogues per (licence, split).
+    """
     writers = {
         name: TableWriter(staging / f"{name}.parquet", RELEASE_DIALOGUE_SCHEMA, 1024)
         for name in (*SPLITS, "dialogues")
@@ -209,6 +243,7 @@ def _stage_manifests(
                     path = wd / row["audio_path"]
                     uploads[key] = _Upload(key, path, row["sha256"], path.stat().st_size)
                 out = {**row, "split": splits[did], "audio_key": key, "audio_path": key}
+                licences[(str(row.get("licence") or UNDECLARED), splits[did])] += 1
                 writers["dialogues"].write([out])
                 writers[splits[did]].write([out])
             for trow in iter_rows(wd / TURNS):
@@ -240,6 +275,16 @@ def _stage_manifests(
     counts["turns"] = turns.rows_written
     counts["rejections"] = rejections.rows_written
     return counts, sorted(uploads.values(), key=lambda u: u.key)
+
+
+def licence_counts(by: Mapping[tuple[str, str], int]) -> dict[str, dict[str, int]]:
+    """``{licence: {"dialogues": n, "train": n, "val": n, "test": n}}`` (RELEASE.json)."""
+    out: dict[str, dict[str, int]] = {}
+    for (lic, split), n in sorted(by.items()):
+        cell = out.setdefault(lic, {"dialogues": 0, **dict.fromkeys(SPLITS, 0)})
+        cell[split] += n
+        cell["dialogues"] += n
+    return out
 
 
 def content_config_hash(config: RunConfig) -> str:
@@ -320,7 +365,8 @@ def publish(
 
     with tempfile.TemporaryDirectory(prefix=staging_prefix(_STAGING)) as tmp:
         staging = Path(tmp)
-        counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped)
+        by_licence: Counter[tuple[str, str]] = Counter()
+        counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped, by_licence)
         digests = {
             name: sha256_file(staging / f"{name}.parquet")
             for name in ("dialogues", "turns", "rejections")
@@ -363,6 +409,8 @@ def publish(
                 s: round(sum(r.hours for r in report_rows if r.split == s), 6) for s in SPLITS
             },
             "audio_objects": len(audio),
+            # trainers (issue 16): dialogues per licence and split
+            "by_licence": licence_counts(by_licence),
         }
         doc = _json_bytes(
             {
@@ -374,8 +422,10 @@ def publish(
                     mode="json", exclude=set(TRANSPORT_FIELDS)
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
+                "window_config": cfg.window.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
                 "counts": full_counts,
+                "licences": sorted({lic for lic, _ in by_licence}),
                 "manifests": {n: manifest_key(rid, n) for n in MANIFEST_NAMES},
                 "objects": pub.records(),
             }

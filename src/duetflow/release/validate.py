@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duetflow.config import ReleaseConfig, RenderConfig, RunConfig
+from duetflow.config import ReleaseConfig, RenderConfig, RunConfig, WindowConfig
 from duetflow.errors import DuetflowError, StorageError
 from duetflow.manifest import iter_rows
 from duetflow.release.layout import (
@@ -67,9 +67,10 @@ def _config_from(doc: dict[str, Any], config: RunConfig | None) -> RunConfig:
     try:
         release = ReleaseConfig.model_validate(doc.get("release_config", {}))
         render = RenderConfig.model_validate(doc.get("render_config", {}))
+        window = WindowConfig.model_validate(doc.get("window_config", {}))
     except ValueError:
         return RunConfig()
-    return RunConfig(release=release, render=render)
+    return RunConfig(release=release, render=render, window=window)
 
 
 def _check_objects(

@@ -30,6 +30,8 @@ from duetflow.audio.loudness import SILENCE_LUFS, measure
 from duetflow.audio.vad import voiced_frames
 from duetflow.config import RunConfig
 from duetflow.errors import DuetflowError
+from duetflow.licences import UNDECLARED, release_terms
+from duetflow.licences import terms as terms_of
 from duetflow.manifest import iter_grouped, iter_rows
 from duetflow.model import Category, Stage
 from duetflow.report.sources import ReportInput
@@ -44,7 +46,9 @@ _GAP_TOL_MS = 0.5  # rendering places samples at 1/sr; a gap of 179.99 ms is "18
 _VAD_FRAME_MS = 10
 _VAD_MARGIN_S = 0.2
 
-#: Licences of the sources and models a release can draw on (shown in the card's provenance).
+#: Names and licences of the sources and models a release can draw on. Only the *names* are
+#: shown for corpora: a dialogue's licence is its own ``licence`` column, so the card reports what
+#: the data holds (the licences here are the fallback for TTS backends that record none).
 LICENCES: dict[str, tuple[str, str]] = {
     "dailytalk": ("DailyTalk", "CC BY-SA 4.0"),
     "iemocap": ("IEMOCAP", "USC SAIL academic EULA (non-commercial, by request)"),
@@ -235,6 +239,17 @@ class PhStats:
 
 
 @dataclass(frozen=True)
+class LicenceRow:
+    """One licence the report's dialogues carry, with how much of the data it covers."""
+
+    licence: str
+    name: str
+    corpora: tuple[str, ...]
+    dialogues: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Provenance:
     code_version: str
     code_versions_in_data: tuple[str, ...]
@@ -244,6 +259,8 @@ class Provenance:
     release_id: str | None
     release_meta: Mapping[str, Any]
     sources: tuple[tuple[str, str, str], ...]  # (key, name, licence)
+    licences: tuple[LicenceRow, ...] = ()  # from the rows' ``licence`` column
+    terms: tuple[str, ...] = ()  # what those licences imply (duetflow.licences.release_terms)
 
 
 @dataclass(frozen=True)
@@ -415,6 +432,7 @@ class _Collector:
         self.ph_backends: Counter[str] = Counter()
         self.ph_cloning: Counter[str] = Counter()
         self.ph_licences: dict[str, str] = {}
+        self.licences: dict[str, tuple[int, float, set[str]]] = {}
         self.code_versions: Counter[str] = Counter()
         self.sample_size = audio_sample
         self.heap: list[tuple[int, str, dict[str, Any], list[dict[str, Any]], ReportInput]] = []
@@ -430,6 +448,10 @@ class _Collector:
         cell[0] += 1
         cell[1] += dur
         cell[2] += len(turns)
+        lic = str(row.get("licence") or UNDECLARED)
+        n_lic, s_lic, corpora = self.licences.get(lic, (0, 0.0, set()))
+        corpora.add(str(row["corpus"]))
+        self.licences[lic] = (n_lic + 1, s_lic + dur, corpora)
         a = self.acc
         a["duration_s"].add(dur)
         a["turns_per_dialogue"].add(len(turns))
@@ -782,7 +804,7 @@ def _config_from_release(meta: Mapping[str, Any] | None) -> RunConfig | None:
     data: dict[str, Any] = {}
     if isinstance(meta.get("config"), Mapping):
         data = dict(meta["config"])
-    for section in ("render", "release", "filters", "turns"):
+    for section in ("render", "release", "filters", "turns", "window"):
         v = meta.get(f"{section}_config")
         if isinstance(v, Mapping):
             data[section] = dict(v)
@@ -846,12 +868,19 @@ def collect(
         failures=failures,
     )
     corpora = sorted({r.corpus for r in counts} | {x for r in rejections for x in r.corpora})
+    by_corpus: dict[str, set[str]] = {}
+    for lic, (_, _, names) in c.licences.items():
+        for name in names:
+            by_corpus.setdefault(name, set()).add(lic)
     src: list[tuple[str, str, str]] = []
     for name in corpora:
-        known = LICENCES.get(name)
-        src.append(
-            (name, known[0], known[1]) if known else (name, name, "unknown: check the source")
-        )
+        label = LICENCES[name][0] if name in LICENCES else name
+        held = " / ".join(sorted(by_corpus.get(name, ()))) or "(no dialogue kept)"
+        src.append((name, label, held))
+    licence_rows = tuple(
+        LicenceRow(lic, terms_of(lic).name, tuple(sorted(names)), n, secs)
+        for lic, (n, secs, names) in sorted(c.licences.items())
+    )
     for b in ph.backends:
         if b in c.ph_licences:  # what the backend itself recorded in the provenance
             known_name = LICENCES[b][0] if b in LICENCES else b
@@ -869,6 +898,8 @@ def collect(
         release_id=rid,
         release_meta={k: v for k, v in meta.items() if k not in ("objects", "config", "stats")},
         sources=tuple(src),
+        licences=licence_rows,
+        terms=tuple(release_terms(c.licences)),
     )
     if title is None:
         title = f"duetflow release {rid}" if rid else "duetflow dataset report"

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from duetflow.licences import hf_licence
 from duetflow.report.collect import CountRow, Distribution, ReportData, SourceStats
 from duetflow.report.plots import Plot
 
@@ -403,6 +404,8 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         ),
         "<h3>Sources and licences</h3>",
         _html_table([{"source": k, "name": n, "licence": lic} for k, n, lic in pv.sources]),
+        _html_table(licence_table(data)),
+        "".join(f"<p>{_esc(t)}</p>" for t in pv.terms),
         "<h3>Configuration</h3>",
         f"<pre>{_esc(yaml.safe_dump(dict(pv.config), sort_keys=True, allow_unicode=True))}</pre>",
     ]
@@ -431,6 +434,20 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
 # --- Markdown card -----------------------------------------------------------------------
 
 
+def licence_table(data: ReportData) -> list[dict[str, Any]]:
+    """Rows ``licence, terms, corpora, dialogues, hours`` of the licences the data carries."""
+    return [
+        {
+            "licence": r.licence,
+            "terms": r.name,
+            "corpora": ", ".join(r.corpora),
+            "dialogues": r.dialogues,
+            "hours": fmt_hours(r.seconds),
+        }
+        for r in data.provenance.licences
+    ]
+
+
 def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     """A Markdown dataset card; ``plot_files`` maps plot names to paths relative to the card."""
 
@@ -441,7 +458,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     front = {
         "pretty_name": data.title,
         "language": _languages(data),
-        "license": "other",
+        "license": hf_licence(r.licence for r in pv.licences),
         "task_categories": ["audio-to-audio", "automatic-speech-recognition"],
         "tags": ["spoken-dialogue", "two-speaker", "turn-taking", "duetflow"],
     }
@@ -530,8 +547,11 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         "",
         _md_table([{"source": k, "name": n, "licence": lic} for k, n, lic in pv.sources]),
         "",
-        "The most restrictive licence above applies to the dataset as a whole: several sources are"
-        " non-commercial (NC) and MagicData-RAMC forbids derivatives (ND); check before use.",
+        "Licences the dialogues carry (each row's `licence` column):",
+        "",
+        _md_table(licence_table(data)),
+        "",
+        *(f"- {t}" for t in pv.terms),
         "",
         "<details><summary>Configuration</summary>",
         "",

@@ -38,6 +38,8 @@ from duetflow.seeding import rng_for
 log = logging.getLogger(__name__)
 
 CORPUS = "studio"
+#: folder under the samples root (``duetflow samples make`` reads it via the entry point)
+FOLDER = "studio"
 SAMPLE_RATE = 16000
 LINE_OUT_RATE = 24000
 CROSSTALK_DB = -20.0

@@ -11,6 +11,8 @@ Semantics the checks pin down (the renderer must follow them):
   ``gain_db_*``), so both must lie within ``render.loudness_tolerance_lu`` of each other.
 * ``gap_ms_min`` / ``gap_ms_max`` are the smallest / largest speaker-change gap of the rendered
   dialogue; null only when it has no speaker change without overlap.
+* ``duration_s`` is the rendered audio's length and lies in ``window.min_s``–``window.max_s``
+  (every category: HH, HM and PH).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ CHECK_COLUMN = {
     "gap_min_in_window": "gap_ms_min",
     "gap_max_in_window": "gap_ms_max",
     "gap_min_le_max": "gap_ms_max",
+    "duration_in_window": "duration_s",
     "start_lt_end": "end_s",
     "orig_start_le_end": "orig_end_s",
     "audio_key_matches_sha256": "audio_key",
@@ -85,15 +88,23 @@ def _dialogue_columns() -> dict[str, pa.Column]:
         "gap_ms_min": pa.Column("float64", pa.Check.ge(0), nullable=True),
         "gap_ms_max": pa.Column("float64", pa.Check.ge(0), nullable=True),
         "provenance": _str(True),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        "licence": _str(False, _NONEMPTY),
+        "source_sample_rate": pa.Column("int32", pa.Check.in_range(1000, 384000)),
     }
 
 
 def _dialogue_checks(config: RunConfig) -> list[pa.Check]:
-    r = config.render
+    r, w = config.render, config.window
     lo, hi = r.gap_ms_min - GAP_TOL_MS, r.gap_ms_max + GAP_TOL_MS
     tol = r.loudness_tolerance_lu
     return [
         pa.Check(lambda df: df["speaker_a"] != df["speaker_b"], name="speakers_differ"),
+        pa.Check(
+            lambda df: df["duration_s"].between(w.min_s - TIME_TOL_S, w.max_s + TIME_TOL_S),
+            name="duration_in_window",
+            error=f"{w.min_s} s <= duration_s <= {w.max_s} s (window.min_s, window.max_s)",
+        ),
         pa.Check(
             lambda df: (df["loudness_lufs_a"] - df["loudness_lufs_b"]).abs() <= tol + 1e-9,
             name="loudness_within_tolerance",

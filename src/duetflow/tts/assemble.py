@@ -11,7 +11,9 @@ Order of operations (each step exists because a listener would otherwise hear a 
 4. ambience: room tone from the reference recording's non-speech regions
    (:func:`duetflow.audio.roomtone.fill`), over the whole dialogue, at the reference's measured
    SNR (speech power in VAD regions over noise power, the same measure used on the reference);
-5. a true-peak ceiling (gain down, never clip), then FLAC.
+5. a true-peak ceiling (gain down, never clip), then FLAC; a dialogue that lasts less than
+   ``window.min_s`` or more than ``window.max_s`` is rejected instead (``rendered_too_short`` /
+   ``rendered_too_long``), before anything is written.
 
 Rows follow ``RENDERED_DIALOGUE_SCHEMA`` / ``RENDERED_TURN_SCHEMA`` with the same meaning as the
 process stage: loudness is the *output* loudness per speaker, gaps are speaker-change gaps.
@@ -37,9 +39,12 @@ from duetflow.audio.roomtone import fill
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
+from duetflow.licences import UNDECLARED, combine
 from duetflow.manifest import dumps
 from duetflow.model import Category, TurnKind
+from duetflow.rendered_length import length_problem
 from duetflow.seeding import rng_for
+from duetflow.source_rate import resampling_record
 from duetflow.tts.base import Synthesis, Voice
 from duetflow.tts.script import Script
 from duetflow.tts.voices import speech_power
@@ -94,7 +99,9 @@ def assemble(
 ) -> AssembledDialogue:
     """Build and write one PH dialogue from per-line syntheses (``syntheses[i]`` ↔ line ``i``).
 
-    Raises InputError (reason ``empty_synthesis``) when an utterance has no audible content.
+    Raises InputError (reason ``empty_synthesis``) when an utterance has no audible content, and
+    (``rendered_too_short`` / ``rendered_too_long``) when the dialogue would last outside
+    ``window.min_s``–``window.max_s``.
     """
     did = ph_dialogue_id(script.id)
     sr = config.sample_rate
@@ -102,6 +109,7 @@ def assemble(
     fade_n = max(1, int(round(r.fade_ms / 1000 * sr)))
     spk_index = {"A": 0, "B": 1}
 
+    native = tuple(sorted({int(syn.sample_rate) for syn in syntheses}))
     # 1. resample + trim
     raw_pos = 0.0
     trimmed: list[Audio] = []
@@ -163,6 +171,15 @@ def assemble(
         if i < len(gained) - 1:
             pos += int(round(float(rng.uniform(r.gap_ms_min, r.gap_ms_max)) / 1000 * sr))
     total = pos + lead
+    problem = length_problem(total / sr, config.window)
+    if problem is not None:
+        reason, _ = problem
+        raise InputError(
+            script.path or script.id,
+            f"assembled dialogue lasts {total / sr:.2f} s, outside "
+            f"[{config.window.min_s}, {config.window.max_s}] s ({len(gained)} lines)",
+            reason=reason,
+        )
     mix = np.zeros(total, dtype=np.float32)
     for s0, u in zip(starts, gained, strict=True):
         mix[s0 : s0 + len(u)] += u
@@ -234,6 +251,7 @@ def assemble(
         if amb_snr is None or amb_voice is None
         else {"from_clip_id": amb_voice.clip_id, "snr_db": amb_snr},
         "peak_ceiling_gain_db": round(ceil, 3),
+        "resampling": resampling_record(native, sr),
     }
     row = {
         "dialogue_id": did,
@@ -257,5 +275,15 @@ def assemble(
         "gap_ms_min": round(min(gaps), 3) if gaps else None,
         "gap_ms_max": round(max(gaps), 3) if gaps else None,
         "provenance": dumps(prov),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        "licence": ph_licence(provenance, voices),
+        "source_sample_rate": max(native, default=sr),
     }
     return AssembledDialogue(row, turns, path, tuple(gained), sr, amb_snr)
+
+
+def ph_licence(backend_provenance: Mapping[str, Any], voices: Sequence[Voice]) -> str:
+    """What binds a PH dialogue: the backend's ``output_licence`` (its weights') and the
+    licences of the dialogues its voices (clips, ambience) came from."""
+    backend = backend_provenance.get("output_licence", UNDECLARED)
+    return combine(backend, *(v.licence or UNDECLARED for v in voices))

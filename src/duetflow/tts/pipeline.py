@@ -32,6 +32,7 @@ from duetflow.manifest import (
     rejection_to_row,
 )
 from duetflow.model import Rejection, Stage
+from duetflow.progress import Progress
 from duetflow.seeding import seed_for
 from duetflow.tts.assemble import assemble, ph_dialogue_id
 from duetflow.tts.base import Synthesis, SynthesisError, TTSBackend, load_backend
@@ -212,6 +213,8 @@ def synthesize(
     n_scripts = kept = 0
     audio_s = synth_s = 0.0
     utterances = 0
+    # scripts are small text: one extra parsing pass gives the progress bar its total
+    bar = Progress("synthesize", "", sum(1 for _ in iter_scripts(scripts, voices_workdir, config)))
     with (
         TableWriter(out / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, 256) as dw,
         TableWriter(out / TURNS, RENDERED_TURN_SCHEMA, 2048) as tw,
@@ -231,6 +234,7 @@ def synthesize(
                 rw.write([rejection_to_row(rej)])
                 reasons[rej.reason] += 1
             kept += len(res.dialogues)
+            bar.advance(len(shard))
             audio_s += res.audio_s
             synth_s += res.synth_s
             utterances += res.utterances

@@ -24,7 +24,7 @@ import json
 import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -312,7 +312,7 @@ def _score(
 
 
 def _voice_from_meta(meta: Mapping[str, Any]) -> Voice:
-    return Voice(**{k: meta[k] for k in Voice.__dataclass_fields__})
+    return Voice(**{k: meta[k] for k in Voice.__dataclass_fields__ if k in meta})
 
 
 def references_for_dialogue(
@@ -454,7 +454,9 @@ def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Pa
             log.warning("voice reference skipped for %s: %s", row["dialogue_id"], e)
             problems.append((row["dialogue_id"], e.reason, str(e)))
             continue
+        licence = str(row.get("licence") or "")  # the voice carries its source's licence
         for score, voice in found:
+            voice = replace(voice, licence=licence)
             cur = best.get(voice.speaker_id)
             if cur is None or score > cur[0]:
                 best[voice.speaker_id] = (score, voice)
