@@ -60,8 +60,18 @@ def test_bad_config_file_is_one_line_naming_the_key(cli: Cli, tmp_path: Path, ca
     cfg.write_text(text, "utf-8")
     (tmp_path / "in").mkdir()
     for args in (
-        ["process", "--in", tmp_path / "in", "--out", tmp_path / "o", "-c", cfg],
-        ["ingest", "--corpus", "studio", "--root", tmp_path, "--out", tmp_path / "w", "-c", cfg],
+        ["process", "--intake", tmp_path / "in", "--workdir", tmp_path / "o", "-c", cfg],
+        [
+            "ingest",
+            "--corpus",
+            "studio",
+            "--root",
+            tmp_path,
+            "--workdir",
+            tmp_path / "w",
+            "-c",
+            cfg,
+        ],
     ):
         res = cli(*args)
         assert res.rc == 2, res.text
@@ -86,7 +96,7 @@ def test_bad_environment_override_names_the_variable(
 ) -> None:
     monkeypatch.setenv(name, value)
     (tmp_path / "in").mkdir()
-    res = cli("process", "--in", tmp_path / "in", "--out", tmp_path / "o")
+    res = cli("process", "--intake", tmp_path / "in", "--workdir", tmp_path / "o")
     assert res.rc == 2, res.text
     assert "Traceback" not in res.text
     line = _one_error_line(res.err)

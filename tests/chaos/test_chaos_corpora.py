@@ -62,7 +62,7 @@ def test_iemocap_legacy_text_is_checked_and_recorded(cli: Cli, tmp_path: Path) -
     _iemocap(root, n2, _crlf(_lines(n2, "你好，今天聊什么？我们去吃饭吧。"), "gbk"))  # GBK
     _iemocap(root, n3, _crlf(_lines(n3, "Fine, thanks."), "utf-8"))
     out = tmp_path / "out"
-    res = cli("ingest", "--corpus", "iemocap", "--root", root, "--out", out)
+    res = cli("ingest", "--corpus", "iemocap", "--root", root, "--workdir", out)
     assert res.rc == 0, res.text
     got = intake(out)
     assert got.found == 3 and got.reasons == {f"iemocap__{n2}": "bad_encoding"}
@@ -97,7 +97,7 @@ def test_ramc_big5_is_not_read_as_gb18030(cli: Cli, tmp_path: Path) -> None:
         (mdt / "TXT" / f"{rec}.txt").write_bytes("\n".join(lines).encode(enc) + b"\n")
         write_audio(mdt / "WAV" / f"{rec}.wav", a + b, SR)
     out = tmp_path / "out"
-    res = cli("ingest", "--corpus", "magicdata_ramc", "--root", root, "--out", out)
+    res = cli("ingest", "--corpus", "magicdata_ramc", "--root", root, "--workdir", out)
     assert res.rc == 0, res.text
     got = intake(out)
     assert got.found == 2
@@ -116,7 +116,7 @@ def test_iemocap_pasted_line_is_heard_once_and_overlap_rejected(cli: Cli, tmp_pa
     clash = f"{ovl}_M001 [004.0000-006.0000]: Something else."
     _iemocap(root, ovl, _crlf(_lines(ovl, "Fine, thanks.", (clash,)), "utf-8"))
     out = tmp_path / "out"
-    res = cli("ingest", "--corpus", "iemocap", "--root", root, "--out", out)
+    res = cli("ingest", "--corpus", "iemocap", "--root", root, "--workdir", out)
     assert res.rc == 0, res.text
     got = intake(out)
     assert got.found == 2 and got.reasons == {f"iemocap__{ovl}": "overlapping_turns"}

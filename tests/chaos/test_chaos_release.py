@@ -66,7 +66,7 @@ def _rewrite_split(store: Store, rid: str, split: str, mutate: Any, extra: list[
 def test_tampered_audio_path_never_exfiltrates_a_local_file(cli: Cli, tmp_path: Path) -> None:
     wd = _workdir(tmp_path, "hh")
     store_dir = tmp_path / "store"
-    res = cli("publish", "--work", wd, "--store", store_dir, "--release", "v1",
+    res = cli("publish", "--workdir", wd, "--store", store_dir, "--release", "v1",
               "--report", _empty_report(tmp_path))  # fmt: skip
     assert res.rc == 0, res.text
     secret = tmp_path / "secret.txt"
@@ -101,7 +101,7 @@ def test_tampered_audio_key_is_refused_before_anything_is_written(
         uri = f"s3://{bucket}/rel"
     else:
         uri = str(tmp_path / "store")
-    res = cli("publish", "--work", wd, "--store", uri, "--release", "v1",
+    res = cli("publish", "--workdir", wd, "--store", uri, "--release", "v1",
               "--report", _empty_report(tmp_path))  # fmt: skip
     assert res.rc == 0, res.text
     store = open_store(uri)
@@ -231,7 +231,7 @@ def test_racing_publish_commands(cli: Cli, tmp_path: Path) -> None:
         args = ["publish", "--store", str(store), "--release", "same", "--report", str(report)]
         procs = [
             subprocess.Popen(
-                [duetflow_exe(), *args, "--work", str(wd)],
+                [duetflow_exe(), *args, "--workdir", str(wd)],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
@@ -261,7 +261,7 @@ _DIE_MID_UPLOAD = textwrap.dedent(
             os.kill(os.getpid(), signal.SIGKILL)  # no finally, no atexit: a real kill
         return dst
     shutil.copyfile = copy_then_die
-    sys.argv = ["duetflow", "publish", "--work", sys.argv[2], "--store", store,
+    sys.argv = ["duetflow", "publish", "--workdir", sys.argv[2], "--store", store,
                 "--release", "v1", "--report", sys.argv[3]]
     from duetflow.cli import run
     run()
@@ -287,7 +287,7 @@ def test_killed_publish_leftovers_are_cleaned_by_the_next_run(cli: Cli, tmp_path
     res = cli("releases", "list", "--store", store)
     assert "v1" not in res.out  # and no visible release
     again = subprocess.run(
-        [duetflow_exe(), "publish", "--work", str(wd), "--store", str(store), "--release",
+        [duetflow_exe(), "publish", "--workdir", str(wd), "--store", str(store), "--release",
          "v1", "--report", str(report)],
         env=env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
@@ -313,7 +313,7 @@ def test_a_live_writers_temporaries_are_left_alone(tmp_path: Path) -> None:
 def test_corrupted_object_and_bad_release_id_fail_in_one_line(cli: Cli, tmp_path: Path) -> None:
     wd = _workdir(tmp_path, "hh")
     store = tmp_path / "store"
-    res = cli("publish", "--work", wd, "--store", store, "--release", "v1",
+    res = cli("publish", "--workdir", wd, "--store", store, "--release", "v1",
               "--report", _empty_report(tmp_path))  # fmt: skip
     assert res.rc == 0, res.text
     victim = sorted((store / "audio").rglob("*.flac"))[0]
@@ -324,5 +324,5 @@ def test_corrupted_object_and_bad_release_id_fail_in_one_line(cli: Cli, tmp_path
         if res.rc != 0:
             break
     assert res.rc == 2 and "checksum mismatch" in res.err and "Traceback" not in res.text
-    res = cli("publish", "--work", wd, "--store", store, "--release", "../../etc")
+    res = cli("publish", "--workdir", wd, "--store", store, "--release", "../../etc")
     assert res.rc == 2 and "invalid release id" in res.err and "Traceback" not in res.text

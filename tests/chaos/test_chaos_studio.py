@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def _ingest(cli: Cli, root: Path | str, out: Path | str, cwd: Path | None = None) -> None:
-    res = cli("ingest", "--corpus", "studio", "--root", root, "--out", out, cwd=cwd)
+    res = cli("ingest", "--corpus", "studio", "--root", root, "--workdir", out, cwd=cwd)
     assert res.rc == 0, res.text
     assert "Traceback" not in res.text
     found, kept, rejected = summary_counts(res.out)
@@ -129,7 +129,7 @@ def test_alias_bomb_sidecar_is_one_bounded_rejection(cli: Cli, tmp_path: Path, l
     (rid,) = [k for k in got.reasons]
     assert got.reasons[rid] == "bad_sidecar"
     assert len(got.details[rid]) <= 2100
-    res = cli("process", "--in", out, "--out", tmp_path / "rendered")
+    res = cli("process", "--intake", out, "--workdir", tmp_path / "rendered")
     assert res.rc == 0, res.text
 
 
@@ -151,7 +151,7 @@ def test_intake_tables_are_all_or_nothing(
         real_flush(self)
 
     monkeypatch.setattr(manifest.TableWriter, "flush", failing_flush)
-    res = cli("ingest", "--corpus", "studio", "--root", root, "--out", out)
+    res = cli("ingest", "--corpus", "studio", "--root", root, "--workdir", out)
     assert res.rc != 0
     left = sorted(p.name for p in out.glob("*.parquet"))
     assert left == [], f"a failed ingest left {left} for `process` to trust"
@@ -160,7 +160,7 @@ def test_intake_tables_are_all_or_nothing(
     # a directory that lost a table (an old crash) is refused by process, in one line
     _ingest(cli, root, out)
     (out / manifest.REJECTIONS).unlink()
-    res = cli("process", "--in", out, "--out", tmp_path / "rendered")
+    res = cli("process", "--intake", out, "--workdir", tmp_path / "rendered")
     assert res.rc == 2 and "Traceback" not in res.text
     assert "rejections.parquet" in res.err and len(res.err.strip().splitlines()) == 1
 
