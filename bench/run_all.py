@@ -19,6 +19,7 @@ SCRIPTS = (
     "studio.py",
     "studio_memory.py",
     "render.py",
+    "loudness.py",
     "synthesize.py",
     "release.py",
     "report.py",
