@@ -17,6 +17,7 @@ SCRIPTS = (
     "ingest.py",
     "select_stage.py",
     "studio.py",
+    "studio_memory.py",
     "render.py",
     "loudness.py",
     "synthesize.py",

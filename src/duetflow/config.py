@@ -12,20 +12,33 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from duetflow.errors import ConfigError
+from duetflow.bounded_yaml import load_yaml
+from duetflow.errors import ConfigError, brief_repr
 from duetflow.licences import STUDIO_CONSENT, check_licence
+from duetflow.model import Category
 from duetflow.topics import DEFAULT_TAXONOMY, UNMAPPED, TopicMapper, normalise_topic
 from duetflow.tts.speaking_rate import SCRIPT_SPEECH_S
 
 ENV_PREFIX = "DUETFLOW__"
+#: Dialogue categories (the keys of ``release.ratios``).
+CATEGORIES = tuple(str(c) for c in Category)
 
 
 def _licence_value(value: str) -> str:
@@ -63,24 +76,32 @@ class SegmentConfig(_Section):
 
     vad_aggressiveness: int = Field(2, ge=0, le=3, description="WebRTC VAD mode 0 (lenient) .. 3")
     vad_frame_ms: Literal[10, 20, 30] = 30
-    hangover_ms: int = Field(150, ge=0, description="speech kept on after the last voiced frame")
-    min_speech_ms: int = Field(120, ge=0, description="shorter voiced runs are dropped as clicks")
+    hangover_ms: int = Field(
+        150, ge=0, le=5000, description="speech kept on after the last voiced frame"
+    )
+    min_speech_ms: int = Field(
+        120, ge=0, le=10_000, description="shorter voiced runs are dropped as clicks"
+    )
     min_silence_ms: int = Field(
-        300, ge=0, description="shorter pauses inside one speaker's speech are bridged"
+        300, ge=0, le=10_000, description="shorter pauses inside one speaker's speech are bridged"
     )
     crosstalk_margin_db: float = Field(
         6.0,
         ge=0,
+        le=60,
         description="a frame is a track's own only if louder than the other track's leakage "
         "(its level + the estimated coupling) by this; see docs/studio-sessions.md",
     )
     diarization_backend: str | None = Field(None, description="e.g. 'pyannote'; None: reject mono")
     diarization_model: str | None = Field(None, description="local dir of a pyannote pipeline")
     activity_db: float = Field(
-        10.0, ge=0, description="dB over a track's noise floor that counts as sound (boundaries)"
+        10.0,
+        ge=0,
+        le=60,
+        description="dB over a track's noise floor that counts as sound (boundaries)",
     )
     max_boundary_shift_ms: int = Field(
-        120, ge=0, description="how far boundary refinement may move a VAD edge outwards"
+        120, ge=0, le=5000, description="how far boundary refinement may move a VAD edge outwards"
     )
 
 
@@ -90,13 +111,19 @@ class TurnsConfig(_Section):
     terminal_overlap_s: float = Field(
         0.3,
         ge=0,
+        le=60,
         description="a listener who starts at most this long before the current speaker's talk "
         "ends, and then holds the floor, made a turn transition (terminal overlap), not an "
         "interruption; a transcript cut-off mark on the current turn overrides it",
     )
-    min_overlap_s: float = Field(0.05, ge=0, description="overlaps shorter than this are ignored")
+    min_overlap_s: float = Field(
+        0.05, ge=0, le=60, description="overlaps shorter than this are ignored"
+    )
     same_speaker_join_s: float = Field(
-        0.3, ge=0, description="a speaker's own pauses shorter than this do not end their floor"
+        0.3,
+        ge=0,
+        le=60,
+        description="a speaker's own pauses shorter than this do not end their floor",
     )
     transcript_cues: bool = Field(
         True,
@@ -106,14 +133,19 @@ class TurnsConfig(_Section):
     balance_excludes_backchannels: bool = True
 
 
+#: Longest excerpt a window may be (s): a bound, so a typo cannot ask for days of audio.
+MAX_WINDOW_S = 4 * 3600.0
+
+
 class WindowConfig(_Section):
     """Cutting long dialogues into excerpts; lengths are of the *rendered* audio."""
 
-    min_s: float = Field(20.0, gt=0, description="shortest rendered dialogue")
-    max_s: float = Field(60.0, gt=0, description="longest rendered dialogue")
+    min_s: float = Field(20.0, gt=0, le=MAX_WINDOW_S, description="shortest rendered dialogue")
+    max_s: float = Field(60.0, gt=0, le=MAX_WINDOW_S, description="longest rendered dialogue")
     margin_s: float = Field(
         1.0,
         ge=0,
+        le=MAX_WINDOW_S,
         description="selection keeps the predicted rendered length this far inside "
         "[min_s, max_s] (at most half the range), for what the timeline cannot predict",
     )
@@ -149,7 +181,7 @@ class FilterConfig(_Section):
     )
     balance_min: float = Field(0.4, ge=0, le=1)
     balance_max: float = Field(0.6, ge=0, le=1)
-    min_turns_per_speaker: int = Field(2, ge=0)
+    min_turns_per_speaker: int = Field(2, ge=0, le=100_000)
     max_interruptions: int = Field(0, ge=0, description="floor-taking interruptions allowed")
     max_non_floor_interruptions: int | None = Field(None, ge=0, description="None: unlimited")
     languages: list[str] | None = Field(None, description="allowed languages; None: any")
@@ -164,20 +196,49 @@ class FilterConfig(_Section):
         description="regexes of spoken corpus collection headers (MagicData-RAMC's first segment)",
     )
 
+    @field_validator("collection_header_patterns")
+    @classmethod
+    def _regexes(cls, patterns: list[str]) -> list[str]:
+        for i, p in enumerate(patterns):
+            try:
+                re.compile(p)
+            except re.error as e:
+                raise ValueError(f"item {i} {p!r} is not a valid regex: {e}") from None
+        return patterns
+
+    @model_validator(mode="after")
+    def _balance(self) -> FilterConfig:
+        if self.balance_min > self.balance_max:
+            raise ValueError(
+                f"filters.balance_min ({self.balance_min}) must be <= filters.balance_max "
+                f"({self.balance_max})"
+            )
+        return self
+
+
+#: Longest re-timed gap between turns (ms); beyond it the "dialogue" is mostly silence.
+MAX_GAP_MS = 10_000.0
+
 
 class RenderConfig(_Section):
     """Re-timing, room tone, loudness and output format."""
 
-    gap_ms_min: float = Field(180.0, ge=0)
-    gap_ms_max: float = Field(230.0, ge=0)
-    same_speaker_pause_cap_s: float = Field(1.0, ge=0)
+    gap_ms_min: float = Field(180.0, ge=0, le=MAX_GAP_MS)
+    gap_ms_max: float = Field(230.0, ge=0, le=MAX_GAP_MS)
+    same_speaker_pause_cap_s: float = Field(1.0, ge=0, le=60)
     backchannels: Literal["keep", "drop"] = "keep"
-    trim_pad_ms: float = Field(20.0, ge=0, description="pad kept around a turn's acoustic extent")
-    fade_ms: float = Field(5.0, ge=0, description="fade at every cut, so joins do not click")
+    trim_pad_ms: float = Field(
+        20.0, ge=0, le=1000, description="pad kept around a turn's acoustic extent"
+    )
+    fade_ms: float = Field(
+        5.0, ge=0, le=1000, description="fade at every cut, so joins do not click"
+    )
     room_tone: bool = True
-    loudness_target_lufs: float = -23.0
-    loudness_tolerance_lu: float = Field(0.5, gt=0)
-    true_peak_ceiling_dbtp: float = -1.0
+    loudness_target_lufs: float = Field(
+        -23.0, ge=-70, le=-5, description="integrated loudness of every output (EBU R128: -23)"
+    )
+    loudness_tolerance_lu: float = Field(0.5, gt=0, le=10)
+    true_peak_ceiling_dbtp: float = Field(-1.0, ge=-30, le=0)
     stems: bool = False
     audio_format: Literal["flac", "wav"] = "flac"
 
@@ -256,13 +317,19 @@ class StudioConfig(_Section):
         }
     )
     non_target_min_units: int = Field(
-        3, ge=1, description="transcript turns with fewer words/CJK chars skip the language check"
+        3,
+        ge=1,
+        le=10_000,
+        description="transcript turns with fewer words/CJK chars skip the language check",
     )
     timing_tolerance_s: float = Field(
-        0.05, ge=0, description="given turn timings may end this far past the audio's end"
+        0.05, ge=0, le=60, description="given turn timings may end this far past the audio's end"
     )
     max_track_length_diff_s: float = Field(
-        2.0, ge=0, description="per-speaker tracks longer/shorter than each other by more: reject"
+        2.0,
+        ge=0,
+        le=3600,
+        description="per-speaker tracks longer/shorter than each other by more: reject",
     )
     opening_line_min_similarity: float = Field(
         0.8,
@@ -314,15 +381,29 @@ class SynthConfig(_Section):
     model_path: str | None = None
     codec_path: str | None = None
     device: str = "cpu"
-    reference_min_s: float = 5.0
-    reference_max_s: float = 10.0
+    reference_min_s: float = Field(5.0, gt=0, le=600)
+    reference_max_s: float = Field(10.0, gt=0, le=600)
     voice_policy: Literal["mixed_gender", "any"] = "mixed_gender"
     ambience: bool = True
-    similarity_min: float | None = Field(None, description="None: report only, never reject")
-    chars_per_s_min: float = 4.0
-    chars_per_s_max: float = 30.0
-    max_retries: int = Field(2, ge=0)
-    concurrency: int = Field(1, ge=1, description="concurrent TTS tasks (1 per GPU)")
+    similarity_min: float | None = Field(
+        None, ge=-1, le=1, description="None: report only, never reject"
+    )
+    chars_per_s_min: float = Field(4.0, ge=0, le=1000)
+    chars_per_s_max: float = Field(30.0, gt=0, le=1000)
+    max_retries: int = Field(2, ge=0, le=100)
+    concurrency: int = Field(1, ge=1, le=1024, description="concurrent TTS tasks (1 per GPU)")
+
+    @model_validator(mode="after")
+    def _order(self) -> SynthConfig:
+        for lo, hi in (
+            ("reference_min_s", "reference_max_s"),
+            ("chars_per_s_min", "chars_per_s_max"),
+        ):
+            if getattr(self, lo) > getattr(self, hi):
+                raise ValueError(
+                    f"synth.{lo} ({getattr(self, lo)}) must be <= synth.{hi} ({getattr(self, hi)})"
+                )
+        return self
 
     @model_validator(mode="after")
     def _backend_options(self) -> SynthConfig:
@@ -429,8 +510,23 @@ class ReleaseConfig(_Section):
     balance_test: bool = Field(
         False, description="test set HH:HM:PH 1:1:1 per language (surplus left out, not moved)"
     )
-    multipart_threshold_mb: int = 8
-    max_attempts: int = 5
+    multipart_threshold_mb: int = Field(8, ge=1, le=5120)
+    max_attempts: int = Field(5, ge=1, le=100)
+
+    @field_validator("ratios")
+    @classmethod
+    def _ratios(
+        cls, ratios: dict[str, tuple[float, float, float]]
+    ) -> dict[str, tuple[float, float, float]]:
+        for cat, r in ratios.items():
+            if cat not in CATEGORIES:
+                raise ValueError(f"unknown category {cat!r}; use {', '.join(CATEGORIES)}")
+            if any(not math.isfinite(v) or v < 0 for v in r) or sum(r) <= 0:
+                raise ValueError(
+                    f"{cat}: train/val/test shares must be finite, >= 0 and not all 0, "
+                    f"got {list(r)}"
+                )
+        return ratios
 
 
 #: Release settings that say where/how a release travels, not what it contains.
@@ -448,17 +544,17 @@ class RunnerConfig(_Section):
     """Where Prefect runs tasks."""
 
     kind: Literal["threads", "dask"] = "threads"
-    max_workers: int = Field(4, ge=1)
+    max_workers: int = Field(4, ge=1, le=1024)
     dask_address: str | None = None
-    dask_workers: int = Field(2, ge=1)
-    shard_size: int = Field(16, ge=1, description="dialogues per task run")
+    dask_workers: int = Field(2, ge=1, le=1024)
+    shard_size: int = Field(16, ge=1, le=1_000_000, description="dialogues per task run")
 
 
 class RunConfig(_Section):
     """Everything a pipeline run needs. Defaults run the bundled sample data."""
 
-    seed: int = 1234
-    sample_rate: int = Field(16000, description="output sample rate")
+    seed: int = Field(1234, ge=0, le=2**63 - 1, description="seed of every random choice")
+    sample_rate: int = Field(16000, ge=8000, le=192_000, description="output sample rate")
     workdir: Path = Path("./duetflow-demo/work")
     corpora: list[CorpusSpec] = Field(default_factory=list)
     segment: SegmentConfig = SegmentConfig()
@@ -516,16 +612,30 @@ def _set_path(tree: dict[str, Any], keys: list[str], value: Any) -> None:
 
 
 def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """``DUETFLOW__RENDER__GAP_MS_MIN=190`` → ``{"render": {"gap_ms_min": 190}}``."""
+    """``DUETFLOW__RENDER__GAP_MS_MIN=190`` → ``{"render": {"gap_ms_min": 190}}``.
+
+    A value that is not a YAML scalar/flow value raises ConfigError naming the variable.
+    """
     environ = os.environ if environ is None else environ
     out: dict[str, Any] = {}
-    for key, raw in environ.items():
-        if not key.startswith(ENV_PREFIX):
-            continue
-        path = [p.lower() for p in key[len(ENV_PREFIX) :].split("__") if p]
+    for key, raw in sorted(environ.items()):
+        path = _env_path(key)
         if path:
-            _set_path(out, path, yaml.safe_load(raw))
+            try:
+                value = load_yaml(raw, max_nodes=1000)
+            except yaml.YAMLError as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise ConfigError(
+                    f"environment {key}: cannot parse {brief_repr(raw)} as a YAML value ({first})"
+                ) from None
+            _set_path(out, path, value)
     return out
+
+
+def _env_path(key: str) -> list[str]:
+    if not key.startswith(ENV_PREFIX):
+        return []
+    return [p.lower() for p in key[len(ENV_PREFIX) :].split("__") if p]
 
 
 def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
@@ -538,14 +648,28 @@ def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any
     return merged
 
 
-def _format_errors(err: ValidationError, source: str) -> str:
+def _format_errors(
+    err: ValidationError, source: str, env_keys: Mapping[tuple[str, ...], str] | None = None
+) -> str:
+    """One line per error, naming the key (and the environment variable that set it)."""
     lines = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"]) or "<root>"
+        parts = tuple(str(p) for p in e["loc"])
+        loc = ".".join(parts) or "<root>"
+        where = source
+        for n in range(len(parts), 0, -1):  # the variable that set this key or a section above
+            if env_keys and parts[:n] in env_keys:
+                where = f"environment {env_keys[parts[:n]]}"
+                break
+        else:  # a section-level check (min <= max ...): the variables that set keys inside it
+            inside = sorted(v for k, v in (env_keys or {}).items() if k[: len(parts)] == parts)
+            if parts and inside:
+                where = f"environment {', '.join(inside)}"
         if e["type"] == "extra_forbidden":
-            lines.append(f"{source}: unknown key '{loc}'")
+            lines.append(f"{where}: unknown key '{loc}'")
         else:
-            lines.append(f"{source}: {loc}: {e['msg']} (got {e.get('input')!r})")
+            msg = str(e["msg"]).removeprefix("Value error, ")
+            lines.append(f"{where}: {loc}: {msg} (got {brief_repr(e.get('input'))})")
     return "\n".join(lines)
 
 
@@ -556,14 +680,20 @@ def build_config(
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> RunConfig:
-    """Validate a config mapping + env overrides + explicit overrides (later wins)."""
-    merged = _deep_merge(dict(data or {}), env_overrides(environ))
+    """Validate a config mapping + env overrides + explicit overrides (later wins).
+
+    Every bound is checked here; a bad value raises ConfigError with one line per problem
+    naming the key (and the ``DUETFLOW__...`` variable when one set it).
+    """
+    env = os.environ if environ is None else environ
+    merged = _deep_merge(dict(data or {}), env_overrides(env))
+    env_keys = {tuple(p): k for k in env if (p := _env_path(k))}
     if overrides:
         merged = _deep_merge(merged, overrides)
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as err:
-        raise ConfigError(_format_errors(err, source)) from None
+        raise ConfigError(_format_errors(err, source, env_keys)) from None
 
 
 def load_config(
@@ -587,9 +717,9 @@ def load_config(
     except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: not UTF-8 (byte {e.start})") from None
     try:
-        data = yaml.safe_load(text) or {}
+        data = load_yaml(text) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: invalid YAML: {e}") from None
+        raise ConfigError(f"{p}: invalid YAML: {' '.join(str(e).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: top level must be a mapping, got {type(data).__name__}")
     data = _resolve_relative(data, p.parent)

@@ -9,6 +9,7 @@ memory follows the batch size, not the corpus size. Dialogues and turns are writ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -293,12 +294,21 @@ class TableWriter:
             self._buf = []
 
     def close(self) -> None:
+        self.finish()
+        self.commit()
+
+    def finish(self) -> None:
+        """Write what is buffered and close the temp file, without making it visible yet."""
         self.flush()
         self._writer.close()
+
+    def commit(self) -> None:
+        """Rename the finished temp file into place (after :meth:`finish`)."""
         os.replace(self._tmp, self.path)
 
     def abort(self) -> None:
-        self._writer.close()
+        with contextlib.suppress(Exception):  # already closed, or the failure was the close
+            self._writer.close()
         self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> TableWriter:
@@ -327,7 +337,12 @@ def iter_rows(path: str | Path, columns: Sequence[str] | None = None) -> Iterato
 
 
 class IntakeWriter:
-    """Writes the three intake tables of a work directory in lockstep."""
+    """Writes the three intake tables of a work directory in lockstep, all or nothing.
+
+    Each table goes to a temp file; only when all three are complete are they renamed into
+    place, so a run that fails (or runs out of memory) midway never leaves a dialogues table
+    without its rejections for ``process`` to pick up.
+    """
 
     def __init__(self, workdir: str | Path, batch_rows: int = 2048) -> None:
         self.workdir = Path(workdir)
@@ -344,8 +359,16 @@ class IntakeWriter:
             self.turns.write(turns)
 
     def close(self) -> None:
-        for w in (self.dialogues, self.turns, self.rejections):
-            w.close()
+        writers = (self.dialogues, self.turns, self.rejections)
+        try:
+            for w in writers:
+                w.finish()
+        except BaseException:
+            for w in writers:
+                w.abort()
+            raise
+        for w in writers:
+            w.commit()
 
     def __enter__(self) -> IntakeWriter:
         return self

@@ -198,6 +198,10 @@ class Dialogue:
         raise KeyError(speaker_id)
 
 
+#: Longest ``Rejection.detail`` kept (a readable line or two, never a dump of the input).
+MAX_DETAIL_CHARS = 2000
+
+
 @dataclass(frozen=True)
 class Rejection:
     """Why an item was dropped; kept forever so that inputs = kept + rejected."""
@@ -208,6 +212,15 @@ class Rejection:
     detail: str = ""
     corpus: str = ""
     source_path: str = ""
+
+    def __post_init__(self) -> None:
+        # every rejection lands in a table readers scroll through: bound what hostile input
+        # can put there (the full story is in the log)
+        for name, limit in (("detail", MAX_DETAIL_CHARS), ("source_path", 1000)):
+            text = getattr(self, name)
+            if len(text) > limit:
+                cut = f"{text[:limit]}… [{len(text) - limit} more characters cut]"
+                object.__setattr__(self, name, cut)
 
 
 # --- stable ids -------------------------------------------------------------------------------

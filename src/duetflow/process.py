@@ -230,6 +230,13 @@ def process_workdir(
             raise InputError(
                 p / manifest.DIALOGUES, "not an intake work directory", reason="missing_file"
             )
+        missing = [n for n in (manifest.TURNS, manifest.REJECTIONS) if not (p / n).exists()]
+        if missing:  # an ingest that died midway: its counts cannot add up
+            raise InputError(
+                p,
+                f"incomplete intake work directory: {', '.join(missing)} missing; ingest again",
+                reason="missing_file",
+            )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stats = CorpusStats()

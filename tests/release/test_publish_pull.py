@@ -87,7 +87,8 @@ def test_release_layout_and_record(workdirs: list[Path], tmp_path: Path) -> None
     for o in doc["objects"]:  # every object listed with its real checksum and size
         info_ = store.head(o["key"])
         assert info_ is not None and (info_.sha256, info_.size) == (o["sha256"], o["size"])
-    assert set(store.list()) == keys | {prefix + "RELEASE.json", LATEST_KEY}
+    claim = prefix + "CLAIM.json"  # created first, exclusively: the content that owns the id
+    assert set(store.list()) == keys | {claim, prefix + "RELEASE.json", LATEST_KEY}
     assert doc["code_version"] and len(doc["config_hash"]) == 16
     assert doc["counts"]["rejections"] == 2  # one per work directory
     dialogues = pq.read_table(store.root / prefix / "manifests/dialogues.parquet")

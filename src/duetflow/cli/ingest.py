@@ -79,8 +79,9 @@ def command(
         # Incremental state lives beside the intake tables it describes, so re-running the same
         # command on the same --workdir skips unchanged sessions.
         opts.setdefault("state_dir", str(workdir / "studio_state"))
+    # a bad config is one "error:" line naming the key, not a usage error
+    cfg = load_config(config_path, overrides=seed_override(seed) or None)
     try:
-        cfg = load_config(config_path, overrides=seed_override(seed) or None)
         with progress_bars(progress_enabled(progress)):
             report = ingest(corpus, root, workdir, cfg, opts or None, licence=licence)
     except ConfigError as e:

@@ -13,6 +13,7 @@ A plugin that fails to import is reported by :func:`registry_errors`, never rais
 from __future__ import annotations
 
 import abc
+import itertools
 import logging
 import math
 import os
@@ -27,18 +28,22 @@ import numpy as np
 
 from duetflow.audio.io import AudioInfo, audio_info, read_frames
 from duetflow.config import RunConfig
+
+# text helpers live in corpora/text.py; re-exported here, where adapters import them from
+from duetflow.corpora.text import DEFAULT_ENCODINGS as DEFAULT_ENCODINGS
+from duetflow.corpora.text import DecodedText as DecodedText
+from duetflow.corpora.text import decode_text as decode_text
+from duetflow.corpora.text import decode_text_as as decode_text_as
+from duetflow.corpora.text import read_bounded as read_bounded
+from duetflow.corpora.text import read_text as read_text
+from duetflow.corpora.text import read_text_as as read_text_as
 from duetflow.errors import ConfigError, InputError
-from duetflow.model import Dialogue, Rejection, Stage, Turn, dialogue_id
+from duetflow.model import Dialogue, Rejection, Stage, Turn, TurnKind, dialogue_id
 from duetflow.topics import TopicMatch
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "duetflow.corpora"
-
-#: Encodings tried after UTF-8 when an adapter does not say otherwise: none. A transcript that
-#: is not UTF-8 (with or without BOM) or BOM-marked UTF-16 is rejected with the byte offset of
-#: the first bad byte, because guessing a legacy code page silently corrupts text.
-DEFAULT_ENCODINGS: tuple[str, ...] = ()
 
 
 # --- the protocol -------------------------------------------------------------------------------
@@ -67,7 +72,8 @@ class CorpusAdapter(abc.ABC):
         *,
         config: RunConfig | None = None,
     ) -> None:
-        self.root = Path(root)
+        # absolute once, so every path derived from it compares correctly whatever the cwd
+        self.root = Path(os.path.abspath(root))
         self.config = config if config is not None else RunConfig()
         opts = dict(options or {})
         unknown = sorted(set(opts) - set(self.default_options))
@@ -208,55 +214,6 @@ def safe_path(root: Path, candidate: Path) -> Path:
     return resolved
 
 
-# --- text ---------------------------------------------------------------------------------------
-
-
-def decode_text(data: bytes, path: str | Path, encodings: Sequence[str] = DEFAULT_ENCODINGS) -> str:
-    """Decode a transcript: UTF-8 (BOM stripped), BOM-marked UTF-16, then ``encodings``.
-
-    Raises InputError ``bad_encoding`` naming the byte offset of the first invalid UTF-8 byte.
-    """
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError as e:
-            raise InputError(
-                path, f"invalid UTF-16 at byte {e.start}", reason="bad_encoding"
-            ) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        first = e
-    for enc in encodings:
-        try:
-            return data.decode(enc)
-        except (UnicodeDecodeError, LookupError):
-            continue
-    tried = ", ".join(["utf-8", *encodings])
-    raise InputError(
-        path,
-        f"not valid text at byte {first.start} (byte 0x{data[first.start]:02x}); tried {tried}",
-        reason="bad_encoding",
-    )
-
-
-def read_text(path: Path, encodings: Sequence[str] = DEFAULT_ENCODINGS) -> str:
-    """Read and decode a text file; missing → ``missing_file``."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "file not found", reason="missing_file") from None
-    except IsADirectoryError:
-        raise InputError(
-            path, "expected a file, found a directory", reason="missing_file"
-        ) from None
-    except OSError as e:
-        raise InputError(path, f"cannot read: {e}", reason="missing_file") from None
-    return decode_text(data, path, encodings)
-
-
 # --- duplicate ids ------------------------------------------------------------------------------
 
 
@@ -341,6 +298,50 @@ def check_turn_timing(turns: Sequence[Turn], duration_s: float, path: Path, slac
                 f"turn {i} ends at {t.end:.3f} s, after the audio's end ({duration_s:.3f} s)",
                 reason="bad_timing",
             )
+
+
+#: Two turns of one speaker may overlap by this much (timestamp rounding) before it counts.
+SAME_SPEAKER_OVERLAP_TOLERANCE_S = 0.01
+
+
+def merge_same_speaker_duplicates(
+    turns: Sequence[Turn], path: Path, tolerance_s: float = SAME_SPEAKER_OVERLAP_TOLERANCE_S
+) -> tuple[list[Turn], int]:
+    """Drop exact copies of a turn; refuse same-speaker turns that overlap otherwise.
+
+    One speaker cannot say two things at once, and rendering cuts each turn from the source, so
+    an annotation line pasted twice would be heard twice, back to back. A copy (same speaker,
+    start, end and text) is merged into the first; any other overlap of one speaker's turns
+    (beyond ``tolerance_s``) raises InputError ``overlapping_turns`` naming both. Non-speech
+    turns (laughter, breathing) may overlap speech. Returns (turns in their given order,
+    number of copies merged).
+    """
+    seen: set[tuple[str, float, float, str, str]] = set()
+    kept: list[Turn] = []
+    merged = 0
+    for t in turns:
+        key = (t.speaker, t.start, t.end, t.text, str(t.kind))
+        if key in seen:
+            merged += 1
+            continue
+        seen.add(key)
+        kept.append(t)
+    by_speaker: dict[str, list[tuple[int, Turn]]] = {}
+    for i, t in enumerate(kept):
+        if t.kind is not TurnKind.NONSPEECH:
+            by_speaker.setdefault(t.speaker, []).append((i, t))
+    for spk, own in by_speaker.items():
+        own.sort(key=lambda it: (it[1].start, it[1].end))
+        for (i, a), (j, b) in itertools.pairwise(own):
+            if b.start < a.end - tolerance_s:
+                raise InputError(
+                    path,
+                    f"turns {i} ({a.start}-{a.end}) and {j} ({b.start}-{b.end}) of speaker "
+                    f"{spk} overlap by {min(a.end, b.end) - b.start:.3f} s; one speaker cannot "
+                    "say two things at once",
+                    reason="overlapping_turns",
+                )
+    return kept, merged
 
 
 @dataclass(frozen=True)

@@ -60,13 +60,15 @@ class DailyTalkAdapter(CorpusAdapter):
 
     def _metadata(self) -> dict[str, Any]:
         path = self.path("metadata.json")
-        text = read_text(path, self.options["encodings"])
+        text = read_text(path, self.options["encodings"], "en")
         try:
             data = json.loads(text, object_pairs_hook=duplicate_keys_hook(path))
         except json.JSONDecodeError as e:
             raise InputError(
                 path, f"invalid JSON: {e.msg}", reason="malformed_line", line=e.lineno
             ) from None
+        except RecursionError:
+            raise InputError(path, "JSON nested too deeply", reason="malformed_line") from None
         if not isinstance(data, dict):
             raise InputError(path, "top level must be an object", reason="malformed_line")
         return data
@@ -190,7 +192,7 @@ class DailyTalkAdapter(CorpusAdapter):
             wav = self.path(ddir_rel / f"{stem}.wav")
             info = checked_audio_info(wav, sample_rate=int(self.options["sample_rate"]))
             txt = self.path(ddir_rel / f"{stem}.txt")
-            raw = read_text(txt, self.options["encodings"])
+            raw = read_text(txt, self.options["encodings"], "en")
             first = raw.splitlines()[0] if raw.strip() else ""
             text = " ".join(first.split()) or " ".join(str(u.get("text", "")).split())
             labels = {

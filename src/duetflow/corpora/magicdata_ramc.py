@@ -18,8 +18,12 @@ may open the file; whitespace inside the brackets is tolerated). Quirks handled:
   :class:`MultichannelSource` only when its channels separate the two speakers by energy
   during their turns, otherwise it is downmixed.
 
-Transcripts that are not UTF-8 are tried as GB18030 (the usual legacy Chinese encoding) before
-being rejected with the byte offset.
+Transcripts that are not UTF-8 are tried as GB18030 (the usual legacy Chinese encoding); the
+result must read as Mandarin (:func:`~duetflow.corpora.text.implausible_text`: a Big5 file
+decodes as GB18030 too, into nonsense), else the recording is rejected ``bad_encoding``. The
+encoding used is recorded in provenance (``text_encoding``). A line pasted twice is heard once
+(``merged_duplicate_turns``); other overlaps of one speaker's segments reject the recording
+(``overlapping_turns``).
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ from duetflow.corpora.base import (
     check_turn_timing,
     checked_audio_info,
     decide_channels,
+    merge_same_speaker_duplicates,
     read_text,
+    read_text_as,
 )
 from duetflow.errors import ConfigError, InputError
 from duetflow.model import (
@@ -109,7 +115,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
         if not path.exists():
             return []
         try:
-            text = read_text(self.path(self.data_dir / name), self.options["encodings"])
+            text = read_text(self.path(self.data_dir / name), self.options["encodings"], "zh")
         except InputError as e:
             raise ConfigError(f"corpus magicdata_ramc: cannot read {name}: {e}") from None
         rows = [line.rstrip("\r").split("\t") for line in text.splitlines() if line.strip()]
@@ -133,7 +139,9 @@ class MagicDataRamcAdapter(CorpusAdapter):
                 p = part / f"{split}.tsv"
                 if not p.exists():
                     continue
-                text = read_text(self.path(p.relative_to(self.root)), self.options["encodings"])
+                text = read_text(
+                    self.path(p.relative_to(self.root)), self.options["encodings"], "zh"
+                )
                 for line in text.splitlines()[1:]:  # the first line is a path
                     first = line.split("\t")[0].strip().replace("\\", "/").rsplit("/", 1)[-1]
                     if first.endswith(".wav"):
@@ -166,8 +174,9 @@ class MagicDataRamcAdapter(CorpusAdapter):
 
     def _segments(
         self, path: Path
-    ) -> tuple[list[Turn], dict[str, Literal["M", "F"] | None], list[dict[str, Any]]]:
-        text = read_text(path, self.options["encodings"])
+    ) -> tuple[list[Turn], dict[str, Literal["M", "F"] | None], list[dict[str, Any]], str]:
+        decoded = read_text_as(path, self.options["encodings"], "zh")
+        text = decoded.text
         turns: list[Turn] = []
         genders: dict[str, Literal["M", "F"] | None] = {}
         skipped: list[dict[str, Any]] = []
@@ -221,7 +230,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
                 labels["collection_header"] = "1"
             turns.append(Turn(spk, start, end, body, kind, labels))
         turns.sort(key=lambda t: (t.start, t.end))
-        return turns, genders, skipped
+        return turns, genders, skipped, decoded.encoding
 
     def _dialogue(self, rec: str) -> Dialogue:
         txt_rel = self.data_dir / "TXT" / f"{rec}.txt"
@@ -230,7 +239,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
             raise InputError(
                 self.root / txt_rel, "recording has no transcript", reason="missing_annotation"
             )
-        turns, txt_genders, skipped = self._segments(self.path(txt_rel))
+        turns, txt_genders, skipped, encoding = self._segments(self.path(txt_rel))
         spk_genders, recs, splits = self.tables()
         in_txt = list(dict.fromkeys(t.speaker for t in turns if t.speaker != NO_SPEAKER))
         pair = recs.get(rec)
@@ -249,6 +258,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
             wav, sample_rate=int(self.options["sample_rate"]), channels=self.options["channels"]
         )
         check_turn_timing(turns, info.duration_s, wav, float(self.options["timing_slack_s"]))
+        turns, merged = merge_same_speaker_duplicates(turns, self.root / txt_rel)
         source: AudioSource = MixedMonoSource(str(wav), None)
         channel_map = "mono"
         separation = 0.0
@@ -291,5 +301,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
                 "channel_map": channel_map,
                 "channel_separation_db": round(separation, 2),
                 "skipped_segments": skipped,
+                "text_encoding": encoding,
+                **({"merged_duplicate_turns": merged} if merged else {}),
             },
         )

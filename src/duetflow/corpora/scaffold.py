@@ -170,7 +170,7 @@ class __CLASS__(CorpusAdapter):
     def _dialogue(self, item: str) -> Dialogue:
         # TODO: parse the real annotation format here.
         tsv = self.path(item, "turns.tsv")
-        text = read_text(tsv, self.options["encodings"])
+        text = read_text(tsv, self.options["encodings"], self.options["language"])
         guard = DuplicateGuard()
         turns: list[Turn] = []
         for lineno, line in enumerate(text.splitlines()[1:], 2):

@@ -42,6 +42,7 @@ from duetflow.errors import ManifestError
 from duetflow.licences import UNDECLARED, hf_licence, release_terms
 from duetflow.manifest import iter_rows
 from duetflow.model import DESIGN_COLUMNS
+from duetflow.release.pull import pulled_audio_path
 from duetflow.schemas.tables import SPLITS
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ def _gzip_jsonl(path: Path, records: Iterator[dict[str, Any]]) -> int:
 def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dict[str, Any]]:
     """Recording dicts of a split; supervision lines go to ``sup_file`` as a side stream."""
     for row, turns in iter_dialogues_with_turns(src, split):
-        path = src.joinpath(*row["audio_path"].split("/"))
+        path = pulled_audio_path(src, row)
         info = audio_info(path)
         duration = info.frames / info.sample_rate
         channels = list(range(info.channels))
@@ -335,7 +336,7 @@ def export_hf(
         for shard in range(n_shards):
             batch = []
             for row, turns in rows:
-                path = src.joinpath(*row["audio_path"].split("/"))
+                path = pulled_audio_path(src, row)
                 batch.append(
                     {
                         "audio": {"bytes": path.read_bytes(), "path": Path(path).name},

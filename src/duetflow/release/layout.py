@@ -9,6 +9,7 @@ releases/<id>/manifests/rejections.parquet  what was dropped and why
 releases/<id>/splits.{json,md}              split report
 releases/<id>/report/...                    card + plots (copied from the report folder)
 releases/<id>/stats/...                     stats.json of each rendered work directory
+releases/<id>/CLAIM.json                    created first, exclusively: which content owns the id
 releases/<id>/RELEASE.json                  written last: counts, checksums, config, code version
 releases/LATEST                             id of the newest release, written after RELEASE.json
 ```
@@ -65,6 +66,11 @@ def release_prefix(release_id: str) -> str:
 
 def release_json_key(release_id: str) -> str:
     return release_prefix(release_id) + "RELEASE.json"
+
+
+def claim_key(release_id: str) -> str:
+    """The object a publisher creates exclusively before writing anything of a release."""
+    return release_prefix(release_id) + "CLAIM.json"
 
 
 def manifest_key(release_id: str, name: str) -> str:

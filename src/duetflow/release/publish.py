@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from duetflow import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
 from duetflow.errors import ManifestError, StorageError
+from duetflow.leftovers import remove_stale_staging, staging_prefix
 from duetflow.licences import UNDECLARED
 from duetflow.manifest import (
     DIALOGUES,
@@ -47,6 +48,7 @@ from duetflow.release.layout import (
     RELEASE_DIALOGUE_SCHEMA,
     RELEASE_FORMAT,
     check_release_id,
+    claim_key,
     manifest_key,
     release_json_key,
     release_prefix,
@@ -59,9 +61,11 @@ from duetflow.release.splits import (
 )
 from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
 from duetflow.schemas.tables import SPLITS
-from duetflow.storage import Store, audio_key, open_store, sha256_file
+from duetflow.storage import Store, audio_key, open_store, sha256_bytes, sha256_file
 
 log = logging.getLogger(__name__)
+
+_STAGING = "duetflow-publish"
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,8 @@ class _Publisher:
             recs[key] = {"key": key, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
         return [recs[k] for k in sorted(recs)]
 
-    def _count(self, sent: bool) -> None:
+    def count(self, sent: bool) -> None:
+        """Count one object as uploaded (True) or already present (False)."""
         if sent:
             self.uploaded += 1
         else:
@@ -195,17 +200,17 @@ class _Publisher:
                     pool.submit(self.store.put_file, u.key, u.path, u.sha256) for u in self.files
                 ]
                 for fut in as_completed(futures):
-                    self._count(fut.result())
+                    self.count(fut.result())
                     bar.advance()
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
         for key, data in self.blobs:
-            self._count(self.store.put_bytes(key, data))
+            self.count(self.store.put_bytes(key, data))
             bar.advance()
         self.files, self.blobs = [], []
 
     def put_bytes(self, key: str, data: bytes) -> None:
-        self._count(self.store.put_bytes(key, data))
+        self.count(self.store.put_bytes(key, data))
 
 
 def _stage_manifests(
@@ -303,6 +308,31 @@ def default_release_id(manifest_digests: Mapping[str, str], config: RunConfig) -
     return "rel-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
+def _claim_release(store: Store, rid: str, doc: bytes) -> bool:
+    """Make this content the only one that may be written under release id ``rid``.
+
+    The claim object is created exclusively (S3 ``If-None-Match: *``, ``link()`` locally): of
+    publishers racing on one id exactly one creates it. A publisher whose claim is already
+    there continues only when it claims the same content (a re-run, or a twin publishing the
+    same bytes; both write identical objects); any other one fails before writing anything.
+    Returns True when this call created the claim.
+    """
+    claim = _json_bytes({"release_id": rid, "release_json_sha256": sha256_bytes(doc)})
+    key = claim_key(rid)
+    if store.create_exclusive(key, claim):
+        return True
+    try:
+        held = store.get_bytes(key)
+    except StorageError:
+        held = b""
+    if held != claim:
+        raise StorageError(
+            f"{store.uri}: release id {rid} is taken by another publish with different content "
+            f"(see {key}); publish under another release id"
+        )
+    return False
+
+
 def publish(
     workdirs: Sequence[Path | str],
     store_uri: str,
@@ -330,8 +360,10 @@ def publish(
     plan = plan_splits(items, cfg.release)
     st = store or open_store(store_uri, cfg.release)
     pub = _Publisher(st, workers)
+    st.remove_stale_temporaries()  # what a killed publish left (never a live writer's)
+    remove_stale_staging(_STAGING)
 
-    with tempfile.TemporaryDirectory(prefix="duetflow-publish-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=staging_prefix(_STAGING)) as tmp:
         staging = Path(tmp)
         by_licence: Counter[tuple[str, str]] = Counter()
         counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped, by_licence)
@@ -404,6 +436,7 @@ def publish(
                 f"{st.uri}: release {rid} already exists with different content; "
                 "publish under another release id"
             )
+        pub.count(_claim_release(st, rid, doc))  # before any object of the release is written
         pub.upload()  # audio, manifests, reports: everything RELEASE.json lists
         pub.put_bytes(key, doc)  # the release becomes visible ...
         pub.put_bytes(LATEST_KEY, f"{rid}\n".encode())  # ... and then the newest

@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError, StorageError
+from duetflow.leftovers import remove_stale_temp_files, temp_file
 from duetflow.manifest import TableWriter, iter_rows
 from duetflow.progress import Progress
 from duetflow.release.layout import (
@@ -49,6 +50,7 @@ from duetflow.release.layout import (
 )
 from duetflow.schemas.tables import SPLITS
 from duetflow.storage import Store, open_store, sha256_file
+from duetflow.storage.base import checked_audio_key
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +132,7 @@ def pull(
     objects = object_index(doc)
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(out)  # what a killed pull left
 
     split_key, turns_key = manifest_key(rid, split), manifest_key(rid, "turns")
     for key in (split_key, turns_key):
@@ -140,13 +143,16 @@ def pull(
     report = _pull_report(st, release_prefix(rid), objects, out)
     record = st.get_bytes(release_json_key(rid))
     if not (out / "RELEASE.json").is_file() or (out / "RELEASE.json").read_bytes() != record:
-        tmp = out / f".RELEASE.json.{os.getpid()}.tmp"
+        tmp = temp_file(out / "RELEASE.json")
         tmp.write_bytes(record)
         os.replace(tmp, out / "RELEASE.json")
 
     jobs: dict[str, str] = {}
     for row in iter_rows(out / f"{split}.parquet", ["dialogue_id", "audio_key", "sha256"]):
-        key = row["audio_key"]
+        try:  # the only thing a local path is derived from: checked before anything is written
+            key = checked_audio_key(row["audio_key"], row["sha256"])
+        except StorageError as e:
+            raise StorageError(f"{st.uri}: dialogue {row['dialogue_id']}: {e}") from None
         obj = objects.get(key)
         if obj is None or obj["sha256"] != row["sha256"]:
             raise StorageError(
@@ -196,13 +202,22 @@ def pull(
     )  # fmt: skip
 
 
+def pulled_audio_path(root: Path, row: Mapping[str, Any]) -> Path:
+    """Local path of a release row's audio under ``root`` (a pulled folder or a store root).
+
+    Derived only from the row's ``audio_key``, checked to be the content address of its
+    ``sha256``; the row's ``audio_path`` is never trusted (StorageError on a bad key).
+    """
+    return root.joinpath(*checked_audio_key(row.get("audio_key"), row.get("sha256")).split("/"))
+
+
 def _pull_turns(st: Store, key: str, objects: Mapping[str, Mapping[str, Any]], out: Path) -> None:
     """``out/turns.parquet``: the release's turn rows of the splits whose manifest is in ``out``.
 
     The published file is fetched (checksum-verified) to a temporary name, filtered by streaming
     row groups and deleted, so no other split's transcripts stay on disk.
     """
-    tmp = out / f".turns.all.{os.getpid()}.tmp"
+    tmp = temp_file(out / ".turns.all")
     try:
         st.get_file(key, tmp, objects[key]["sha256"])
         wanted = {
@@ -264,7 +279,10 @@ def open_release(
     for split in splits:
         res = pull(uri, rid, split, root, cfg, store=st)
         df = pd.read_parquet(res.manifest)
-        df["audio_path"] = [str(root.joinpath(*k.split("/"))) for k in df["audio_key"]]
+        df["audio_path"] = [
+            str(pulled_audio_path(root, {"audio_key": k, "sha256": h}))
+            for k, h in zip(df["audio_key"], df["sha256"], strict=True)
+        ]
         frames[split] = df
     turns = pd.read_parquet(root / "turns.parquet")
     info = read_release_json(st, rid)

@@ -17,17 +17,15 @@ Semantics the checks pin down (the renderer must follow them):
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 import pandera.pandas as pa
 
 from duetflow.config import RunConfig
 from duetflow.model import DESIGN_COLUMNS, Category, Stage, TurnKind
+from duetflow.storage.base import AUDIO_KEY_RE
 
 SPLITS = ("train", "val", "test")
 SHA256_RE = r"^[0-9a-f]{64}$"
-AUDIO_KEY_RE = re.compile(r"^audio/([0-9a-f]{2})/([0-9a-f]{64})\.([a-z0-9]+)$")
 
 #: Rounding slack for times (seconds) and gaps (milliseconds): one frame at 1 kHz.
 TIME_TOL_S = 0.002
