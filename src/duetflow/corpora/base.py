@@ -13,7 +13,6 @@ A plugin that fails to import is reported by :func:`registry_errors`, never rais
 from __future__ import annotations
 
 import abc
-import itertools
 import logging
 import math
 import os
