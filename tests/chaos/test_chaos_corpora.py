@@ -124,3 +124,21 @@ def test_iemocap_pasted_line_is_heard_once_and_overlap_rejected(cli: Cli, tmp_pa
     assert [t["text"] for t in turns] == ["Hello there, how are you?", "Fine, thanks."]
     prov = json.loads(str(_rows(out)[f"iemocap__{dup}"]["provenance"]))
     assert prov["merged_duplicate_turns"] == 1
+
+
+def test_iemocap_segmentation_slack_of_one_speaker_is_joined(cli: Cli, tmp_path: Path) -> None:
+    """Two lines of one speaker overlapping by 0.2 s (annotator slack) become one turn."""
+    root = tmp_path / "IEMOCAP_full_release"
+    name = "Ses01F_impro06"
+    slack = f"{name}_M001 [004.8000-006.0000]: And you?"
+    _iemocap(root, name, _crlf(_lines(name, "Fine, thanks.", (slack,)), "utf-8"))
+    out = tmp_path / "out"
+    res = cli("ingest", "--corpus", "iemocap", "--root", root, "--workdir", out)
+    assert res.rc == 0, res.text
+    got = intake(out)
+    assert got.found == 1 and got.reasons == {}
+    turns = pq.read_table(out / "turns.parquet").to_pylist()
+    assert [t["text"] for t in turns] == ["Hello there, how are you?", "Fine, thanks. And you?"]
+    assert (turns[1]["start_s"], turns[1]["end_s"]) == (3.0, 6.0)
+    prov = json.loads(str(_rows(out)[f"iemocap__{name}"]["provenance"]))
+    assert prov["merged_overlapping_turns"] == 1

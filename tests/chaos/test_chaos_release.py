@@ -149,8 +149,15 @@ class _Lockstep(Store):
         self._sync()
         return self.inner.put_bytes(key, data, sha256)
 
+    #: Real S3 (and the local store's link()) decide a conditional write atomically; moto's
+    #: server checks If-None-Match and then writes, so two requests arriving in the same instant
+    #: can both pass. The proxies therefore hand their claims to the server one at a time, which
+    #: is the server behaviour the claim relies on; everything else still races.
+    _claims = threading.Lock()
+
     def create_exclusive(self, key: str, data: bytes) -> bool:
-        return self.inner.create_exclusive(key, data)
+        with self._claims:
+            return self.inner.create_exclusive(key, data)
 
     def get_file(self, key: str, dest: str | Path, sha256: str | None = None) -> Path:
         return self.inner.get_file(key, dest, sha256)

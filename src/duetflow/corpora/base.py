@@ -13,12 +13,11 @@ A plugin that fails to import is reported by :func:`registry_errors`, never rais
 from __future__ import annotations
 
 import abc
-import itertools
 import logging
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -301,47 +300,80 @@ def check_turn_timing(turns: Sequence[Turn], duration_s: float, path: Path, slac
 
 
 #: Two turns of one speaker may overlap by this much (timestamp rounding) before it counts.
+#: Same-speaker annotations overlapping by at most this much are one stretch of talk.
 SAME_SPEAKER_OVERLAP_TOLERANCE_S = 0.01
+#: A larger same-speaker overlap is merged into one turn (union of the spans, texts in order)
+#: while it is at most this long and at most half of the shorter turn: segmentation slack of one
+#: utterance, as annotators leave it. Beyond that the two lines say different things over the
+#: same audio (a pasted or shifted line): the dialogue is rejected ``overlapping_turns``.
+SAME_SPEAKER_MERGE_MAX_S = 0.5
+
+
+@dataclass(frozen=True)
+class SameSpeakerFixes:
+    """What :func:`merge_same_speaker_duplicates` did to a dialogue's turns."""
+
+    copies: int = 0  # exact copies of a turn dropped
+    merged: int = 0  # slightly overlapping same-speaker turns joined into one
+
+    def provenance(self) -> dict[str, int]:
+        """The non-zero counts, under their provenance keys."""
+        keys = {"merged_duplicate_turns": self.copies, "merged_overlapping_turns": self.merged}
+        return {k: v for k, v in keys.items() if v}
 
 
 def merge_same_speaker_duplicates(
     turns: Sequence[Turn], path: Path, tolerance_s: float = SAME_SPEAKER_OVERLAP_TOLERANCE_S
-) -> tuple[list[Turn], int]:
-    """Drop exact copies of a turn; refuse same-speaker turns that overlap otherwise.
+) -> tuple[list[Turn], SameSpeakerFixes]:
+    """Drop exact copies of a turn, join slightly overlapping same-speaker turns, refuse the rest.
 
     One speaker cannot say two things at once, and rendering cuts each turn from the source, so
     an annotation line pasted twice would be heard twice, back to back. A copy (same speaker,
-    start, end and text) is merged into the first; any other overlap of one speaker's turns
-    (beyond ``tolerance_s``) raises InputError ``overlapping_turns`` naming both. Non-speech
-    turns (laughter, breathing) may overlap speech. Returns (turns in their given order,
-    number of copies merged).
+    start, end and text) is dropped. Two turns of one speaker that overlap by more than
+    ``tolerance_s`` but at most :data:`SAME_SPEAKER_MERGE_MAX_S` and half of the shorter one
+    are one utterance segmented with slack: they become one turn over the union of their spans,
+    texts joined in time order. Any larger overlap raises InputError ``overlapping_turns``
+    naming both. Non-speech turns (laughter, breathing) may overlap speech. Returns (turns in
+    their given order, what was fixed).
     """
     seen: set[tuple[str, float, float, str, str]] = set()
     kept: list[Turn] = []
-    merged = 0
+    copies = 0
     for t in turns:
         key = (t.speaker, t.start, t.end, t.text, str(t.kind))
         if key in seen:
-            merged += 1
+            copies += 1
             continue
         seen.add(key)
         kept.append(t)
-    by_speaker: dict[str, list[tuple[int, Turn]]] = {}
+    by_speaker: dict[str, list[int]] = {}
     for i, t in enumerate(kept):
         if t.kind is not TurnKind.NONSPEECH:
-            by_speaker.setdefault(t.speaker, []).append((i, t))
+            by_speaker.setdefault(t.speaker, []).append(i)
+    absorbed: dict[int, int] = {}  # turn index -> index of the turn it was joined into
+    joined: dict[int, Turn] = {}
     for spk, own in by_speaker.items():
-        own.sort(key=lambda it: (it[1].start, it[1].end))
-        for (i, a), (j, b) in itertools.pairwise(own):
-            if b.start < a.end - tolerance_s:
+        own.sort(key=lambda i: (kept[i].start, kept[i].end))
+        head = own[0]
+        for j in own[1:]:
+            a, b = joined.get(head, kept[head]), kept[j]
+            overlap = min(a.end, b.end) - b.start
+            if overlap <= tolerance_s:
+                head = j
+                continue
+            shorter = min(kept[head].duration, b.duration)
+            if overlap > SAME_SPEAKER_MERGE_MAX_S or overlap > shorter / 2:
                 raise InputError(
                     path,
-                    f"turns {i} ({a.start}-{a.end}) and {j} ({b.start}-{b.end}) of speaker "
-                    f"{spk} overlap by {min(a.end, b.end) - b.start:.3f} s; one speaker cannot "
-                    "say two things at once",
+                    f"turns {head} ({a.start}-{a.end}) and {j} ({b.start}-{b.end}) of speaker "
+                    f"{spk} overlap by {overlap:.3f} s; one speaker cannot say two things at once",
                     reason="overlapping_turns",
                 )
-    return kept, merged
+            text = " ".join(x for x in (a.text.strip(), b.text.strip()) if x)
+            joined[head] = replace(a, end=max(a.end, b.end), text=text)
+            absorbed[j] = head
+    out = [joined.get(i, t) for i, t in enumerate(kept) if i not in absorbed]
+    return out, SameSpeakerFixes(copies=copies, merged=len(absorbed))
 
 
 @dataclass(frozen=True)

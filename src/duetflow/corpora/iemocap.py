@@ -19,8 +19,10 @@ temporal order; ``XX`` utterance ids without a sentence WAV; lines not starting 
 * Text that is not UTF-8 is read as cp1252 (some copies are Latin-1) only when the result reads
   as English (:func:`~duetflow.corpora.text.implausible_text`; GBK bytes decode as cp1252 too,
   into mojibake), else ``bad_encoding``; provenance records ``text_encoding``.
-* A line pasted twice is heard once (``merged_duplicate_turns``); other overlaps of one
-  speaker's utterances reject the dialogue (``overlapping_turns``).
+* A line pasted twice is heard once (``merged_duplicate_turns``); one speaker's utterances
+  overlapping by a little segmentation slack are joined (``merged_overlapping_turns``), larger
+  overlaps reject the dialogue (``overlapping_turns``; see
+  :func:`~duetflow.corpora.base.merge_same_speaker_duplicates`).
 """
 
 from __future__ import annotations
@@ -242,7 +244,7 @@ class IemocapAdapter(CorpusAdapter):
             wav, sample_rate=int(self.options["sample_rate"]), channels=self.options["channels"]
         )
         check_turn_timing(turns, info.duration_s, wav, float(self.options["timing_slack_s"]))
-        turns, merged = merge_same_speaker_duplicates(turns, trans)
+        turns, fixes = merge_same_speaker_duplicates(turns, trans)
         ids = list(dict.fromkeys(t.speaker for t in turns if t.kind is TurnKind.TURN))
         if len(ids) != 2:
             raise InputError(trans, f"expected two speakers, found {ids}", reason="speaker_count")
@@ -286,6 +288,6 @@ class IemocapAdapter(CorpusAdapter):
                 "channel_separation_db": round(decision.score_db, 2),
                 "skipped_lines": skipped,
                 "text_encoding": encoding,
-                **({"merged_duplicate_turns": merged} if merged else {}),
+                **fixes.provenance(),
             },
         )

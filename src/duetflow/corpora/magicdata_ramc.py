@@ -22,8 +22,9 @@ Transcripts that are not UTF-8 are tried as GB18030 (the usual legacy Chinese en
 result must read as Mandarin (:func:`~duetflow.corpora.text.implausible_text`: a Big5 file
 decodes as GB18030 too, into nonsense), else the recording is rejected ``bad_encoding``. The
 encoding used is recorded in provenance (``text_encoding``). A line pasted twice is heard once
-(``merged_duplicate_turns``); other overlaps of one speaker's segments reject the recording
-(``overlapping_turns``).
+(``merged_duplicate_turns``); one speaker's segments overlapping by a little segmentation slack
+are joined (``merged_overlapping_turns``), larger overlaps reject the recording
+(``overlapping_turns``; see :func:`~duetflow.corpora.base.merge_same_speaker_duplicates`).
 """
 
 from __future__ import annotations
@@ -258,7 +259,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
             wav, sample_rate=int(self.options["sample_rate"]), channels=self.options["channels"]
         )
         check_turn_timing(turns, info.duration_s, wav, float(self.options["timing_slack_s"]))
-        turns, merged = merge_same_speaker_duplicates(turns, self.root / txt_rel)
+        turns, fixes = merge_same_speaker_duplicates(turns, self.root / txt_rel)
         source: AudioSource = MixedMonoSource(str(wav), None)
         channel_map = "mono"
         separation = 0.0
@@ -302,6 +303,6 @@ class MagicDataRamcAdapter(CorpusAdapter):
                 "channel_separation_db": round(separation, 2),
                 "skipped_segments": skipped,
                 "text_encoding": encoding,
-                **({"merged_duplicate_turns": merged} if merged else {}),
+                **fixes.provenance(),
             },
         )

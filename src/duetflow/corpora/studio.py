@@ -877,9 +877,8 @@ class StudioAdapter(CorpusAdapter):
                         reason="bad_timing",
                     )
             check_turn_timing(given, duration, timing_file, scfg.timing_tolerance_s)
-            given, merged = merge_same_speaker_duplicates(given, timing_file)
-            if merged:
-                provenance["merged_duplicate_turns"] = merged
+            given, fixes = merge_same_speaker_duplicates(given, timing_file)
+            provenance.update(fixes.provenance())
             turns = sorted(given, key=lambda t: (t.start, ids.index(t.speaker)))
         elif meta.layout in ("tracks", "stereo"):
             # streamed block by block: memory does not grow with the session's length
