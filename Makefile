@@ -17,7 +17,7 @@ $(VENV)/.core: pyproject.toml
 
 $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	$(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[dev,tts,dask,export]"
+	$(PIP) install -q -e ".[dev,tts,dask,export,llm]"
 	touch $@
 
 install: $(VENV)/.core

@@ -94,6 +94,8 @@ def make_workdir(root: Path, n: int) -> Path:
                         "gap_ms_min": 200.0,
                         "gap_ms_max": 200.0,
                         "provenance": "{}",
+                        "licence": "CC-BY-4.0",
+                        "source_sample_rate": SR,
                     }
                 ]
             )

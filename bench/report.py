@@ -94,6 +94,8 @@ def make_workdir(root: Path, n: int, turns: int) -> Path:
                         "gap_ms_min": 180.0,
                         "gap_ms_max": 230.0,
                         "provenance": "{}",
+                        "licence": "CC-BY-4.0",
+                        "source_sample_rate": SR,
                     }
                 ]
             )

@@ -6,7 +6,30 @@ it is usually a data engineer looking at a corpus they did not write.
 
 from __future__ import annotations
 
+import reprlib
 from pathlib import Path
+
+#: Longest cause an InputError keeps (a rejection detail is one readable line, not a dump).
+MAX_CAUSE_CHARS = 2000
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxdict = 4
+_REPR.maxstring = _REPR.maxother = 80
+
+
+def brief_repr(value: object, limit: int = 200) -> str:
+    """``repr`` of a (possibly huge or deeply nested) value, bounded to ``limit`` characters."""
+    text = _REPR.repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cap_text(text: str, limit: int = MAX_CAUSE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    cut = len(text) - limit
+    return f"{text[:limit]}… [{cut} more characters cut]"
 
 
 class DuetflowError(Exception):
@@ -29,8 +52,8 @@ class InputError(DuetflowError):
         line: int | None = None,
         field: str | None = None,
     ) -> None:
-        self.path = str(path) if path is not None else None
-        self.cause = cause
+        self.path = cap_text(str(path), 1000) if path is not None else None
+        self.cause = cap_text(cause)
         self.reason = reason
         self.line = line
         self.field = field

@@ -7,7 +7,8 @@ failure's reason code. A plugin adds a filter with :func:`register_filter` or th
 ``duetflow.filters`` entry-point group.
 
 Reason codes: ``collection_header``, ``unintelligible``, ``too_short``, ``too_long``,
-``too_few_turns``, ``interruption``, ``non_floor_interruption``, ``imbalanced``, ``language``.
+``too_few_turns``, ``interruption``, ``non_floor_interruption``, ``imbalanced``, ``language``,
+``topic``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, TypeAlias
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
 from duetflow.model import Dialogue, Turn, TurnKind
+from duetflow.rendered_length import LengthRange, predict_length
 from duetflow.turns import BalanceStats, OverlapClass, OverlapEvent, balance, classify_overlaps
 from duetflow.windows import HEADER_LABEL
 
@@ -75,6 +77,11 @@ class FilterContext:
     def balance(self) -> BalanceStats:
         speakers = [s.id for s in self.dialogue.speakers]
         return balance(self.dialogue.turns, self.config.turns, speakers)
+
+    @cached_property
+    def length(self) -> LengthRange | None:
+        """Predicted rendered length (:mod:`duetflow.rendered_length`)."""
+        return predict_length(self.dialogue, self.config, self.events)
 
     @cached_property
     def speech_turns(self) -> list[Turn]:
@@ -197,13 +204,24 @@ def unintelligible(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
 
 @register_filter("duration")
 def duration(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
-    """Keep only ``window.min_s``–``window.max_s`` seconds, the length a judge can listen to."""
+    """Keep what will *render* to ``window.min_s``–``window.max_s`` seconds (less the margin).
+
+    The length is predicted from the turns with the renderer's own layout
+    (:mod:`duetflow.rendered_length`), for every gap it may draw; the rendered audio is checked
+    again after rendering.
+    """
     w = ctx.config.window
-    d = dialogue.duration_s
-    if d < w.min_s - 1e-9:
-        return Reject("too_short", {"duration_s": round(d, 3), "min_s": w.min_s})
-    if d > w.max_s + 1e-9:
-        return Reject("too_long", {"duration_s": round(d, 3), "max_s": w.max_s})
+    lo, hi = w.select_range
+    r = ctx.length
+    detail = {
+        "predicted_s": r.to_list() if r else None,
+        "source_s": round(dialogue.duration_s, 3),
+        "select_range_s": [round(lo, 3), round(hi, 3)],
+    }
+    if r is None or r.lo_s < lo - 1e-9:
+        return Reject("too_short", {**detail, "min_s": w.min_s})
+    if r.hi_s > hi + 1e-9:
+        return Reject("too_long", {**detail, "max_s": w.max_s})
     return KEEP
 
 
@@ -274,3 +292,12 @@ def language(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
     if bad:
         return Reject("language", {"languages": bad, "allowed": list(allowed)})
     return KEEP
+
+
+@register_filter("topics")
+def topics(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
+    """Keep only the configured taxonomy topics (``filters.topics``; None keeps every topic)."""
+    allowed = ctx.config.filters.topics
+    if allowed is None or dialogue.topic in allowed:
+        return KEEP
+    return Reject("topic", {"topic": dialogue.topic, "allowed": list(allowed)})

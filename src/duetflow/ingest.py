@@ -12,7 +12,7 @@ import itertools
 import logging
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from duetflow.corpora.base import DuplicateGuard
 from duetflow.errors import InputError
 from duetflow.manifest import IntakeWriter
 from duetflow.model import Dialogue, Rejection, Stage
+from duetflow.progress import Progress
 
 log = logging.getLogger(__name__)
 
@@ -49,13 +50,22 @@ def ingest(
     workdir: Path,
     config: RunConfig,
     options: Mapping[str, Any] | None = None,
+    *,
+    licence: str | None = None,
+    progress: bool = True,
 ) -> IngestReport:
     """Scan ``root`` with the adapter registered as ``corpus`` and write intake tables.
 
-    Raises ConfigError when the corpus is unknown or the root is unusable (nothing can be
-    counted); individual bad items never raise, they become rejections.
+    Every dialogue is stamped with its licence: ``licence`` (the config's ``corpora[].licence``)
+    when given, else the one the adapter set on the dialogue, else the adapter's declared one.
+    Raises ConfigError when the corpus is unknown, declares no licence, or the root is unusable
+    (nothing can be counted); individual bad items never raise, they become rejections.
+    ``progress`` reports items done (of ``count_sources()``) to :mod:`duetflow.progress`.
     """
     adapter = get_adapter(corpus)(Path(root), options, config=config)
+    default_licence = adapter.resolve_licence(licence)
+    total = adapter.count_sources() if progress else None
+    bar = Progress("ingest", corpus, total) if progress else None
     guard = DuplicateGuard()
     kept = 0
     reasons: Counter[str] = Counter()
@@ -64,6 +74,8 @@ def ingest(
     with IntakeWriter(workdir) as writer:
         for item in itertools.chain([first] if first is not None else [], items):
             if isinstance(item, Dialogue):
+                if licence or not item.licence:
+                    item = replace(item, licence=default_licence)
                 try:
                     guard.check(item.id, item.source_id)
                 except InputError as e:
@@ -80,6 +92,8 @@ def ingest(
                 reasons[item.reason] += 1
             else:
                 kept += 1
+            if bar is not None:
+                bar.advance()
     rejected = sum(reasons.values())
     report = IngestReport(corpus, kept + rejected, kept, rejected, dict(sorted(reasons.items())))
     log.info("ingest %s", report.summary())

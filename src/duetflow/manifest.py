@@ -9,6 +9,7 @@ memory follows the batch size, not the corpus size. Dialogues and turns are writ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 
 from duetflow.errors import ManifestError
 from duetflow.model import (
+    DESIGN_COLUMNS,
     AudioSource,
     Category,
     Dialogue,
@@ -35,6 +37,8 @@ from duetflow.model import (
     Stage,
     Turn,
     TurnKind,
+    design_from_row,
+    design_to_row,
 )
 
 DIALOGUES = "dialogues.parquet"
@@ -51,6 +55,9 @@ _DIALOGUE_BASE = [
     ("topic", pa.string()),
     ("speaker_a", pa.string()),
     ("speaker_b", pa.string()),
+    # Turing-test design fields (duetflow.model.DesignFields): source topic, HM system /
+    # strategy / opening line, PH TTS backend; null where not applicable
+    *[(name, pa.string()) for name in DESIGN_COLUMNS],
 ]
 
 INTAKE_DIALOGUE_SCHEMA = pa.schema(
@@ -62,6 +69,8 @@ INTAKE_DIALOGUE_SCHEMA = pa.schema(
         ("speakers", pa.string()),  # JSON list of Speaker
         ("source", pa.string()),  # JSON AudioSource
         ("provenance", pa.string()),  # JSON object
+        # -- trainers (issue 16): licence per dialogue --
+        ("licence", pa.string()),
     ]
 )
 
@@ -105,6 +114,9 @@ RENDERED_DIALOGUE_SCHEMA = pa.schema(
         ("gap_ms_min", pa.float64()),
         ("gap_ms_max", pa.float64()),
         ("provenance", pa.string()),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        ("licence", pa.string()),  # SPDX id / LicenseRef- name / AND expression
+        ("source_sample_rate", pa.int32()),  # Hz of the source audio before resampling
     ]
 )
 
@@ -163,12 +175,14 @@ def dialogue_to_rows(d: Dialogue) -> tuple[dict[str, Any], list[dict[str, Any]]]
         "topic": d.topic,
         "speaker_a": d.speaker_a.id,
         "speaker_b": d.speaker_b.id,
+        **design_to_row(d.design),
         "duration_s": float(d.duration_s),
         "window_start_s": d.window[0] if d.window else None,
         "window_end_s": d.window[1] if d.window else None,
         "speakers": dumps([asdict(s) for s in d.speakers]),
         "source": source_to_json(d.source),
         "provenance": dumps(dict(d.provenance)),
+        "licence": d.licence,
     }
     turns = [
         {
@@ -221,6 +235,8 @@ def dialogue_from_rows(row: Mapping[str, Any], turn_rows: Sequence[Mapping[str, 
         duration_s=float(row["duration_s"]),
         window=(float(ws), float(we)) if ws is not None and we is not None else None,
         provenance=json.loads(row["provenance"]) if row.get("provenance") else {},
+        design=design_from_row(row),
+        licence=row.get("licence") or "",
     )
 
 
@@ -278,12 +294,21 @@ class TableWriter:
             self._buf = []
 
     def close(self) -> None:
+        self.finish()
+        self.commit()
+
+    def finish(self) -> None:
+        """Write what is buffered and close the temp file, without making it visible yet."""
         self.flush()
         self._writer.close()
+
+    def commit(self) -> None:
+        """Rename the finished temp file into place (after :meth:`finish`)."""
         os.replace(self._tmp, self.path)
 
     def abort(self) -> None:
-        self._writer.close()
+        with contextlib.suppress(Exception):  # already closed, or the failure was the close
+            self._writer.close()
         self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> TableWriter:
@@ -312,7 +337,12 @@ def iter_rows(path: str | Path, columns: Sequence[str] | None = None) -> Iterato
 
 
 class IntakeWriter:
-    """Writes the three intake tables of a work directory in lockstep."""
+    """Writes the three intake tables of a work directory in lockstep, all or nothing.
+
+    Each table goes to a temp file; only when all three are complete are they renamed into
+    place, so a run that fails (or runs out of memory) midway never leaves a dialogues table
+    without its rejections for ``process`` to pick up.
+    """
 
     def __init__(self, workdir: str | Path, batch_rows: int = 2048) -> None:
         self.workdir = Path(workdir)
@@ -329,8 +359,16 @@ class IntakeWriter:
             self.turns.write(turns)
 
     def close(self) -> None:
-        for w in (self.dialogues, self.turns, self.rejections):
-            w.close()
+        writers = (self.dialogues, self.turns, self.rejections)
+        try:
+            for w in writers:
+                w.finish()
+        except BaseException:
+            for w in writers:
+                w.abort()
+            raise
+        for w in writers:
+            w.commit()
 
     def __enter__(self) -> IntakeWriter:
         return self

@@ -28,8 +28,9 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -166,19 +167,39 @@ def _shift_bed(
 
 
 def measure_change(
-    written: Audio,
-    sr: int,
-    prev: tuple[int, int],
-    nxt: tuple[int, int],
-    floor: edges.Floor | None,
+    written: Audio, sr: int, prev: tuple[int, int], nxt: tuple[int, int], floor_db: float | None
 ) -> edges.GapMeasure | None:
-    """The pause between two items of a dialogue (output samples), measured only around it."""
+    """The pause between two items of a dialogue (output samples), measured only around it,
+    against the floor level the file holds (``floor_db``; -inf: digital silence)."""
     ctx = int(CONTEXT_S * sr)
     r0, r1 = max(0, prev[1] - ctx), min(len(written), nxt[0] + ctx)
     an = edges.analyse(written, sr, r0, r1)
     a = (float(max(prev[0], r0)), float(prev[1]))
     b = (float(nxt[0]), float(min(nxt[1], r1)))
-    return edges.measure_gap(written, sr, a, b, analysis=an, floor=floor)
+    return edges.measure_gap(written, sr, a, b, analysis=an, floor_db=floor_db)
+
+
+def floor_in_file_db(provenance: Mapping[str, Any]) -> float | None:
+    """The floor level (dBFS) a rendered file's pauses hold, from its provenance: the room tone
+    (HH/HM) or the ambience (PH) laid, after the true-peak ceiling; -inf when none was laid
+    (digital silence); None when the provenance does not say."""
+    tone = provenance.get("room_tone")
+    if isinstance(tone, Mapping) and isinstance(tone.get("used"), bool):
+        if not tone["used"]:
+            return -math.inf
+        level = tone.get("floor_dbfs")
+        ceiling = provenance.get("ceiling_gain_db", 0.0)
+    elif "ambience" in provenance:
+        amb = provenance.get("ambience")
+        if not isinstance(amb, Mapping):
+            return -math.inf
+        level = amb.get("floor_dbfs")
+        ceiling = provenance.get("peak_ceiling_gain_db", 0.0)
+    else:
+        return None
+    if not isinstance(level, int | float) or not isinstance(ceiling, int | float):
+        return None
+    return float(level) + min(0.0, float(ceiling))
 
 
 def mixdown(
@@ -204,7 +225,6 @@ def mixdown(
     n0 = int(round(duration_s * sr))
     noise = _unit_noise(bed, n0, rng, sr) if bed is not None else None
     power = bed.power if bed is not None else 0.0
-    known = edges.DIGITAL_FLOOR if bed is None else None
     shifts = [0] * len(spans)
     out, stems = assemble(clips, shifts, n0, noise, power, n_stems)
     ceiling = bs1770.ceiling_gain_db(out, sr, ceiling_dbtp)
@@ -213,7 +233,10 @@ def mixdown(
         k = c.after
         prev = (spans[k][0] + shifts[k], spans[k][1] + shifts[k])
         nxt = (spans[k + 1][0] + shifts[k + 1], spans[k + 1][1] + shifts[k + 1])
-        return measure_change(written, sr, prev, nxt, known)
+        # the floor the file holds is the bed laid (after the ceiling): a soft tail that fills
+        # half a pause does not pass for the pause's floor
+        level = 10 * math.log10(power) + min(0.0, ceiling) if power > 0 else -math.inf
+        return measure_change(written, sr, prev, nxt, level)
 
     written = as_written(out, ceiling) if changes else out
     measures = [measure(c, written) for c in changes]
@@ -227,7 +250,7 @@ def mixdown(
         outside = band_s is not None and not band_s[0] * sr <= m.gap <= band_s[1] * sr
         if abs(err) > tol or outside:
             deltas[c.after + 1] = int(round(err))
-    moved = [i for i, c in enumerate(changes) if deltas[c.after + 1]]
+    moved = {i for i, c in enumerate(changes) if deltas[c.after + 1]}
     if moved:
         shifts = list(itertools.accumulate(deltas))
         n1 = n0 + shifts[-1]
@@ -240,6 +263,11 @@ def mixdown(
             log.info("true peak moved after re-timing: %.3f dB more reduction", extra)
             ceiling += extra
         written = as_written(out, ceiling)
-        for i in moved:
-            measures[i] = measure(changes[i], written)
+        for i, c in enumerate(changes):
+            m = measures[i]
+            if i in moved:
+                measures[i] = measure(c, written)
+            elif m is not None:  # moved with its two items by the moves before it
+                sh = shifts[c.after]
+                measures[i] = replace(m, offset=m.offset + sh, onset=m.onset + sh)
     return Mix(out, stems, shifts, measures, ceiling, len(moved))

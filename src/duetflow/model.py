@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Literal, TypeAlias
 
@@ -42,6 +42,8 @@ class Stage(StrEnum):
     WINDOW = "window"
     FILTER = "filter"
     RENDER = "render"
+    MATCH = "match"  # HH windows left out to match the HM topic distribution
+    SCRIPT = "script"  # LLM script generation / rewriting
     SYNTHESIZE = "synthesize"
     PUBLISH = "publish"
 
@@ -118,12 +120,50 @@ AudioSource: TypeAlias = MultichannelSource | PerSpeakerSource | PerTurnSource |
 
 
 @dataclass(frozen=True)
+class DesignFields:
+    """Turing-test design facts of a dialogue, carried as manifest columns (None: not applicable).
+
+    A listening test compares HH, HM and PH dialogues that should differ only in who speaks, so
+    what each was made from must be queryable, not buried in provenance JSON:
+
+    * ``source_topic``: the source's own topic label before mapping into the taxonomy
+      (``Dialogue.topic``), e.g. a DailyDialog topic, a RAMC domain, an IEMOCAP scenario;
+    * ``system_name`` / ``system_version`` / ``strategy`` / ``opening_line``: the studio
+      sidecar's S2S system (HM), elicitation strategy and the fixed line the session starts from;
+    * ``tts_backend``: the TTS backend that voiced a PH dialogue.
+    """
+
+    source_topic: str | None = None
+    system_name: str | None = None
+    system_version: str | None = None
+    strategy: str | None = None
+    opening_line: str | None = None
+    tts_backend: str | None = None
+
+
+#: The design columns of every dialogue table, in order (declared once, by :class:`DesignFields`).
+DESIGN_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(DesignFields))
+
+
+def design_to_row(design: DesignFields) -> dict[str, str | None]:
+    """The design columns of one dialogue row."""
+    return {name: getattr(design, name) for name in DESIGN_COLUMNS}
+
+
+def design_from_row(row: Mapping[str, Any]) -> DesignFields:
+    """Design fields from a dialogue row; absent columns (older tables) read as None."""
+    return DesignFields(**{name: row.get(name) or None for name in DESIGN_COLUMNS})
+
+
+@dataclass(frozen=True)
 class Dialogue:
     """A two-party dialogue (or a window of one) with its turns and where its audio lives.
 
     ``speakers[0]`` is speaker A (the initiator), ``speakers[1]`` speaker B (the responder a judge
     listens to). ``window`` is the excerpt's ``(start, end)`` on the source timeline; ``None``
-    means the whole source.
+    means the whole source. ``topic`` is a taxonomy topic (``duetflow.topics``); ``design`` holds
+    the source topic and the HM/PH design fields. ``licence`` is what the source's licence says
+    about it.
     """
 
     id: str
@@ -138,6 +178,10 @@ class Dialogue:
     duration_s: float
     window: tuple[float, float] | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    #: SPDX id, ``LicenseRef-`` name or ``AND`` expression (see :mod:`duetflow.licences`);
+    #: empty until ingest stamps the adapter's (or the config's) licence on it
+    licence: str = ""
+    design: DesignFields = field(default_factory=DesignFields)
 
     @property
     def speaker_a(self) -> Speaker:
@@ -154,6 +198,10 @@ class Dialogue:
         raise KeyError(speaker_id)
 
 
+#: Longest ``Rejection.detail`` kept (a readable line or two, never a dump of the input).
+MAX_DETAIL_CHARS = 2000
+
+
 @dataclass(frozen=True)
 class Rejection:
     """Why an item was dropped; kept forever so that inputs = kept + rejected."""
@@ -164,6 +212,15 @@ class Rejection:
     detail: str = ""
     corpus: str = ""
     source_path: str = ""
+
+    def __post_init__(self) -> None:
+        # every rejection lands in a table readers scroll through: bound what hostile input
+        # can put there (the full story is in the log)
+        for name, limit in (("detail", MAX_DETAIL_CHARS), ("source_path", 1000)):
+            text = getattr(self, name)
+            if len(text) > limit:
+                cut = f"{text[:limit]}… [{len(text) - limit} more characters cut]"
+                object.__setattr__(self, name, cut)
 
 
 # --- stable ids -------------------------------------------------------------------------------

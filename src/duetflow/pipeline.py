@@ -11,6 +11,8 @@ Caching and resume are content-addressed directories in the work directory::
     <workdir>/cache/process/<key>/     rendered tables + audio of one shard + result.json
     <workdir>/cache/synth/<key>/       PH tables + audio of one script shard + result.json
     <workdir>/rendered/<label>/        merged work directory per corpus (audio hard-linked)
+    <workdir>/matched/<label>/         the same without HH windows left out by HH ↔ HM matching
+    <workdir>/scripts/{generated,rewritten}/   LLM scripts (one file each; resumable)
     <workdir>/rendered/ph/             merged PH work directory
 
 A key is ``sha256(input fingerprint + hash of the config sections the stage reads + code
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow.parquet as pq
 
-from duetflow import manifest
+from duetflow import manifest, progress
 from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
 from duetflow.model import Dialogue, safe_id
@@ -49,17 +51,17 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-#: progress records (``extra={"stage", "done", "total"}``); the CLI turns them into bars
-progress_log = logging.getLogger("duetflow.progress")
 
 #: config sections each stage reads; a change elsewhere leaves that stage's cache valid
 #: (an empty tuple means all of them)
 STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
-    "ingest": ("seed", "sample_rate", "segment", "studio"),
+    "ingest": ("seed", "sample_rate", "segment", "studio", "topics"),
     "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
-    "synth": ("seed", "sample_rate", "synth", "render", "turns"),
+    "match": ("seed", "match"),
+    "scripts": ("seed", "llm", "scripts", "filters", "topics"),
+    "synth": ("seed", "sample_rate", "synth", "render", "turns", "window", "topics"),
     "report": (),  # every section: the report records the whole config it was built with
-    "publish": ("seed", "release"),
+    "publish": ("seed", "release", "window"),
 }
 
 RESULT = "result.json"
@@ -224,12 +226,13 @@ class ProcessShard:
 
 @dataclass(frozen=True)
 class SynthShard:
-    """A slice of the configured scripts (text only; voices travel separately as a pool)."""
+    """A slice of the configured scripts for one TTS backend (voices travel as a pool)."""
 
     label: str
     index: int
     key: str
     scripts: tuple[Script, ...]
+    backend: str = "default"
 
 
 @dataclass(frozen=True)
@@ -283,9 +286,14 @@ def _build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutc
     if final.exists():  # a directory without result.json is not a result
         shutil.rmtree(final)
     partial.mkdir(parents=True)
-    outcome = build(partial)
-    outcome = dataclasses.replace(outcome, path=str(final), reused=False)
-    (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
+    try:
+        outcome = build(partial)
+        outcome = dataclasses.replace(outcome, path=str(final), reused=False)
+        text = json.dumps(outcome.to_json(), sort_keys=True)
+        (partial / RESULT).write_text(text, encoding="utf-8")
+    except BaseException:  # a failed step leaves nothing behind, not even its .partial folder
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     try:
         os.replace(partial, final)
     except OSError:  # another run finished the same key first: its result is as good
@@ -311,18 +319,6 @@ def _table_counts(workdir: Path) -> tuple[int, int, dict[str, int]]:
     return kept, sum(by_reason.values()), dict(sorted(by_reason.items()))
 
 
-def emit_progress(stage: str, label: str, done: int, total: int | None) -> None:
-    """A progress record (``duetflow.progress`` logger) the CLI draws as a bar."""
-    progress_log.info(
-        "%s %s: %d/%s",
-        stage,
-        label,
-        done,
-        total if total is not None else "?",
-        extra={"stage": f"{stage} {label}", "done": done, "total": total},
-    )
-
-
 # --- ingest -------------------------------------------------------------------------------------
 
 
@@ -346,12 +342,39 @@ def corpus_jobs(config: RunConfig, only: Sequence[str] | None = None) -> list[Co
     return jobs
 
 
+def preflight(config: RunConfig) -> None:
+    """Check what a run needs before anything starts: raise ConfigError naming every problem.
+
+    Every configured corpus must be a registered adapter that accepts its options, have a root
+    that is a directory and a licence (the adapter's or ``corpora[].licence``); configured
+    scripts must exist. Cheap: nothing is scanned or imported beyond the adapters.
+    """
+    from duetflow.corpora import get_adapter
+
+    problems: list[str] = []
+    for i, spec in enumerate(config.corpora):
+        where = f"corpora[{i}] ({spec.name})"
+        try:
+            adapter = get_adapter(spec.name)(Path(spec.root), spec.options, config=config)
+            adapter.resolve_licence(spec.licence)
+        except ConfigError as e:
+            problems.append(f"{where}: {e}")
+            continue
+        if not Path(spec.root).is_dir():
+            problems.append(f"{where}: root {spec.root} is not a directory")
+    scripts = config.synth.scripts
+    if config.synth.enabled and scripts is not None and not Path(scripts).exists():
+        problems.append(f"synth.scripts: {scripts} not found")
+    if problems:
+        raise ConfigError("\n".join(problems))
+
+
 def ingest_key(job: CorpusJob, config: RunConfig) -> str:
     spec = job.spec
     options = manifest.dumps(dict(sorted(spec.options.items())))
     return stage_key(
         "ingest", config, spec.name, str(Path(spec.root).resolve()), options,
-        tree_fingerprint(spec.root),
+        tree_fingerprint(spec.root), spec.licence or "",
     )  # fmt: skip
 
 
@@ -363,7 +386,9 @@ def run_ingest(job: CorpusJob, config: RunConfig, key: str | None = None) -> Ste
 
     def build(out: Path) -> StepOutcome:
         spec = job.spec
-        report = ingest(spec.name, spec.root, out, config, dict(spec.options) or None)
+        report = ingest(
+            spec.name, spec.root, out, config, dict(spec.options) or None, licence=spec.licence
+        )
         kept, rejected, by_reason = _table_counts(out)
         found = int(getattr(report, "found", kept + rejected))
         log.info("ingest %s: %d found, %d kept, %d rejected", job.label, found, kept, rejected)
@@ -456,30 +481,49 @@ def plan_synth_shards(
     voices_dirs: Sequence[str | Path],
     pool: VoicePoolLike,
     rejected: list[Any],
+    script_dirs: Sequence[str | Path] = (),
 ) -> Iterator[SynthShard]:
-    """Stream the configured scripts as shards; scripts rejected on loading go to ``rejected``."""
+    """Stream the configured scripts as shards, backend after backend (``synth.backends``).
+
+    Scripts come from ``synth.scripts``, the LLM script folders ``script_dirs`` and, when
+    enabled, the kept HH transcripts. Those rejected on loading, or whose language has no
+    backend, go to ``rejected`` (once, not per backend).
+    """
     from duetflow.model import Rejection
+    from duetflow.tts.pipeline import backend_rejection
     from duetflow.tts.script import load_scripts, scripts_from_workdir
 
     def scripts() -> Iterator[Any]:
         if config.synth.scripts is not None:
             yield from load_scripts(config.synth.scripts)
+        for d in script_dirs:
+            if Path(d).is_dir():
+                yield from load_scripts(d)
         if config.synth.from_hh_transcripts:
             for d in voices_dirs:
                 yield from scripts_from_workdir(d)
 
-    def good() -> Iterator[Any]:
-        for item in scripts():
-            if isinstance(item, Rejection):
-                rejected.append(item)
-            else:
-                yield item
-
     voices_fp = voices_fingerprint(pool)
-    for i, batch in enumerate(stable_chunks(good(), config.runner.shard_size, _script_key)):
-        text = manifest.dumps([s.to_json() for s in batch])
-        key = stage_key("synth", config, hashlib.sha256(text.encode()).hexdigest(), voices_fp)
-        yield SynthShard(PH_LABEL, i, key, tuple(batch))
+    index = 0
+    for k, backend in enumerate(config.synth.all_backends()):
+
+        def good(first: bool = k == 0, name: str = backend) -> Iterator[Any]:
+            for item in scripts():
+                if isinstance(item, Rejection):
+                    if first:
+                        rejected.append(item)
+                elif name in config.synth.backends_for(item.language):
+                    yield item
+                elif first and (rej := backend_rejection(item, config)) is not None:
+                    rejected.append(rej)
+
+        for batch in stable_chunks(good(), config.runner.shard_size, _script_key):
+            text = manifest.dumps([s.to_json() for s in batch])
+            key = stage_key(
+                "synth", config, backend, hashlib.sha256(text.encode()).hexdigest(), voices_fp
+            )
+            yield SynthShard(PH_LABEL, index, key, tuple(batch), backend)
+            index += 1
 
 
 def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -> StepOutcome:
@@ -487,7 +531,7 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
     from duetflow.tts.pipeline import synthesize_scripts
 
     def build(out: Path) -> StepOutcome:
-        res = synthesize_scripts(list(shard.scripts), pool, config.synth.backend, config, out)
+        res = synthesize_scripts(list(shard.scripts), pool, shard.backend, config, out)
         with (
             manifest.TableWriter(out / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA) as dw,
             manifest.TableWriter(out / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
@@ -538,6 +582,28 @@ def merge_workdirs(
     partial = out.with_name(f".{out.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
+    try:
+        outcome = _merge_into(
+            partial, label, parts, out, leading_rejections, extra_rejections, stage
+        )
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(partial, out)
+    return outcome
+
+
+def _merge_into(
+    partial: Path,
+    label: str,
+    parts: Sequence[StepOutcome],
+    out: Path,
+    leading_rejections: Sequence[str | Path],
+    extra_rejections: Iterable[Mapping[str, Any]],
+    stage: str,
+) -> StepOutcome:
     ordered = sorted(parts, key=lambda p: p.index)
     tables = {
         manifest.DIALOGUES: manifest.RENDERED_DIALOGUE_SCHEMA,
@@ -571,9 +637,6 @@ def merge_workdirs(
     found = sum(p.found for p in ordered)
     outcome = StepOutcome(stage, label, "", str(out), found, kept, rejected, by_reason)
     (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
-    if out.exists():
-        shutil.rmtree(out)
-    os.replace(partial, out)
     return outcome
 
 
@@ -664,14 +727,103 @@ def merge_synth(
 
 
 def synth_wanted(config: RunConfig) -> bool:
-    """Synthesis is on and has scripts to read (a file/folder or the kept HH transcripts)."""
+    """Synthesis is on and has scripts to read (a file/folder, LLM scripts, HH transcripts)."""
     synth = config.synth
-    return synth.enabled and (synth.scripts is not None or synth.from_hh_transcripts)
+    return synth.enabled and (
+        synth.scripts is not None or synth.from_hh_transcripts or scripts_wanted(config)
+    )
+
+
+# --- HH <-> HM matching -------------------------------------------------------------------------
+
+
+def matched_dir(config: RunConfig, label: str) -> Path:
+    return Path(config.workdir) / "matched" / label
+
+
+def run_match(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutcome]:
+    """HH ↔ HM matching over the rendered work directories (``duetflow.matching``).
+
+    Returns the directories every later step reads, in the same order: a directory that loses
+    no window is passed through as it is; one that does is rewritten (tables only, audio
+    hard-linked) under ``<workdir>/matched/<label>``, reused while its inputs are unchanged.
+    The plan's table goes to ``<workdir>/matched/match.json``.
+    """
+    from duetflow.matching import apply_match, items_of, plan_match, write_plan
+
+    dirs = [Path(m.path) for m in merged]
+    plan = plan_match(items_of(dirs), config.match, config.seed)
+    write_plan(plan, Path(config.workdir) / "matched" / "match.json")
+    out: list[StepOutcome] = []
+    for m, d in zip(merged, dirs, strict=True):
+        ids = [
+            r["dialogue_id"] for r in manifest.iter_rows(d / manifest.DIALOGUES, ["dialogue_id"])
+        ]
+        drop = {i: plan.dropped[i] for i in ids if i in plan.dropped}
+        if not drop:
+            out.append(m)
+            continue
+        key = stage_key(
+            "match", config, files_fingerprint([d / manifest.DIALOGUES, d / manifest.REJECTIONS]),
+            manifest.dumps(sorted(drop.items())),
+        )  # fmt: skip
+        target = matched_dir(config, m.label)
+        done = load_outcome(target)
+        if done is not None and done.key == key:
+            out.append(done)
+            continue
+        apply_match(d, target, drop)
+        kept, rejected, by_reason = _table_counts(target)
+        outcome = StepOutcome("match", m.label, key, str(target), m.found, kept, rejected,
+                              by_reason, m.index)  # fmt: skip
+        tmp = target / f".{RESULT}.tmp"
+        tmp.write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
+        os.replace(tmp, target / RESULT)
+        out.append(outcome)
+    log.info("match: %d HH window(s) left out to mirror the HM topics", len(plan.dropped))
+    return out
+
+
+# --- LLM scripts --------------------------------------------------------------------------------
+
+
+def scripts_wanted(config: RunConfig) -> bool:
+    """An LLM is configured and something is to be written with it."""
+    sc = config.scripts
+    return config.llm.configured and (sc.per_topic > 0 or sc.rewrite_hh)
+
+
+def script_dirs(config: RunConfig) -> list[Path]:
+    """Folders the LLM script step writes (``<workdir>/scripts/generated``, ``.../rewritten``)."""
+    root = Path(config.workdir) / "scripts"
+    return [root / "generated", root / "rewritten"]
+
+
+def run_scripts(config: RunConfig, hh_dirs: Sequence[str | Path]) -> tuple[list[Path], list[Any]]:
+    """Generate (``scripts.per_topic`` per topic and language) and rewrite (kept HH) scripts.
+
+    Resumable by construction: each script is a file, and only missing ones are requested.
+    Returns the folders to synthesize from and the rejections to carry into the PH tables.
+    """
+    from duetflow.scriptgen import generate_scripts, rewrite_scripts
+
+    generated, rewritten = script_dirs(config)
+    rejections: list[Any] = []
+    sc = config.scripts
+    if sc.per_topic > 0:
+        for lang in sc.languages:
+            rep = generate_scripts(sc.topics, sc.per_topic, lang, generated / lang, config)
+            rejections.extend(rep.rejections)
+    if sc.rewrite_hh:
+        for d in hh_dirs:
+            rep = rewrite_scripts(d, rewritten / Path(d).name, config)
+            rejections.extend(rep.rejections)
+    return [generated, rewritten], rejections
 
 
 def voice_dirs(config: RunConfig, merged: Sequence[StepOutcome]) -> list[str]:
-    """Rendered work directories whose kept dialogues lend their voices to PH synthesis."""
-    return [m.path for m in merged if m.stage == "process"]
+    """Rendered (and matched) work directories whose kept dialogues lend voices and HH text."""
+    return [m.path for m in merged if m.stage in ("process", "match")]
 
 
 # --- publish ------------------------------------------------------------------------------------
@@ -731,8 +883,11 @@ def _report_files(report_dir: str | Path) -> Path:
     if not clean.exists():
         partial = src.with_name(src.name + ".publish.partial")
         shutil.rmtree(partial, ignore_errors=True)
-        shutil.copytree(src, partial, ignore=shutil.ignore_patterns(RESULT))
-        os.replace(partial, clean)
+        try:
+            shutil.copytree(src, partial, ignore=shutil.ignore_patterns(RESULT))
+            os.replace(partial, clean)
+        finally:
+            shutil.rmtree(partial, ignore_errors=True)
     return clean
 
 
@@ -766,19 +921,25 @@ def run_pipeline(
         intake = run_ingest(job, config)
         steps.append(intake)
         shard_results = []
+        bar = progress.Progress("process", job.label, intake.kept)
         for shard in plan_process_shards(job.label, intake.path, config):
             shard_results.append(run_process_shard(shard, config))
-            emit_progress("process", job.label, len(shard_results), None)
+            bar.advance(len(shard.dialogues))
         steps.extend(shard_results)
         merged.append(merge_process(job, intake, shard_results, config))
+    merged = run_match(merged, config)
     if synthesize and synth_wanted(config):
         voices = voice_dirs(config, merged)
-        pool = build_voices(config, voices)
         rejected: list[Any] = []
+        llm_dirs: list[Path] = []
+        if scripts_wanted(config):
+            llm_dirs, rejected = run_scripts(config, voices)
+        pool = build_voices(config, voices)
         synth_results = []
-        for synth_shard in plan_synth_shards(config, voices, pool, rejected):
+        bar = progress.Progress("synth", PH_LABEL)
+        for synth_shard in plan_synth_shards(config, voices, pool, rejected, llm_dirs):
             synth_results.append(run_synth_shard(synth_shard, pool, config))
-            emit_progress("synth", PH_LABEL, len(synth_results), None)
+            bar.advance(len(synth_shard.scripts))
         steps.extend(synth_results)
         merged.append(merge_synth(synth_results, rejected, config))
     release = None

@@ -6,9 +6,11 @@ stream: one source dialogue is selected and its kept windows rendered before the
 and manifest rows go to row-group writers, so memory does not grow with the corpus.
 
 Accounting: every window selection produces is either rendered or rejected (a render failure
-is an ``InputError`` → ``Stage.RENDER`` rejection, and the run goes on); a source dialogue that
-yields no window is one rejection of its own. ``ProcessReport.units`` (= windows + window-less
-sources) therefore always equals ``rendered + rejected``.
+is an ``InputError`` → ``Stage.RENDER`` rejection, and the run goes on; so is rendered audio
+outside ``window.min_s``–``window.max_s``, reason ``rendered_too_short`` / ``rendered_too_long``,
+its files removed); a source dialogue that yields no window is one rejection of its own.
+``ProcessReport.units`` (= windows + window-less sources) therefore always equals
+``rendered + rejected``.
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.model import Dialogue, Rejection, Stage
-from duetflow.render import render_dialogue
+from duetflow.progress import Progress
+from duetflow.render import RenderedDialogue, render_dialogue
+from duetflow.rendered_length import length_problem
 from duetflow.selection import select
 from duetflow.stats import CorpusStats
 
@@ -81,6 +87,30 @@ def _rejection(d: Dialogue, e: InputError) -> Rejection:
     )
 
 
+def _length_rejection(
+    d: Dialogue, r: RenderedDialogue, config: RunConfig, out_dir: Path
+) -> Rejection | None:
+    """A rendered dialogue outside ``[window.min_s, window.max_s]`` becomes a rejection; its
+    audio (and stems) are removed so the work directory holds only what its tables list."""
+    problem = length_problem(float(r.row["duration_s"]), config.window)
+    if problem is None:
+        return None
+    reason, detail = problem
+    (out_dir / str(r.row["audio_path"])).unlink(missing_ok=True)
+    stems = json.loads(r.row["provenance"]).get("stems_path")
+    if stems:
+        (out_dir / str(stems)).unlink(missing_ok=True)
+    window = list(d.window) if d.window else None
+    return Rejection(
+        item_id=d.id,
+        stage=Stage.RENDER,
+        reason=reason,
+        detail=manifest.dumps({**detail, "window": window}),
+        corpus=d.corpus,
+        source_path=str(getattr(d.source, "path", "")),
+    )
+
+
 class _Writer:
     """The three rendered tables of a work directory, written in lockstep."""
 
@@ -131,6 +161,12 @@ def _process_one(
         except InputError as e:
             log.warning("render rejected %s: %s", w.id, e)
             rejected.append(_rejection(w, e))
+            lost_s += w.duration_s
+            continue
+        too = _length_rejection(w, r, config, out_dir)
+        if too is not None:
+            log.info("render rejected %s: %s (%s)", w.id, too.reason, too.detail)
+            rejected.append(too)
             lost_s += w.duration_s
             continue
         writer.dialogues.write([r.row])
@@ -194,6 +230,13 @@ def process_workdir(
             raise InputError(
                 p / manifest.DIALOGUES, "not an intake work directory", reason="missing_file"
             )
+        missing = [n for n in (manifest.TURNS, manifest.REJECTIONS) if not (p / n).exists()]
+        if missing:  # an ingest that died midway: its counts cannot add up
+            raise InputError(
+                p,
+                f"incomplete intake work directory: {', '.join(missing)} missing; ingest again",
+                reason="missing_file",
+            )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stats = CorpusStats()
@@ -206,9 +249,12 @@ def process_workdir(
                 writer.rejections.write([manifest.rejection_to_row(rej)])
                 stats.add_rejection(rej)
                 carried += 1
+        total = sum(pq.ParquetFile(p / manifest.DIALOGUES).metadata.num_rows for p in ins)
+        bar = Progress("process", out.name, total)
         for p in ins:
             for d in manifest.iter_dialogues(p):
                 n_w, n_r, n_x, a_s = _process_one(d, config, out, stats, writer, None)
+                bar.advance()
                 sources += 1
                 windowless += n_w == 0
                 windows += n_w

@@ -54,6 +54,7 @@ from duetflow.audio.io import Audio, audio_info, read_frames, resample, write_au
 from duetflow.audio.mix import fade_envelope, place, smooth_steps
 from duetflow.audio.retime import (
     Block,
+    edge_silence_s,
     layout_blocks,
     layout_turns,
     merge_blocks,
@@ -62,6 +63,7 @@ from duetflow.audio.retime import (
 from duetflow.audio.trim import frame_db
 from duetflow.config import RenderConfig, RunConfig
 from duetflow.errors import InputError
+from duetflow.licences import UNDECLARED
 from duetflow.manifest import dumps
 from duetflow.mixdown import Bed, Change, Clip, Mix, mixdown
 from duetflow.model import (
@@ -72,9 +74,11 @@ from duetflow.model import (
     PerTurnSource,
     Turn,
     TurnKind,
+    design_to_row,
     safe_id,
 )
 from duetflow.seeding import rng_for
+from duetflow.source_rate import source_rate
 from duetflow.tone_sources import RecordingTone, recording_tone
 
 log = logging.getLogger(__name__)
@@ -612,7 +616,7 @@ def _render_separable(
             continue
         t0, (i0, i1) = tracks[t.speaker].t0, _cut(extents[i])
         trimmed.append(replace(t, start=t0 + i0 / sr, end=t0 + i1 / sr))
-    lead = cfg.gap_ms_min / 1000.0
+    lead = edge_silence_s(cfg)
     tl = layout_turns(trimmed, cfg, rng, lead_s=lead, tail_s=lead)
 
     # clips, each moving with its main turn (a kept backchannel with its host)
@@ -787,7 +791,7 @@ def _render_mixed(
         replace(blk, start=track.t0 + i0 / sr, end=track.t0 + i1 / sr)
         for blk, (i0, i1) in zip(raw_blocks, map(_cut, extents), strict=True)
     ]
-    lead = cfg.gap_ms_min / 1000.0
+    lead = edge_silence_s(cfg)
     starts, gaps, after, duration = layout_blocks(blocks, cfg, rng, lead_s=lead, tail_s=lead)
 
     # clip bounds: the pad never reaches into the neighbouring block's speech
@@ -913,6 +917,7 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
     rows = sorted(res.rows, key=lambda r: (r["start_s"], r["orig_start_s"]))
     for k, r in enumerate(rows):
         r["turn_index"] = k
+    src_rate = source_rate(d.source, sr)  # trainers (issue 16): source rate + resampling
     provenance = {
         "source_kind": d.source.kind,
         "source_files": files,
@@ -933,6 +938,7 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         "config_hash": config.section_hash("render", "sample_rate", "seed"),
         "code_version": duetflow.__version__,
         "input": dict(d.provenance),
+        "resampling": src_rate.resampling,
     }
     gaps_ms = [g * 1000 for g in res.gaps]
     row = {
@@ -944,6 +950,7 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         "topic": d.topic,
         "speaker_a": a,
         "speaker_b": b,
+        **design_to_row(d.design),
         "audio_path": rel,
         "sha256": _sha256(path),
         "duration_s": len(out) / sr,
@@ -957,6 +964,9 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         "gap_ms_min": round(min(gaps_ms), 3) if gaps_ms else None,
         "gap_ms_max": round(max(gaps_ms), 3) if gaps_ms else None,
         "provenance": dumps(provenance),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        "licence": d.licence or UNDECLARED,
+        "source_sample_rate": src_rate.sample_rate,
     }
     log.debug("rendered %s: %.2f s, %d turns", d.id, row["duration_s"], len(rows))
     return RenderedDialogue(row, rows)

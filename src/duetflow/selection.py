@@ -18,6 +18,7 @@ from duetflow.errors import InputError
 from duetflow.filters import FilterContext, apply_filters
 from duetflow.manifest import dumps
 from duetflow.model import Dialogue, Rejection, Stage
+from duetflow.rendered_length import predict_length
 from duetflow.stats import DialogueStats, overlap_counts
 from duetflow.turns import (
     OverlapEvent,
@@ -87,7 +88,9 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
         empty = DialogueStats.empty(dialogue, balance((), tc, speakers))
         return Selection(kept=[], rejected=[rej], stats=empty)
 
-    windows = make_windows(dialogue, config.window, tc, config.filters.collection_header_patterns)
+    windows = make_windows(
+        dialogue, config.window, tc, config.filters.collection_header_patterns, config.render
+    )
     kept: list[Dialogue] = []
     rejected: list[Rejection] = []
     kept_ftos: list[float] = []
@@ -98,6 +101,7 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
         starts = [t.start for t in dialogue.turns]
         ends = [t.end for t in dialogue.turns]
         span = (max(ends) - min(starts)) if dialogue.turns else 0.0
+        predicted = predict_length(dialogue, config) if dialogue.turns else None
         rejected.append(
             _rejection(
                 dialogue,
@@ -105,6 +109,8 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
                 "no_window",
                 {
                     "span_s": round(span, 3),
+                    "predicted_s": predicted.to_list() if predicted else None,
+                    "select_range_s": [round(x, 3) for x in config.window.select_range],
                     "min_s": config.window.min_s,
                     "max_s": config.window.max_s,
                     "policy": config.window.policy,

@@ -4,15 +4,28 @@ Studio sessions land every night and are ingested again with the old ones. Re-ru
 detection on thousands of unchanged sessions would waste hours, so the studio adapter keeps a
 *state directory* (normally ``<workdir>/studio_state``) with one small JSON record per session:
 
-* ``fingerprint``: ``(relative path, size, mtime_ns)`` of every file in the folder. When it is
-  unchanged the folder is not even read;
-* ``content_hash``: SHA-256 over every file's relative path and bytes. A touched but identical
-  folder (fingerprint changed, hash not) is still skipped;
-* ``config_hash``: the config sections and code version turn detection depends on; a changed
-  threshold re-processes every session;
+* ``fingerprint``: ``(relative path, size, mtime_ns)`` of every file in the folder (metadata
+  only). When it is unchanged the folder is not even read;
+* ``content_hash``: SHA-256 over the names of every entry of the folder and the bytes of the
+  files the sidecar references (plus the sidecar). Only *regular* files inside the session
+  folder are read: a ``notes.txt`` symlinked to ``/dev/zero``, a FIFO or a link out of the
+  folder is listed by name, never opened. A touched but identical folder (fingerprint changed,
+  hash not) is still skipped;
+* ``config_hash``: the config sections, code version and resolved corpus root turn detection
+  depends on; a changed threshold re-processes every session, a moved root too (dialogues
+  record absolute audio paths);
 * ``result``: the intake rows the session produced (a dialogue with its turns, or a rejection),
   so a skipped session is re-emitted without any audio work and ``inputs = kept + rejected``
   still holds in the new intake tables.
+
+A rejection is recorded only when its cause is the folder's content: one that may come from the
+invocation or the machine (a path that escapes the root as given, a file that could not be
+read, a failed backend, an adapter bug; :data:`UNCACHED_REASONS`) is worked out again on every
+run, so fixing the command line fixes the output.
+
+Dialogue ids are *claimed* (``ids/<id>``): the folder that first produced an id keeps it, and a
+later folder with the same ``session_id`` is rejected ``duplicate_id`` instead of taking over an
+id that may already be published.
 
 One file per session keeps memory flat (nothing is loaded that is not needed) and makes each
 update atomic (temp file + rename).
@@ -24,6 +37,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,16 +54,28 @@ from duetflow.model import Dialogue, Rejection, safe_id
 
 log = logging.getLogger(__name__)
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 """Bump when the adapter's output for the same input changes, to invalidate old records."""
 
 _CHUNK = 1 << 20
+_IDS = "ids"
 
 Fingerprint = tuple[tuple[str, int, int], ...]
 
 
+#: Rejection reasons that may come from how ingest was invoked or from the machine, not from
+#: the session's content: never replayed from the state.
+UNCACHED_REASONS = frozenset(
+    {"path_escape", "missing_file", "bad_file", "internal_error", "diarization_failed"}
+)
+
+
 def session_files(folder: Path) -> Iterator[Path]:
-    """Every regular file of a session folder (recursively), sorted; hidden files skipped."""
+    """Every non-directory entry of a session folder (recursively), sorted; hidden ones skipped.
+
+    Symlinks and special files are listed (their names count) but links to directories are
+    not followed.
+    """
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
@@ -57,32 +83,71 @@ def session_files(folder: Path) -> Iterator[Path]:
                 yield Path(dirpath) / name
 
 
+def _stat(p: Path) -> os.stat_result:
+    try:
+        return p.stat()  # a link's target: editing the file behind a link is a change
+    except OSError:
+        return p.lstat()  # dangling link or loop: the link itself
+
+
 def fingerprint(folder: Path) -> Fingerprint:
     """Cheap change detector: relative path, size and mtime of every file (no reads)."""
     out = []
     for p in session_files(folder):
-        st = p.stat()
+        st = _stat(p)
         out.append((p.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns))
     return tuple(out)
 
 
-def content_hash(folder: Path, files: Iterable[str] | None = None) -> tuple[str, int]:
-    """SHA-256 over relative paths and bytes of the folder's files; returns (hex, bytes read)."""
+def regular_file_inside(folder: Path, path: Path) -> Path | None:
+    """``path`` resolved, when it is a regular file inside ``folder`` (resolved); else None."""
+    try:
+        real = path.resolve(strict=True)
+        base = folder.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return None
+    if base not in real.parents:
+        return None
+    try:
+        return real if stat.S_ISREG(real.stat().st_mode) else None
+    except OSError:
+        return None
+
+
+def content_hash(folder: Path, read: Iterable[str] | None = None) -> tuple[str, int]:
+    """SHA-256 of a session folder; returns (hex, bytes read).
+
+    Covers the relative path of every entry (:func:`session_files`) and the bytes of the files
+    named in ``read`` (relative paths; by default every entry). A name in ``read`` that is not a
+    regular file inside the folder is hashed as its name only: nothing outside the folder, no
+    device and no FIFO is ever opened.
+    """
     h = hashlib.sha256()
-    total = 0
-    names = (
-        sorted(files)
-        if files is not None
-        else [p.relative_to(folder).as_posix() for p in session_files(folder)]
-    )
+    names = [p.relative_to(folder).as_posix() for p in session_files(folder)]
     for rel in names:
         h.update(rel.encode() + b"\x00")
-        with (folder / rel).open("rb") as f:
-            while chunk := f.read(_CHUNK):
-                h.update(chunk)
-                total += len(chunk)
+    h.update(b"\x01")
+    total = 0
+    for rel in sorted(set(names if read is None else read)):
+        h.update(rel.encode() + b"\x00")
+        real = regular_file_inside(folder, folder / rel)
+        if real is None:
+            h.update(b"\x02not-a-regular-file\x00")
+            continue
+        try:
+            with real.open("rb") as f:
+                while chunk := f.read(_CHUNK):
+                    h.update(chunk)
+                    total += len(chunk)
+        except OSError as e:
+            h.update(f"\x02unreadable {e.errno}\x00".encode())
         h.update(b"\x00")
     return h.hexdigest(), total
+
+
+def cacheable(item: Dialogue | Rejection) -> bool:
+    """Whether an adapter output may be replayed from the state (see the module docstring)."""
+    return not (isinstance(item, Rejection) and item.reason in UNCACHED_REASONS)
 
 
 @dataclass(frozen=True)
@@ -168,10 +233,51 @@ class StudioState:
                 yield key
 
     def prune(self, live: set[str]) -> int:
-        """Delete records of sessions no longer present; returns how many were removed."""
+        """Delete records of sessions no longer present; returns how many were removed.
+
+        Id claims of folders that are gone are released too.
+        """
         removed = 0
         for key in list(self.keys()):
             if key not in live:
                 self._path(key).unlink(missing_ok=True)
                 removed += 1
+        ids = self.directory / _IDS
+        if ids.is_dir():
+            for p in sorted(ids.iterdir()):
+                try:
+                    owner = json.loads(p.read_text(encoding="utf-8")).get("owner")
+                except (OSError, ValueError):
+                    owner = None
+                if owner not in live:
+                    p.unlink(missing_ok=True)
         return removed
+
+    def forget(self, key: str) -> None:
+        """Remove the record of session ``key`` (its output is not to be replayed)."""
+        self._path(key).unlink(missing_ok=True)
+
+    # -- dialogue id claims ---------------------------------------------------------------------
+
+    def _id_path(self, item_id: str) -> Path:
+        return self.directory / _IDS / f"{safe_id(item_id)}.json"
+
+    def owner(self, item_id: str) -> str | None:
+        """The session folder (key) that claimed dialogue id ``item_id``, or None."""
+        try:
+            data = json.loads(self._id_path(item_id).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            log.warning("ignoring unreadable id claim of %s: %s", item_id, e)
+            return None
+        owner = data.get("owner") if data.get("id") == item_id else None
+        return owner if isinstance(owner, str) else None
+
+    def claim(self, item_id: str, key: str) -> None:
+        """Record that session ``key`` owns dialogue id ``item_id`` (atomic write)."""
+        path = self._id_path(item_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(dumps({"id": item_id, "owner": key}), encoding="utf-8")
+        os.replace(tmp, path)

@@ -1,17 +1,24 @@
 """Turn-taking analysis: overlap classes, floor-transfer offsets, speaker balance.
 
-The definitions follow conversation-analysis practice (Sacks, Schegloff & Jefferson 1974;
-Schegloff 2000) as operationalised by recent spoken-dialogue turn-taking benchmarks; the
-rationale for every threshold is in ``docs/turn-taking.md``. In short, a *listener* vocalisation
-that starts while the other party (the *host*) holds the floor is
+The classes follow TurnBench's canonical event classes (rooted in conversation analysis: Sacks,
+Schegloff & Jefferson 1974; Schegloff 2000), plus Schegloff's terminal overlap; the rationale for
+every threshold is in ``docs/turn-taking.md``. A *listener* vocalisation that starts while the
+other party (the *host*) holds the floor is
 
-* a **backchannel** when it is short (``< turns.backchannel_max_s``) and the host keeps the
-  floor (the host talks on past it, or the host is the next to speak after it, or nobody does);
-* an **interruption** (floor-taking) when the host stops within ``turns.interruption_stop_s``
-  of the overlap onset and the listener talks on past the host;
-* a **non-floor-taking interruption** otherwise: a listener vocalisation that is not a
-  backchannel and does not make the host yield promptly.
+* a **backchannel** when it does not claim the floor, whatever its duration: the host talks on
+  over all of it, and its words (if the transcript has any) are not a bid for the floor; or its
+  words are all continuers ("mm-hm", "yeah, right, I see", 嗯, 对对) and the host is the next to
+  talk after it, however long it ran past the host's end;
+* a **non-floor-taking interruption** when the host talks on over all of it but it is a bid for
+  the floor: it carries other words, or the transcript marks it as broken off;
+* otherwise the listener outlasted the host and holds the floor: a **terminal overlap** when it
+  came in during the final part of the host's talk (at
+  most ``turns.terminal_overlap_s`` before it ends) and the host's turn is not marked cut off:
+  an early start of an ordinary turn transition;
+* a (floor-taking) **interruption** when it came in mid-turn, or the host's turn is marked cut
+  off.
 
+Transcript evidence (:mod:`duetflow.cues`) is used when ``turns.transcript_cues`` is on.
 Nonspeech turns and zero-length turns never take part. Everything here is a pure function of the
 turn timeline, so windows and filters can recompute it freely.
 """
@@ -25,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from duetflow.config import TurnsConfig
+from duetflow.cues import Lexical, is_cut_off, lexical_class
 from duetflow.model import Turn, TurnKind
 
 log = logging.getLogger(__name__)
@@ -47,6 +55,12 @@ class OverlapClass(StrEnum):
     BACKCHANNEL = "backchannel"
     INTERRUPTION = "interruption"
     NON_FLOOR_INTERRUPTION = "non_floor_interruption"
+    TERMINAL_OVERLAP = "terminal_overlap"
+
+    @property
+    def takes_floor(self) -> bool:
+        """The listener holds the floor afterwards (a transition or an interruption)."""
+        return self in (OverlapClass.INTERRUPTION, OverlapClass.TERMINAL_OVERLAP)
 
 
 @dataclass(frozen=True)
@@ -90,21 +104,23 @@ def _is_speech(t: Turn) -> bool:
     return t.kind is not TurnKind.NONSPEECH and t.end > t.start
 
 
-def _host_run_end(turns: Sequence[Turn], order: list[int], pos: int, join_s: float) -> float:
-    """End of the host's talk starting at ``order[pos]``, bridging its own short pauses.
+def _host_run_end(
+    turns: Sequence[Turn], order: list[int], pos: int, join_s: float
+) -> tuple[float, int]:
+    """End of the host's talk starting at ``order[pos]``, and the turn it ends with.
 
     Consecutive turns of one speaker separated by less than ``join_s`` are one stretch of talk:
     a host who pauses briefly while the listener chimes in has not yielded the floor.
     """
     host = turns[order[pos]]
-    end = host.end
+    end, last = host.end, order[pos]
     for q in range(pos + 1, len(order)):
         t = turns[order[q]]
         if t.start > end + join_s:
             break
         if t.speaker == host.speaker and t.end > end:
-            end = t.end
-    return end
+            end, last = t.end, order[q]
+    return end, last
 
 
 def _speech_order(turns: Sequence[Turn]) -> list[int]:
@@ -119,10 +135,10 @@ def classify_overlaps(turns: Sequence[Turn], cfg: TurnsConfig) -> list[OverlapEv
 
     The host of a listener turn ``L`` is the other speaker's turn that holds the floor when ``L``
     starts (it started no later and ends after ``L``'s start; on a simultaneous start the longer
-    turn is the host; among several candidates, the one that ends last). Backchannels and other
-    listener turns that end inside the host's talk never act as hosts: they never held the floor.
-    Overlaps shorter than ``cfg.min_overlap_s`` are ordinary transitions, not events. Returns
-    events ordered by onset, then listener turn index.
+    turn is the host; among several candidates, the one that ends last). Listener turns that do
+    not take the floor never act as hosts: they never held it. Overlaps shorter than
+    ``cfg.min_overlap_s`` are ordinary transitions, not events. Returns events ordered by onset,
+    then listener turn index.
     """
     order = _speech_order(turns)
     pos_of = {idx: p for p, idx in enumerate(order)}
@@ -144,9 +160,9 @@ def classify_overlaps(turns: Sequence[Turn], cfg: TurnsConfig) -> list[OverlapEv
         overlap_end = min(ht.end, lt.end)
         if overlap_end - lt.start < cfg.min_overlap_s:
             continue
-        host_end = _host_run_end(turns, order, pos_of[host_i], cfg.same_speaker_join_s)
-        klass = _classify(turns, order, p, ht.speaker, host_end, cfg)
-        if klass is OverlapClass.BACKCHANNEL or host_end >= lt.end:
+        host_end, host_last = _host_run_end(turns, order, pos_of[host_i], cfg.same_speaker_join_s)
+        klass = _classify(turns, order, p, ht.speaker, host_end, turns[host_last], cfg)
+        if not klass.takes_floor:
             active.remove(li)  # talk inside the host's floor never holds the floor itself
         events.append(
             OverlapEvent(
@@ -169,16 +185,26 @@ def _classify(
     p: int,
     host_speaker: str,
     host_end: float,
+    host_last: Turn,
     cfg: TurnsConfig,
 ) -> OverlapClass:
     lt = turns[order[p]]
-    if lt.duration < cfg.backchannel_max_s and _host_keeps_floor(
-        turns, order, p, host_speaker, host_end
+    lexical = lexical_class(lt) if cfg.transcript_cues else Lexical.UNKNOWN
+    cut_off = cfg.transcript_cues and is_cut_off(lt)
+    if lt.end <= host_end:  # the host talked on over all of it: no floor taken
+        bid = cut_off or lexical is Lexical.CONTENT
+        return OverlapClass.NON_FLOOR_INTERRUPTION if bid else OverlapClass.BACKCHANNEL
+    if (
+        lexical is Lexical.BACKCHANNEL
+        and not cut_off
+        and _host_keeps_floor(turns, order, p, host_speaker, host_end)
     ):
-        return OverlapClass.BACKCHANNEL
-    if lt.end > host_end and host_end - lt.start <= cfg.interruption_stop_s:
-        return OverlapClass.INTERRUPTION
-    return OverlapClass.NON_FLOOR_INTERRUPTION
+        return OverlapClass.BACKCHANNEL  # a continuer that ran past the host, who carries on
+    # the listener has the floor after the host: where did it come in?
+    host_cut_off = cfg.transcript_cues and is_cut_off(host_last)
+    if host_end - lt.start <= cfg.terminal_overlap_s + 1e-9 and not host_cut_off:
+        return OverlapClass.TERMINAL_OVERLAP
+    return OverlapClass.INTERRUPTION
 
 
 def _host_keeps_floor(
@@ -186,8 +212,8 @@ def _host_keeps_floor(
 ) -> bool:
     """The host talks on past the listener, or is the next one to start talking after it.
 
-    When nobody talks after the listener (end of the dialogue or window) a short vocalisation is
-    given the benefit of the doubt: nothing shows that it took the floor.
+    When nobody talks after the listener (end of the dialogue or window) a continuer is given the
+    benefit of the doubt: nothing shows that it took the floor.
     """
     lt = turns[order[p]]
     if host_end >= lt.end:
@@ -208,14 +234,18 @@ def listener_indices(
     return {e.listener_turn_index for e in events if classes is None or e.klass in classes}
 
 
-def mark_backchannels(turns: Sequence[Turn], cfg: TurnsConfig) -> tuple[Turn, ...]:
+def mark_backchannels(
+    turns: Sequence[Turn], cfg: TurnsConfig, events: Sequence[OverlapEvent] | None = None
+) -> tuple[Turn, ...]:
     """Return the turns with ``kind=BACKCHANNEL`` where the overlap analysis says so.
 
     The renderer keeps backchannels at their offset inside the host turn instead of re-timing
     them as turns, so the mark must agree with the filter's view. Other turns are unchanged
-    (an adapter's own backchannel marks are kept).
+    (an adapter's own backchannel marks are kept). ``events``: the turns' classification when
+    already computed (:func:`classify_overlaps` of the same turns and config).
     """
-    bc = listener_indices(classify_overlaps(turns, cfg), [OverlapClass.BACKCHANNEL])
+    found = classify_overlaps(turns, cfg) if events is None else events
+    bc = listener_indices(found, [OverlapClass.BACKCHANNEL])
     return tuple(
         replace(t, kind=TurnKind.BACKCHANNEL) if i in bc and t.kind is TurnKind.TURN else t
         for i, t in enumerate(turns)

@@ -1,10 +1,12 @@
-"""Cut long dialogues into 20–60 s excerpts at turn boundaries.
+"""Cut long dialogues into excerpts that render to 20–60 s, at turn boundaries.
 
 A boundary is only ever placed where no turn (of either speaker, speech or not) is running, so
 no excerpt cuts a turn, overlapped ones included. An excerpt starts at the start of a speech
 turn that is not a backchannel, not the listener side of an overlap and not a corpus collection
-header, and ends at the end of a speech turn that is not a backchannel. Which excerpts are
-chosen is the ``window.policy``:
+header, and ends at the end of a speech turn that is not a backchannel. Its length is the length
+it will *render* to (:mod:`duetflow.rendered_length`: re-timed gaps, capped pauses, trimmed
+edges), which must lie inside ``window.min_s``–``window.max_s`` less ``window.margin_s`` at both
+ends, whatever gaps are drawn. Which excerpts are chosen is the ``window.policy``:
 
 * ``greedy`` (default): left to right, the longest excerpt from the earliest possible start,
   then the next one from the first possible start after it. Few long excerpts, no shared audio.
@@ -24,9 +26,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from duetflow.config import TurnsConfig, WindowConfig
-from duetflow.model import Dialogue, Turn, TurnKind, window_id
-from duetflow.turns import OverlapClass, classify_overlaps, cut_points, listener_indices
+from duetflow.config import RenderConfig, TurnsConfig, WindowConfig
+from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind, window_id
+from duetflow.rendered_length import LengthModel
+from duetflow.turns import (
+    OverlapClass,
+    OverlapEvent,
+    classify_overlaps,
+    cut_points,
+    listener_indices,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +53,13 @@ def _is_header(turn: Turn, patterns: Sequence[re.Pattern[str]]) -> bool:
 
 
 def _valid_starts(
-    turns: Sequence[Turn], turns_cfg: TurnsConfig, header_patterns: Sequence[str]
+    turns: Sequence[Turn], events: Sequence[OverlapEvent], header_patterns: Sequence[str]
 ) -> list[float]:
     """Safe boundary times at which a window may begin."""
     safe_starts, _ = cut_points(turns)
     safe = set(safe_starts)
     pats = [re.compile(p) for p in header_patterns]
-    listeners = listener_indices(classify_overlaps(turns, turns_cfg))
+    listeners = listener_indices(events)
     good: set[float] = set()
     bad: set[float] = set()
     for i, t in enumerate(turns):
@@ -65,14 +74,14 @@ def _valid_starts(
     return sorted(good - bad)
 
 
-def _valid_ends(turns: Sequence[Turn], turns_cfg: TurnsConfig) -> list[float]:
+def _valid_ends(turns: Sequence[Turn], events: Sequence[OverlapEvent]) -> list[float]:
     """Safe boundary times at which a window may end: after a speech turn, not a backchannel.
 
     Ending on a backchannel would end the excerpt inside the host's floor, and would leave the
     backchannel without the host's continuation that makes it one.
     """
     _, safe_ends = cut_points(turns)
-    bc = listener_indices(classify_overlaps(turns, turns_cfg), [OverlapClass.BACKCHANNEL])
+    bc = listener_indices(events, [OverlapClass.BACKCHANNEL])
     good: set[float] = set()
     bad: set[float] = set()
     for i, t in enumerate(turns):
@@ -90,16 +99,36 @@ def candidate_windows(
     cfg: WindowConfig,
     turns_cfg: TurnsConfig,
     header_patterns: Sequence[str] = (),
+    lengths: LengthModel | None = None,
+    events: Sequence[OverlapEvent] | None = None,
 ) -> list[tuple[float, list[float]]]:
-    """Every valid start with the valid ends that give a ``min_s``–``max_s`` excerpt (ascending)."""
-    starts = _valid_starts(turns, turns_cfg, header_patterns)
-    ends = _valid_ends(turns, turns_cfg)
+    """Every valid start with the valid ends whose excerpt renders inside the range (ascending).
+
+    ``lengths`` predicts rendered lengths (default: a separable source at the default render
+    settings); an excerpt qualifies when its predicted length, for any gaps drawn, lies inside
+    :attr:`WindowConfig.select_range`. ``events``: the turns' overlap classification, when
+    already computed.
+    """
+    found = classify_overlaps(turns, turns_cfg) if events is None else events
+    model = lengths or LengthModel(
+        turns, mixed=False, render=RenderConfig(), turns_cfg=turns_cfg, events=found
+    )
+    lo_lim, hi_lim = cfg.select_range
+    starts = _valid_starts(turns, found, header_patterns)
+    ends = _valid_ends(turns, found)
     out: list[tuple[float, list[float]]] = []
     for s in starts:
-        lo = bisect.bisect_left(ends, s + cfg.min_s - _EPS)
-        hi = bisect.bisect_right(ends, s + cfg.max_s + _EPS)
-        if lo < hi:
-            out.append((s, ends[lo:hi]))
+        ok: list[float] = []
+        for e in ends[bisect.bisect_right(ends, s) :]:
+            r = model.excerpt(s, e)
+            if r is None:
+                continue
+            if r.hi_s > hi_lim + _EPS:
+                break  # lengths only grow with the end
+            if r.lo_s >= lo_lim - _EPS:
+                ok.append(e)
+        if ok:
+            out.append((s, ok))
     return out
 
 
@@ -182,25 +211,40 @@ def make_windows(
     cfg: WindowConfig,
     turns_cfg: TurnsConfig,
     header_patterns: Sequence[str] = (),
+    render: RenderConfig | None = None,
 ) -> list[Dialogue]:
-    """Excerpts of ``cfg.min_s``–``cfg.max_s`` seconds chosen by ``cfg.policy``.
+    """Excerpts that render to ``cfg.min_s``–``cfg.max_s`` seconds, chosen by ``cfg.policy``.
 
-    A dialogue whose turns already span ``min_s``–``max_s`` is returned whole as one window
-    (``window=(first turn start, last turn end)``); a shorter one yields none. Turns keep their
-    source-timeline times; ``header_patterns`` are regexes of collection headers a window must
-    not start with (``filters.collection_header_patterns``).
+    Lengths are predicted with :class:`~duetflow.rendered_length.LengthModel` for the
+    dialogue's source kind and ``render`` settings (default: the default render section) and
+    must lie inside :attr:`WindowConfig.select_range`. A dialogue that renders to that range as
+    a whole is returned whole as one window (``window=(first turn start, last turn end)``); a
+    shorter one yields none. Turns keep their source-timeline times; ``header_patterns`` are
+    regexes of collection headers a window must not start with
+    (``filters.collection_header_patterns``).
     """
     turns = dialogue.turns
     if not turns:
         return []
-    first = min(t.start for t in turns)
-    last = max(t.end for t in turns)
-    span = last - first
-    if span < cfg.min_s - _EPS:
+    events = classify_overlaps(turns, turns_cfg)
+    model = LengthModel(
+        turns,
+        mixed=isinstance(dialogue.source, MixedMonoSource),
+        render=render or RenderConfig(),
+        turns_cfg=turns_cfg,
+        events=events,
+    )
+    whole = model.whole()
+    if whole is None:
         return []
-    if span <= cfg.max_s + _EPS:
+    lo_lim, hi_lim = cfg.select_range
+    if whole.hi_s <= hi_lim + _EPS:
+        if whole.lo_s < lo_lim - _EPS:
+            return []
+        first = min(t.start for t in turns)
+        last = max(t.end for t in turns)
         return [window_dialogue(dialogue, 0, first, last)]
-    cands = candidate_windows(turns, cfg, turns_cfg, header_patterns)
+    cands = candidate_windows(turns, cfg, turns_cfg, header_patterns, model, events)
     chosen = _POLICIES[cfg.policy](cands)
     log.debug(
         "%s: %d windows (%s) from %d starts", dialogue.id, len(chosen), cfg.policy, len(cands)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -37,8 +38,11 @@ def test_ingest_writes_what_the_adapter_yields(
     assert report.kept == len(expected)
     assert report.by_reason == dict(Counter(broken.values()))
     written = list(iter_dialogues(tmp_path))
-    direct = [d for d in get_adapter(corpus)(root).scan() if not hasattr(d, "reason")]
-    assert written == direct  # lossless round trip through the intake tables
+    adapter = get_adapter(corpus)
+    direct = [d for d in adapter(root).scan() if not hasattr(d, "reason")]
+    # lossless round trip through the intake tables, plus the licence ingest stamps on
+    assert written == [replace(d, licence=adapter.licence) for d in direct]
+    assert adapter.licence and {d.licence for d in written} == {adapter.licence}
     assert {r.item_id: r.reason for r in iter_rejections(tmp_path)} == broken
     assert {p.name for p in tmp_path.iterdir()} == {
         "dialogues.parquet",
@@ -58,21 +62,23 @@ def test_ingest_is_deterministic(sample_root: Path, tmp_path: Path) -> None:
 def test_cli_ingest_counts_and_exit_codes(sample_root: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     args = ["ingest", "--corpus", "dailytalk", "--root", str(sample_root / "dailytalk")]
-    res = runner.invoke(main, [*args, "--out", str(tmp_path / "w")])
+    res = runner.invoke(main, [*args, "--workdir", str(tmp_path / "w")])
     assert res.exit_code == 0, res.output
     assert "dailytalk: found 13, kept 6, rejected 7" in res.output
     assert "rejected path_escape: 1" in res.output
     bad = runner.invoke(main, ["ingest", "--corpus", "dailytalk", "--root", str(tmp_path / "no"),
-                               "--out", str(tmp_path / "x")])  # fmt: skip
+                               "--workdir", str(tmp_path / "x")])  # fmt: skip
     assert bad.exit_code == 2 and "not a directory" in bad.output
     unknown = runner.invoke(main, ["ingest", "--corpus", "nope", "--root", str(sample_root),
-                                   "--out", str(tmp_path / "x")])  # fmt: skip
-    assert unknown.exit_code == 2 and "dailytalk, iemocap, magicdata_ramc" in unknown.output
+                                   "--workdir", str(tmp_path / "x")])  # fmt: skip
+    # the error lists what is registered, whatever plug-ins are installed
+    listed = ", ".join(sorted(available_adapters()))
+    assert unknown.exit_code == 2 and f"available: {listed}" in unknown.output
     wrong = runner.invoke(main, ["ingest", "--corpus", "iemocap", "--root", str(sample_root),
-                                 "--out", str(tmp_path / "x")])  # fmt: skip
+                                 "--workdir", str(tmp_path / "x")])  # fmt: skip
     assert wrong.exit_code == 2 and "Session" in wrong.output
     assert not (tmp_path / "x").exists()  # nothing written when the run cannot proceed
-    opt = runner.invoke(main, [*args, "--out", str(tmp_path / "y"), "-o", "sample_rate=22050"])
+    opt = runner.invoke(main, [*args, "--workdir", str(tmp_path / "y"), "-o", "sample_rate=22050"])
     assert opt.exit_code == 0 and "kept 0" in opt.output
 
 

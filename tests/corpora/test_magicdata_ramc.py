@@ -15,12 +15,23 @@ from .helpers import ms, scan, scan_against_truth, timeline, truth_timeline
 CORPUS = "magicdata_ramc"
 
 
+#: the sample generator's domain labels and their taxonomy topics (docs/topics.md)
+DOMAIN_TOPIC = {
+    "职业发展": "work",
+    "环境治理": "ordinary_life",
+    "休闲娱乐": "ordinary_life",
+    "饮食": "ordinary_life",
+    "交通出行": "tourism",
+}
+
+
 def test_samples_match_truth(sample_root: Path) -> None:
     kept, expected = scan_against_truth(sample_root, CORPUS, sample_root / "MagicData-RAMC")
     for did, d in kept.items():
         e = expected[did]
         assert d.source_id == e["source_id"] and d.category is Category.HH
-        assert d.language == "zh" and d.topic == e["topic"]
+        assert d.language == "zh" and d.design.source_topic == e["topic"]
+        assert d.topic == DOMAIN_TOPIC[e["topic"]]
         assert [s.id for s in d.speakers] == e["speakers"]
         assert {s.id: s.gender for s in d.speakers} == e["genders"]
         assert len(d.turns) == len(e["turns"])
@@ -108,7 +119,8 @@ def test_stereo_by_energy_else_downmix(tmp_path: Path) -> None:
     assert dict(d.source.channels) == {"G00000011": 1, "G00000012": 0}
     assert [t.start for t in d.turns] == [1.0, 3.5]  # spaces inside brackets tolerated
     assert {s.id: s.gender for s in d.speakers} == {"G00000011": "M", "G00000012": "F"}
-    assert d.provenance["split"] is None and d.topic == ""
+    assert d.provenance["split"] is None and d.topic == "other"  # no UTTERANCEINFO entry
+    assert d.design.source_topic is None
 
     other = tmp_path / "x"
     _corpus(other, LINES, _audio("same"))
@@ -158,5 +170,6 @@ def test_tables_give_pair_topic_split_and_gender(tmp_path: Path) -> None:
     (tmp_path / "DataPartition" / "dev.tsv").write_text(f"D:\\RAMC\\WAV\nWAV\\{REC}.wav\t123\n")
     kept, _, _ = scan(CORPUS, tmp_path)
     d = kept[f"magicdata_ramc__{REC}"]
-    assert d.topic == "饮食" and d.provenance["split"] == "dev"
+    assert d.topic == "ordinary_life" and d.design.source_topic == "饮食"
+    assert d.provenance["split"] == "dev"
     assert {s.id: s.gender for s in d.speakers} == {"G00000011": "F", "G00000012": "M"}

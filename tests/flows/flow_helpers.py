@@ -27,7 +27,12 @@ def write_config(
     data: dict[str, Any] = {
         "workdir": str(path.parent / "work"),
         "corpora": [{"name": c, "root": str(samples / roots[c])} for c in corpora],
-        "synth": {"enabled": scripts, "scripts": str(samples / "scripts") if scripts else None},
+        # the samples' HH speakers lend their voices (the default pool is HM participants only)
+        "synth": {
+            "enabled": scripts,
+            "scripts": str(samples / "scripts") if scripts else None,
+            "voice_categories": ["HM", "HH"],
+        },
         "release": {"store": str(path.parent / "store")},
         "runner": {"max_workers": 2, "shard_size": 2},
     }
@@ -53,13 +58,14 @@ def release_content(store: Path, release_id: str) -> dict[str, str]:
     """A release's manifests, splits, stats and audio objects.
 
     Without RELEASE.json and report/: both record the full config, which names the runner and
-    the work directory, so they differ between two configs by design.
+    the work directory, so they differ between two configs by design; nor CLAIM.json, which
+    holds RELEASE.json's hash.
     """
     rel = store / "releases" / release_id
     files = {
         k: v
         for k, v in tree_digest(rel).items()
-        if k != "RELEASE.json" and not k.startswith("report/")
+        if k not in ("RELEASE.json", "CLAIM.json") and not k.startswith("report/")
     }
     audio = {f"audio/{k}": v for k, v in tree_digest(store / "audio").items()}
     return {**files, **audio}

@@ -21,7 +21,11 @@ def test_stage_keys_follow_only_the_sections_a_stage_reads(tmp_path: Path) -> No
     other_split = build_config(
         {"workdir": str(tmp_path), "release": {"ratios": {"HH": (0.7, 0.2, 0.1)}}}
     )
-    for cfg, changed in ((stricter, {"process", "report"}), (other_split, {"publish", "report"})):
+    # the LLM script checks use the filters' balance band too
+    for cfg, changed in (
+        (stricter, {"process", "scripts", "report"}),
+        (other_split, {"publish", "report"}),
+    ):
         for stage in pipeline.STAGE_SECTIONS:
             same = pipeline.stage_key(stage, base, "x") == pipeline.stage_key(stage, cfg, "x")
             assert same == (stage not in changed), stage
@@ -57,6 +61,7 @@ def test_a_step_that_dies_leaves_nothing_that_looks_finished(tmp_path: Path) -> 
     with pytest.raises(RuntimeError):
         pipeline._build_cached(final, dying)
     assert pipeline.load_outcome(final) is None
+    assert not list(tmp_path.rglob("*.partial"))  # a failed step leaves no half-built folder
     first = pipeline._build_cached(final, working)
     assert not first.reused and first.path == str(final)
     assert (final / "dialogues.parquet").read_bytes() == b"done"
@@ -113,6 +118,42 @@ def test_plain_pipeline_merges_shards_in_intake_order_and_resumes(
     assert second.computed("ingest") == second.computed("process") == 0
     assert second.reused("process") == len(shards)
     assert pq.read_table(rendered / manifest.DIALOGUES).equals(before)
+
+
+def test_a_failed_run_leaves_no_partial_folders(
+    tmp_path: Path, flow_samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A render that dies mid-shard, then a merge that dies: no ``*.partial`` folder is left."""
+    from duetflow import process
+    from duetflow.config import load_config
+
+    cfg = load_config(write_config(tmp_path / "run.yaml", flow_samples, scripts=False))
+    real = process.process_dialogues
+    calls: list[int] = []
+
+    def dies_on_the_second_shard(dialogues, config, out_dir):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) == 2:
+            (Path(out_dir) / "audio").mkdir(parents=True, exist_ok=True)
+            raise OSError("disk full")
+        return real(dialogues, config, out_dir)
+
+    monkeypatch.setattr(process, "process_dialogues", dies_on_the_second_shard)
+    with pytest.raises(OSError, match="disk full"):
+        pipeline.run_pipeline(cfg, publish=False)
+    workdir = Path(cfg.workdir)
+    assert len(calls) == 2 and not list(workdir.rglob("*.partial"))
+    monkeypatch.setattr(process, "process_dialogues", real)
+
+    def merge_dies(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError("merge interrupted")
+
+    monkeypatch.setattr(pipeline, "_merge_stats", merge_dies)
+    with pytest.raises(OSError, match="merge interrupted"):
+        pipeline.run_pipeline(cfg, publish=False)
+    assert (
+        not list(workdir.rglob("*.partial")) and not (workdir / "rendered" / "dailytalk").exists()
+    )
 
 
 def test_stable_chunks_keep_shards_when_an_item_is_inserted() -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import logging
 from pathlib import Path
 
 import pytest
@@ -12,7 +10,6 @@ from prefect.states import Failed
 
 from duetflow.errors import ConfigError, ManifestError, StorageError
 from duetflow.flows.runner import build_task_runner, resolve_config
-from duetflow.pipeline import emit_progress
 from duetflow.tasks import transient_only
 
 
@@ -21,29 +18,6 @@ def test_retries_only_for_failures_a_retry_can_fix() -> None:
     assert transient_only(None, None, Failed(data=OSError("NFS stale handle")))
     assert not transient_only(None, None, Failed(data=ManifestError("2 validation failures")))
     assert not transient_only(None, None, Failed(data=ConfigError("unknown key")))
-
-
-def test_progress_records_drive_one_bar_per_stage() -> None:
-    from rich.console import Console
-    from rich.progress import Progress
-
-    from duetflow.cli.run import _BarHandler
-
-    progress = Progress(console=Console(file=io.StringIO()))
-    handler = _BarHandler(progress)
-    logger = logging.getLogger("duetflow.progress")
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    try:
-        emit_progress("process", "dailytalk", 1, 3)
-        emit_progress("process", "dailytalk", 3, 3)
-        emit_progress("synth", "ph", 2, None)
-    finally:
-        logger.removeHandler(handler)
-    tasks = {t.description: t for t in progress.tasks}
-    assert set(tasks) == {"process dailytalk", "synth ph"}
-    assert tasks["process dailytalk"].completed == 3 and tasks["process dailytalk"].total == 3
-    assert tasks["synth ph"].completed == 2
 
 
 def test_flow_parameters_override_the_config_file(tmp_path: Path) -> None:
@@ -85,3 +59,25 @@ def test_dask_runner_refuses_the_temporary_api(tmp_path: Path) -> None:
         pass
     with dask_cluster(resolve_config(cfg, runner="threads").runner) as address:
         assert address is None
+
+
+def test_run_checks_the_config_before_prefect_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from click.testing import CliRunner
+
+    from duetflow.cli import main
+
+    # reaching the flows at all would fail loudly: the checks must answer first
+    monkeypatch.setitem(sys.modules, "duetflow.flows", None)
+    typo = write_config(tmp_path / "typo.yaml", tmp_path, render={"gap_ms_mx": 200})
+    res = CliRunner().invoke(main, ["run", "-c", str(typo)])
+    assert res.exit_code == 2 and "unknown key 'render.gap_ms_mx'" in res.output
+    assert "Traceback" not in res.output
+    missing = write_config(tmp_path / "missing.yaml", tmp_path / "nowhere", scripts=False)
+    res = CliRunner().invoke(main, ["run", "-c", str(missing), "--seed", "3"])
+    assert res.exit_code == 2 and "is not a directory" in res.output
+    res = CliRunner().invoke(main, ["run", "-c", str(tmp_path / "absent.yaml")])
+    assert res.exit_code == 2

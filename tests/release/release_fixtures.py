@@ -24,6 +24,9 @@ from duetflow.seeding import rng_for
 from duetflow.storage import sha256_file
 
 SR = 8000
+#: rendered length of every fixture dialogue: inside the default window.min_s–max_s (20–60 s);
+#: 1.3 s of noise (the turns) then digital silence, so the FLAC stays small
+DURATION_S = 20.5
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class Spec:
     category: str = "HH"
     language: str = "en"
     corpus: str = "toy"
+    licence: str = "CC-BY-4.0"
 
 
 def specs(
@@ -49,6 +53,19 @@ def specs(
         )
         for i in range(start, start + n)
     ]
+
+
+def fixture_samples(dialogue_id: str, duration_s: float = DURATION_S) -> np.ndarray:
+    """The samples :func:`make_workdir` writes for a dialogue (ground truth for decoders):
+    1.3 s of a -60 dBFS room with a noise burst where each turn is (so the audio holds the gaps
+    the rows say), then silence up to ``duration_s``."""
+    rng = rng_for(7, dialogue_id)
+    samples = np.zeros(int(round(duration_s * SR)), dtype=np.float32)
+    samples[: int(1.3 * SR)] = 0.001 * rng.standard_normal(int(1.3 * SR))
+    for turn in _turns(dialogue_id):
+        a, b = int(turn["start_s"] * SR), int(turn["end_s"] * SR)
+        samples[a:b] += 0.1 * rng.standard_normal(b - a)
+    return samples
 
 
 def _turns(did: str) -> list[dict[str, Any]]:
@@ -77,20 +94,18 @@ def make_workdir(
     rejections: Sequence[dict[str, Any]] = (),
     stats: dict[str, Any] | None = None,
     row_overrides: dict[str, dict[str, Any]] | None = None,
+    durations: dict[str, float] | None = None,
 ) -> Path:
-    """Write a rendered work directory with one 1.3 s FLAC per dialogue: noise bursts where
-    the turns are, a -60 dBFS room between them (so the audio holds the gaps the rows say)."""
+    """Write a rendered work directory with one 20.5 s FLAC per dialogue (1.3 s of turns and
+    room, see :func:`fixture_samples`); ``durations`` gives some dialogues another length (file
+    and row alike)."""
     root.mkdir(parents=True, exist_ok=True)
     rows, turns = [], []
     for sp in items:
-        rng = rng_for(7, sp.dialogue_id)
-        t = _turns(sp.dialogue_id)
-        samples = (0.001 * rng.standard_normal(int(1.3 * SR))).astype(np.float32)
-        for turn in t:
-            a, b = int(turn["start_s"] * SR), int(turn["end_s"] * SR)
-            samples[a:b] += (0.1 * rng.standard_normal(b - a)).astype(np.float32)
+        dur = (durations or {}).get(sp.dialogue_id, DURATION_S)
         rel = f"audio/{sp.dialogue_id}.flac"
-        write_audio(root / rel, samples, SR)
+        write_audio(root / rel, fixture_samples(sp.dialogue_id, dur), SR)
+        t = _turns(sp.dialogue_id)
         row = {
             "dialogue_id": sp.dialogue_id,
             "source_id": sp.source_id,
@@ -102,7 +117,7 @@ def make_workdir(
             "speaker_b": t[1]["speaker"],
             "audio_path": rel,
             "sha256": sha256_file(root / rel),
-            "duration_s": 1.3,
+            "duration_s": dur,
             "sample_rate": SR,
             "num_channels": 1,
             "n_turns": len(t),
@@ -113,6 +128,8 @@ def make_workdir(
             "gap_ms_min": 200.0,
             "gap_ms_max": 200.0,
             "provenance": json.dumps({"seed": 7}),
+            "licence": sp.licence,
+            "source_sample_rate": 2 * SR,
         }
         row.update((row_overrides or {}).get(sp.dialogue_id, {}))
         rows.append(row)

@@ -48,7 +48,16 @@ def test_local_and_s3_publish_and_pull_are_byte_identical(
     store = open_store(local_uri)
     rid = a.release_id
     assert (pa_.dest / "train.parquet").read_bytes() == store.get_bytes(manifest_key(rid, "train"))
-    assert (pa_.dest / "turns.parquet").read_bytes() == store.get_bytes(manifest_key(rid, "turns"))
+    # turns: the published rows of the pulled split only, in the published order
+    published = open_store(local_uri).get_bytes(manifest_key(rid, "turns"))
+    (tmp_path / "published-turns.parquet").write_bytes(published)
+    train_ids = {r["dialogue_id"] for r in pq.read_table(pa_.manifest).to_pylist()}
+    want = [
+        t
+        for t in pq.read_table(tmp_path / "published-turns.parquet").to_pylist()
+        if t["dialogue_id"] in train_ids
+    ]
+    assert pq.read_table(pa_.turns).to_pylist() == want and want
     rows = pq.read_table(pa_.manifest).to_pylist()
     assert len(rows) == a.counts["train"] == pa_.dialogues
     src_audio = {p.read_bytes() for wd in workdirs for p in (wd / "audio").iterdir()}
@@ -78,7 +87,8 @@ def test_release_layout_and_record(workdirs: list[Path], tmp_path: Path) -> None
     for o in doc["objects"]:  # every object listed with its real checksum and size
         info_ = store.head(o["key"])
         assert info_ is not None and (info_.sha256, info_.size) == (o["sha256"], o["size"])
-    assert set(store.list()) == keys | {prefix + "RELEASE.json", LATEST_KEY}
+    claim = prefix + "CLAIM.json"  # created first, exclusively: the content that owns the id
+    assert set(store.list()) == keys | {claim, prefix + "RELEASE.json", LATEST_KEY}
     assert doc["code_version"] and len(doc["config_hash"]) == 16
     assert doc["counts"]["rejections"] == 2  # one per work directory
     dialogues = pq.read_table(store.root / prefix / "manifests/dialogues.parquet")

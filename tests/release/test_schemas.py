@@ -11,6 +11,7 @@ from release_fixtures import make_workdir, specs
 from duetflow.config import build_config
 from duetflow.errors import ManifestError
 from duetflow.manifest import RENDERED_TURN_SCHEMA, TURNS, iter_rows, write_table
+from duetflow.model import DESIGN_COLUMNS
 from duetflow.schemas import (
     collect_workdir_failures,
     dialogue_schema,
@@ -37,7 +38,7 @@ def test_bad_rows_reported_together_as_a_table(tmp_path: Path) -> None:
             ids[1]: {"loudness_lufs_b": -26.0},  # 3 LU apart, tolerance 0.5
             ids[2]: {"gap_ms_max": 400.0},
             ids[3]: {"sha256": "f" * 64},
-            ids[4]: {"duration_s": 1.0},  # the last turn ends at 1.2 s; the file lasts 1.3 s
+            ids[4]: {"duration_s": 1.0},  # the last turn ends at 1.2 s; the file lasts 20.5 s
             ids[5]: {"speaker_b": "somebody-else"},
         },
     )
@@ -110,11 +111,12 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
     base = {
         "dialogue_id": "d1", "source_id": "s1", "corpus": "c", "category": "HH",
         "language": "en", "topic": "", "speaker_a": "a", "speaker_b": "b",
-        "audio_path": f"audio/ab/{sha}.flac", "sha256": sha, "duration_s": 1.0,
+        "audio_path": f"audio/ab/{sha}.flac", "sha256": sha, "duration_s": 30.0,
         "sample_rate": 16000, "num_channels": 1, "n_turns": 2, "loudness_lufs_a": -23.0,
         "loudness_lufs_b": -23.0, "gain_db_a": 0.0, "gain_db_b": 0.0, "gap_ms_min": 200.0,
         "gap_ms_max": 210.0, "provenance": "{}", "split": "train",
-        "audio_key": f"audio/ab/{sha}.flac",
+        "audio_key": f"audio/ab/{sha}.flac", "licence": "CC-BY-4.0", "source_sample_rate": 8000,
+        **dict.fromkeys(DESIGN_COLUMNS),
     }  # fmt: skip
     rows = [
         base,
@@ -122,7 +124,7 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
         {**base, "dialogue_id": "d3", "source_id": "s3", "audio_key": f"audio/cd/{sha}.flac"},
     ]
     df = pd.DataFrame(rows).astype({"sample_rate": "int32", "num_channels": "int32",
-                                    "n_turns": "int32"})  # fmt: skip
+                                    "n_turns": "int32", "source_sample_rate": "int32"})  # fmt: skip
     failures = schema_failures(
         release_index_schema(), df, "dialogues", lambda i: rows[i]["dialogue_id"]
     )
@@ -148,7 +150,9 @@ def test_acoustic_gaps_and_holes_measured_on_the_audio(tmp_path: Path) -> None:
         tmp_path / "wd",
         items,
         row_overrides={
-            items[2].dialogue_id: {"provenance": json.dumps({"room_tone": {"used": True}})}
+            items[2].dialogue_id: {
+                "provenance": json.dumps({"room_tone": {"used": True, "floor_dbfs": -60.0}})
+            }
         },
     )
     assert not collect_workdir_failures(wd, build_config({}))
@@ -156,14 +160,15 @@ def test_acoustic_gaps_and_holes_measured_on_the_audio(tmp_path: Path) -> None:
 
     d = pd.read_parquet(wd / "dialogues.parquet")
     short, holed = d.iloc[1], d.iloc[2]
+    from release_fixtures import fixture_samples
+
     rng = np.random.default_rng(0)
-    x = (0.001 * rng.standard_normal(int(1.3 * sr))).astype(np.float32)
-    x[: int(0.3 * sr)] += 0.1 * rng.standard_normal(int(0.3 * sr)).astype(np.float32)
+    x = fixture_samples(str(short.dialogue_id))
+    x[int(0.3 * sr) : int(1.0 * sr)] = 0.001 * rng.standard_normal(int(0.7 * sr))
     b0 = int(0.38 * sr)  # B starts 80 ms after A ends, rows still say 0.5 s
     x[b0 : int(0.8 * sr)] += 0.1 * rng.standard_normal(int(0.8 * sr) - b0).astype(np.float32)
-    x[int(1.0 * sr) : int(1.2 * sr)] += 0.1 * rng.standard_normal(int(0.2 * sr)).astype(np.float32)
     write_audio(wd / short.audio_path, x, sr)
-    y, _ = __import__("soundfile").read(wd / holed.audio_path, dtype="float32")
+    y = fixture_samples(str(holed.dialogue_id))
     y[int(0.85 * sr) : int(0.95 * sr)] = 0.0  # a hole in the pause between B and A
     write_audio(wd / holed.audio_path, y, sr)
     for row in (short, holed):

@@ -156,9 +156,9 @@ def _true_and_row_gaps(kind: str, root: Path, seed: int) -> list[tuple[float, fl
 def test_true_gaps_in_the_file_hold_the_draw(tmp_path: Path) -> None:
     """Every source shape, three constructions each (84 speaker changes, half of the endings
     reverberant or quiet): the rows report the true gap within 10 ms for at least 90 % of the
-    changes and within 20 ms for all (median within 5 ms); the slowest reverberant tails are
+    changes and within 25 ms for all (median within 5 ms); the slowest reverberant tails are
     where the measure's calibration is widest (docs/turn-taking.md). So the true gaps lie in
-    the window ± 10 ms for 90 % of the changes and ± 20 ms for all."""
+    the window ± 10 ms for 90 % of the changes and ± 25 ms for all."""
     cfg = build_config({}).render
     pairs: list[tuple[str, int, float, float]] = []
     for kind in KINDS:
@@ -167,7 +167,7 @@ def test_true_gaps_in_the_file_hold_the_draw(tmp_path: Path) -> None:
                 pairs.append((kind, seed, true, row))
     true = np.array([p[2] for p in pairs])
     err = np.abs(np.array([p[3] - p[2] for p in pairs]))
-    assert np.all((true >= cfg.gap_ms_min - 20) & (true <= cfg.gap_ms_max + 20)), pairs
+    assert np.all((true >= cfg.gap_ms_min - 25) & (true <= cfg.gap_ms_max + 25)), pairs
     assert np.mean((true >= cfg.gap_ms_min - 10) & (true <= cfg.gap_ms_max + 10)) >= 0.9, pairs
-    assert np.median(err) <= 5.0 and np.max(err) <= 20.0, pairs
+    assert np.median(err) <= 5.0 and np.max(err) <= 25.0, pairs
     assert np.mean(err <= 10.0) >= 0.9, pairs

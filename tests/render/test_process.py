@@ -104,7 +104,7 @@ def test_process_dialogues_shard(tmp_path: Path) -> None:
 def test_cli_process(tmp_path: Path) -> None:
     wd, _ = _intake(tmp_path)
     out = tmp_path / "cli"
-    result = CliRunner().invoke(main, ["process", "--in", str(wd), "--out", str(out)])
+    result = CliRunner().invoke(main, ["process", "--intake", str(wd), "--workdir", str(out)])
     assert result.exit_code == 0, result.output
     assert "2 rendered" in result.output and "missing_file" in result.output
     assert len(list(iter_rows(out / DIALOGUES))) == 2

@@ -28,7 +28,8 @@ from duetflow.audio.edges import DIGITAL_FLOOR, longest_zero_run, measure_gap
 from duetflow.audio.loudness import measure, true_peak_dbtp
 from duetflow.config import RunConfig, build_config
 from duetflow.ingest import ingest
-from duetflow.manifest import DIALOGUES, TURNS, iter_rows
+from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS, iter_rows
+from duetflow.mixdown import floor_in_file_db
 from duetflow.process import process_workdir
 
 FOLDERS = {
@@ -81,13 +82,14 @@ def rendered(
 
 
 def _change_gaps(
-    y: np.ndarray, sr: int, rows: list[dict[str, Any]], digital: bool
+    y: np.ndarray, sr: int, rows: list[dict[str, Any]], floor_db: float | None
 ) -> list[tuple[float, float | None, float, int]]:
     """Per speaker-change pause between consecutive main turns: (row gap, acoustic gap by
-    the edge module, gap by the tests' own instrument, longest run of exact zeros), seconds and
-    samples. Changes the rows report as overlaps (talk kept overlapping in a mono mix) have no
-    pause and are skipped."""
+    the edge module against the floor the file records, gap by the tests' own instrument,
+    longest run of exact zeros), seconds and samples. Changes the rows report as overlaps (talk
+    kept overlapping in a mono mix) have no pause and are skipped."""
     out = []
+    digital = floor_db is not None and np.isinf(floor_db)
     for a, b in change_pauses(rows):
         m = measure_gap(
             y,
@@ -95,6 +97,7 @@ def _change_gaps(
             (a["start_s"] * sr, a["end_s"] * sr),
             (b["start_s"] * sr, b["end_s"] * sr),
             floor=DIGITAL_FLOOR if digital else None,
+            floor_db=None if digital else floor_db,
         )
         off, on, _ = pause_edges(y, sr, a["end_s"], b["start_s"])
         zeros = longest_zero_run(y[int(a["end_s"] * sr) : int(b["start_s"] * sr)])
@@ -154,8 +157,9 @@ def test_every_speaker_change_gap_holds_on_the_audio(
     for row, rows in (item for items in groups.values() for item in items):
         did = row["dialogue_id"]
         y, sr = sf.read(out / row["audio_path"], dtype="float32")
-        tone = json.loads(row["provenance"])["room_tone"]["used"]
-        gaps = _change_gaps(y, sr, rows, digital=not tone)
+        prov = json.loads(row["provenance"])
+        tone = prov["room_tone"]["used"]
+        gaps = _change_gaps(y, sr, rows, floor_in_file_db(prov))
         acoustic += [g for _, g, _, _ in gaps]
         far += [
             (did, round(w * 1e3, 1), round(t * 1e3, 1)) for w, _, t, _ in gaps if abs(t - w) > 0.01
@@ -196,3 +200,72 @@ def test_rendered_audio_meets_the_acceptance(
         # room tone stay well under the steepest slope of the speech itself
         joins, inner = _join_jump(y, sr, rows)
         assert joins <= 0.5 * inner, (did, joins, inner)
+
+
+def test_source_rate_resampling_and_licence_are_recorded_per_dialogue(
+    rendered: tuple[Path, Rendered], config: RunConfig
+) -> None:
+    """Against what the generators wrote: DailyTalk clips at 44.1 kHz, IEMOCAP and RAMC at
+    16 kHz, studio mic tracks at 16 kHz and the system line-out at 24 kHz."""
+    from duetflow.corpora import get_adapter
+    from duetflow.samples import dailytalk, iemocap, magicdata_ramc, studio
+
+    written = {
+        "dailytalk": dailytalk.SR,
+        "iemocap": iemocap.SR,
+        "magicdata_ramc": magicdata_ramc.SR,
+    }
+    out_rate = config.sample_rate
+    for (corpus, kind), items in rendered[1].items():
+        for row, _ in items:
+            prov = json.loads(row["provenance"])
+            files = [Path(f).name for f in prov["source_files"]]
+            if corpus == "studio":
+                rates = {studio.SAMPLE_RATE} | (
+                    {studio.LINE_OUT_RATE} if "system.wav" in files else set()
+                )
+                assert row["licence"] == config.studio.licence
+            else:
+                rates = {written[corpus]}
+                assert row["licence"] == get_adapter(corpus).licence
+            assert row["source_sample_rate"] == max(rates), (corpus, kind, files)
+            assert row["sample_rate"] == out_rate
+            if rates == {out_rate}:
+                assert prov["resampling"] is None
+            else:
+                assert prov["resampling"] == {
+                    "from_hz": sorted(rates),
+                    "to_hz": out_rate,
+                    "method": "soxr HQ",
+                }
+    assert any(r["source_sample_rate"] == 44100 for r, _ in rendered[1][("dailytalk", "per_turn")])
+
+
+def test_rendered_lengths_and_turn_taking_truth(
+    rendered: tuple[Path, Rendered], sample_root: Path, config: RunConfig
+) -> None:
+    """Every rendered file lasts window.min_s–max_s by its own header; the sample windows that
+    hold planted terminal overlaps (IEMOCAP two-channel, RAMC mono and stereo) are rendered;
+    every window holding a planted interruption is rejected for it."""
+    out, groups = rendered
+    truth = json.loads((sample_root / "truth.json").read_text(encoding="utf-8"))
+    windows: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for items in groups.values():
+        for row, _ in items:
+            info = sf.info(out / row["audio_path"])
+            assert config.window.min_s <= info.duration <= config.window.max_s, (
+                row["dialogue_id"],
+                info.duration,
+            )
+            w = json.loads(row["provenance"])["window"]
+            windows[row["source_id"]].append((w[0], w[1]))
+    with_terminal = 0
+    for entry in truth["dialogues"].values():
+        spans = windows.get(entry["source_id"], [])
+        for p in entry.get("terminal_overlaps", []):
+            with_terminal += any(a < p["time"] < b for a, b in spans)
+        for p in entry["interruptions"]:
+            assert not any(a <= p["time"] < b for a, b in spans), (entry["source_id"], p)
+    assert with_terminal >= 4
+    reasons = {r["reason"] for r in iter_rows(out / REJECTIONS)}
+    assert "interruption" in reasons

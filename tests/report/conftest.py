@@ -63,6 +63,15 @@ class DialogueSpec:
     long_gap: bool = False
     backchannel: bool = False
     provenance: dict[str, Any] | None = None
+    licence: str | None = None  # None: the built-in corpus's (LICENCE_OF), else CC-BY-4.0
+
+
+#: what the built-in adapters (and a PH dialogue cloning DailyTalk voices with Spark) declare
+LICENCE_OF = {
+    "dailytalk": "CC-BY-SA-4.0",
+    "magicdata_ramc": "CC-BY-NC-ND-4.0",
+    "ph": "CC-BY-NC-SA-4.0 AND CC-BY-SA-4.0",
+}
 
 
 def _render(wd: Path, spec: DialogueSpec) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -148,6 +157,8 @@ def _render(wd: Path, spec: DialogueSpec) -> tuple[dict[str, Any], list[dict[str
         "gap_ms_min": 180.0,
         "gap_ms_max": 230.0 if not spec.long_gap else LONG_GAP_S * 1000,
         "provenance": dumps(spec.provenance or {"code_version": "0.1.0-test"}),
+        "licence": spec.licence or LICENCE_OF.get(spec.corpus, "CC-BY-4.0"),
+        "source_sample_rate": SR,
     }
     return row, turns
 
@@ -178,7 +189,12 @@ def _stats(corpus: str, rejected: dict[str, int]) -> dict[str, Any]:
                 n_windows=3,
                 n_kept=1 if i % 2 else 0,
                 ftos=ftos,
-                overlaps={"backchannel": 2, "interruption": i % 2, "non_floor_interruption": 1},
+                overlaps={
+                    "backchannel": 2,
+                    "interruption": i % 2,
+                    "non_floor_interruption": 1,
+                    "terminal_overlap": 3,
+                },
                 balance=BalanceStats({"A": 0.5, "B": 0.5}, {"A": 0.55, "B": 0.45}),
                 kept_ftos=ftos[:4] if i % 2 else (),
                 kept_overlaps={"backchannel": 1} if i % 2 else {},
@@ -225,6 +241,12 @@ PH_PROV = [
         "code_version": "0.1.0-test",
     },
 ]
+
+
+@pytest.fixture(scope="session")
+def licence_of() -> dict[str, str]:
+    """The licence each fixture corpus's rows carry (ground truth for the card)."""
+    return dict(LICENCE_OF)
 
 
 @pytest.fixture(scope="session")

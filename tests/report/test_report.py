@@ -155,14 +155,21 @@ def test_shares_durations_and_turns(work_root: Path, report) -> None:
     assert u.counts[u.edges.index(0.5)] == sum(abs(s - 0.5) < 1e-12 for s in shares)
 
 
-def test_source_stats_ph_and_provenance(work_root: Path, report) -> None:
+def test_source_stats_ph_and_provenance(
+    work_root: Path, report, licence_of: dict[str, str]
+) -> None:
     data = report.data
     labels = {s.label for s in data.source_stats}
     assert labels == {"dailytalk", "magicdata_ramc"}
     raw = json.loads((work_root / "dailytalk" / "stats.json").read_text())["corpora"]["dailytalk"]
     dt = next(s for s in data.source_stats if s.label == "dailytalk")
     assert dt.overlap_classes == raw["overlaps"]
-    assert dt.overlap_classes == {"backchannel": 8, "interruption": 2, "non_floor_interruption": 4}
+    assert dt.overlap_classes == {
+        "backchannel": 8,
+        "interruption": 2,
+        "non_floor_interruption": 4,
+        "terminal_overlap": 12,
+    }
     assert (dt.dialogues, dt.windows, dt.kept, dt.rejected) == (4, 12, 2, 6)
     assert dt.fto is not None and dt.fto.n == raw["fto"]["n"] == 48
     assert dt.fto.mean == pytest.approx(raw["fto"]["mean"] * 1000)  # seconds → ms
@@ -175,8 +182,13 @@ def test_source_stats_ph_and_provenance(work_root: Path, report) -> None:
     assert data.ph.similarity.mean == pytest.approx((0.62 + 0.55 + 0.81 + 0.77) / 4)
     assert data.ph.failures == {"runaway_generation": 1}
     card = report.markdown.read_text()
-    for lic in ("CC BY-SA 4.0", "CC BY-NC-ND 4.0", "CC BY-NC-SA 4.0"):
-        assert lic in card
+    # the licence section is what the rows carry, counted
+    held = {r.licence: (r.dialogues, r.corpora) for r in data.provenance.licences}
+    assert set(held) == set(licence_of.values())
+    assert held[licence_of["ph"]] == (2, ("ph",))
+    for lic, (n, corpora) in held.items():
+        assert f"| {lic} | " in card and f"| {', '.join(corpora)} | {n} |" in card
+    assert "Non-commercial use only for dialogues under CC-BY-NC-ND-4.0, CC-BY-NC-SA-4.0" in card
     assert "tts:spark" in {k for k, _, _ in data.provenance.sources}
     assert data.provenance.config_hash == RunConfig().config_hash()
     html = report.html.read_text()

@@ -51,7 +51,7 @@ def sidecar(layout: str = "tracks", category: str = "HM", **extra: Any) -> dict[
         "session_id": "s1",
         "date": "2025-01-02",
         "language": "en",
-        "topic": "travel",
+        "topic": "tourism",
         "category": category,
         "strategy": "role_playing",
         "opening_line": "Hello there.",
@@ -87,6 +87,10 @@ def write_session(
     if transcript is not None:
         (folder / "transcript.json").write_text(json.dumps({"turns": transcript}), "utf-8")
         extra.setdefault("transcript", "transcript.json")
+        # the studio protocol: the human's first turn says the sidecar's opening line
+        first = next((t["text"] for t in transcript if t["speaker"] in ("user", "p1")), None)
+        if first:
+            extra.setdefault("opening_line", first)
     if rttm is not None:
         (folder / "turns.rttm").write_text(rttm, "utf-8")
         extra.setdefault("rttm", "turns.rttm")

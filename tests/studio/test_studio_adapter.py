@@ -143,6 +143,8 @@ def test_timed_transcript_gives_turns_with_text(tmp_path: Path) -> None:
     assert d.provenance["hm_checks"] == {
         "identity_disclosure": "passed",
         "target_language": "passed",
+        "opening_line": "passed",
+        "opening_line_similarity": 1.0,
     }
 
 

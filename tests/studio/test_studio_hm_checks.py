@@ -97,6 +97,8 @@ def test_chinese_session_passes(tmp_path: Path) -> None:
     assert d.provenance["hm_checks"] == {
         "identity_disclosure": "passed",
         "target_language": "passed",
+        "opening_line": "passed",
+        "opening_line_similarity": 1.0,
     }
     r = _item(
         tmp_path, ("我们周末去哪儿？", "作为一个人工智能，我建议去湖边。", "好的。"), language="zh"

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tts_helpers import tts_config
 
-from duetflow.config import RunConfig, SynthConfig, build_config
+from duetflow.config import RunConfig, SynthConfig
 from duetflow.errors import ConfigError
 from duetflow.manifest import iter_rows
 from duetflow.tts.base import SynthesisError, Voice, load_backend, path_checksum
@@ -152,15 +153,17 @@ def test_dia_in_the_synthesize_stage(
         + "\n",
         encoding="utf-8",
     )
-    cfg: RunConfig = build_config(
+    cfg: RunConfig = tts_config(
         {
+            # a two-line script from a tiny model: the backend is under test, not the length
+            "window": {"min_s": 0.1},
             "synth": {
                 "model_path": str(tiny_dia_eos[0]),
                 "codec_path": str(tiny_dia_eos[1]),
                 "max_retries": 15,
                 "chars_per_s_min": 40.0,
                 "chars_per_s_max": 400.0,
-            }
+            },
         }
     )
     rep = synthesize(scripts, voices_workdir, cfg, tmp_path / "out", backend="dia", qa=False)
@@ -168,9 +171,9 @@ def test_dia_in_the_synthesize_stage(
     rejected = {
         r["item_id"]: r["reason"] for r in iter_rows(tmp_path / "out" / "rejections.parquet")
     }
-    assert rejected.get("ph__dia-zh") in ("unsupported_language", "no_voices")
+    assert rejected.get("ph__dia__dia-zh") in ("unsupported_language", "no_voices")
     rows = list(iter_rows(tmp_path / "out" / "dialogues.parquet"))
-    assert [r["dialogue_id"] for r in rows] == ["ph__dia-1"], rejected
+    assert [r["dialogue_id"] for r in rows] == ["ph__dia__dia-1"], rejected
     prov = json.loads(rows[0]["provenance"])
     assert prov["backend"] == "dia" and prov["clones"] is True
     assert prov["model_checksum"] == path_checksum(tiny_dia_eos[0])

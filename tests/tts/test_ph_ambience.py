@@ -59,7 +59,10 @@ def references(sample_root: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 
 def test_ph_pauses_hold_ambience_for_every_language(references: Path, tmp_path: Path) -> None:
-    cfg = build_config({"synth": {"voice_policy": "any"}})
+    # corpus speakers lend their voices here (HH); short scripts: this is about the pauses
+    cfg = build_config(
+        {"synth": {"voice_policy": "any", "voice_categories": ["HH"]}, "window": {"min_s": 2.0}}
+    )
     pool = build_voice_pool(references, cfg, tmp_path / "cache")
     for lang in SCRIPTS:
         voices = pool.for_language(lang)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tts_helpers import tts_config
 
 from duetflow.audio.io import read_frames
-from duetflow.config import RunConfig, build_config
 from duetflow.manifest import iter_rows
 from duetflow.tts.pipeline import synthesize
 from duetflow.tts.qa import SpeakerEncoder, similarity
@@ -41,7 +41,7 @@ def _other_turns(workdir: Path, speaker: str, exclude: set[int]) -> np.ndarray:
 def test_same_speaker_more_similar_than_other(
     encoder: SpeakerEncoder, voices_workdir: Path, tmp_path: Path
 ) -> None:
-    pool = build_voice_pool(voices_workdir, RunConfig(), tmp_path / "cache")
+    pool = build_voice_pool(voices_workdir, tts_config(), tmp_path / "cache")
     by_id = {v.speaker_id: v for v in pool.voices}
     for me, other in (("en_m", "en_f"), ("en_f", "en_m"), ("zh_m", "zh_f")):
         ref, sr = read_frames(by_id[me].clip_path)
@@ -58,13 +58,13 @@ def test_stage_records_similarity_and_rejects_below_threshold(
     encoder: SpeakerEncoder, voices_workdir: Path, sample_scripts: Path, tmp_path: Path
 ) -> None:
     script = sample_scripts / "en-kitchen.json"
-    synthesize(script, voices_workdir, RunConfig(), tmp_path / "ok", qa=True)
+    synthesize(script, voices_workdir, tts_config(), tmp_path / "ok", qa=True)
     row = next(iter_rows(tmp_path / "ok" / "dialogues.parquet"))
     prov = json.loads(row["provenance"])
     assert prov["clone_qa"].startswith("measured")
     assert -1.0 <= prov["clone_similarity_a"] <= 1.0 and -1.0 <= prov["clone_similarity_b"] <= 1.0
 
-    strict = build_config({"synth": {"similarity_min": 0.999}})
+    strict = tts_config({"synth": {"similarity_min": 0.999}})
     rep = synthesize(script, voices_workdir, strict, tmp_path / "strict", qa=True)
     assert rep.kept == 0 and rep.reasons == {"clone_similarity": 1}
     assert not any((tmp_path / "strict" / "audio").iterdir())  # no orphaned audio
@@ -73,7 +73,7 @@ def test_stage_records_similarity_and_rejects_below_threshold(
 def test_speaking_rate_outside_band_is_rejected(
     voices_workdir: Path, sample_scripts: Path, tmp_path: Path
 ) -> None:
-    cfg = build_config({"synth": {"chars_per_s_max": 5.0}})
+    cfg = tts_config({"synth": {"chars_per_s_max": 5.0}})
     rep = synthesize(sample_scripts / "en-kitchen.json", voices_workdir, cfg, tmp_path, qa=False)
     assert rep.kept == 0 and rep.reasons == {"speaking_rate": 1}
     (rej,) = iter_rows(tmp_path / "rejections.parquet")

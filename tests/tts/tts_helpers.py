@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from duetflow.audio.io import Audio, resample, write_audio
+from duetflow.config import RunConfig, build_config
 from duetflow.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
@@ -28,6 +29,8 @@ from duetflow.tts import espeak
 
 SR = 16000
 TRUE_SNR_DB = 25.0
+#: licence of the voices work directory (PH dialogues inherit it)
+VOICE_LICENCE = "CC-BY-SA-4.0"
 
 EN_TURNS = [
     ("A", "Good morning, I wanted to ask you about the schedule for next week."),
@@ -143,6 +146,8 @@ def build_rendered_workdir(root: Path, snr_db: float = TRUE_SNR_DB) -> Path:
                 "gap_ms_min": 500.0,
                 "gap_ms_max": 500.0,
                 "provenance": dumps(prov),
+                "licence": VOICE_LICENCE,
+                "source_sample_rate": SR,
             }
         )
     write_table(root / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, drows)
@@ -154,3 +159,11 @@ def build_rendered_workdir(root: Path, snr_db: float = TRUE_SNR_DB) -> Path:
 def write_json(path: Path, data: Any) -> Path:
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     return path
+
+
+def tts_config(data: dict[str, Any] | None = None) -> RunConfig:
+    """A run config whose voice pool takes HH speakers too: the fixture's dialogues are HH
+    (the default pool is HM participants only, see ``synth.voice_categories``)."""
+    data = dict(data or {})
+    data["synth"] = {"voice_categories": ["HM", "HH"], **data.get("synth", {})}
+    return build_config(data)

@@ -51,17 +51,23 @@ def test_interruption_rejected_backchannels_allowed() -> None:
     base = list(alternating(10, 2.5, 0.2))
     with_bc = [*base, Turn("B", 1.0, 1.3, "mm")]
     assert apply_filters(dialogue(with_bc), CFG).kept
-    # B cuts in 0.3 s before A's third turn ends and talks on.
-    interrupted = [*base[:2], Turn("A", 5.4, 7.9), Turn("B", 7.6, 10.5)]
+    # B cuts in 1 s before A's third turn ends and talks on: mid-turn, floor taken.
+    interrupted = [*base[:2], Turn("A", 5.4, 7.9), Turn("B", 6.9, 10.5)]
     interrupted += list(alternating(6, 2.5, 0.2, start=10.7))
     res = apply_filters(dialogue(interrupted), CFG)
     assert res.reason == "interruption"
     [(_, details)] = [f for f in res.failing if f[0] == "interruption"]
     assert (
-        details["count"] == 1 and details["at_s"] == [7.6] and details["filter"] == "interruptions"
+        details["count"] == 1 and details["at_s"] == [6.9] and details["filter"] == "interruptions"
     )
     allow_one = cfg(filters={"max_interruptions": 1})
     assert apply_filters(dialogue(interrupted), allow_one).kept
+    # Coming in 0.2 s before A's end is a terminal overlap: a transition, kept ...
+    terminal = [*interrupted[:3], Turn("B", 7.7, 10.5), *interrupted[4:]]
+    assert apply_filters(dialogue(terminal), CFG).kept
+    # ... unless the transcript shows A was cut off.
+    cut = [*terminal[:2], replace(terminal[2], text="and then we--"), *terminal[3:]]
+    assert apply_filters(dialogue(cut), CFG).reason == "interruption"
 
 
 def test_non_floor_interruptions_optional_limit() -> None:
@@ -186,12 +192,12 @@ def test_select_bad_turns_are_rejected_not_raised() -> None:
 
 
 def test_select_long_dialogue_mixed_outcome_and_detail_json() -> None:
-    # 120 s of clean alternation, then 60 s where B interrupts A every turn.
+    # 120 s of clean alternation, then 60 s where B interrupts A mid-turn every turn.
     clean = alternating(24, 4.5, 0.5)  # 0–119.5
     messy = []
     t = 120.0
     for _ in range(8):
-        messy += [Turn("A", t, t + 4.0), Turn("B", t + 3.8, t + 8.0)]
+        messy += [Turn("A", t, t + 4.0), Turn("B", t + 2.5, t + 8.0)]
         t += 8.5
     sel = select(dialogue((*clean, *messy)), CFG)
     assert len(sel.kept) + len(sel.rejected) == sel.stats.n_windows
@@ -249,7 +255,12 @@ def test_corpus_stats_accumulates_and_is_json() -> None:
     assert total["dialogues"] == 2 and total["kept"] == 1 and total["rejected"] == 1
     assert total["rejected_by_reason"] == {"no_window": 1}
     assert total["rejected_by_stage"] == {"window": 1}
-    assert total["overlaps"] == {"backchannel": 1, "interruption": 0, "non_floor_interruption": 0}
+    assert total["overlaps"] == {
+        "backchannel": 1,
+        "interruption": 0,
+        "non_floor_interruption": 0,
+        "terminal_overlap": 0,
+    }
     fto = total["fto"]
     assert fto["n"] == 9 + 2 and sum(fto["counts"]) + fto["below"] + fto["above"] == fto["n"]
     assert fto["min"] == pytest.approx(0.2) and fto["mean"] == pytest.approx(0.2)

@@ -157,3 +157,57 @@ def test_through_the_adapters(sample_root: Path, truth: dict[str, Any]) -> None:
                 inside = sum(w.window[0] <= p["time"] < w.window[1] for p in entry["backchannels"])
                 assert marked == inside, (w.id, marked, inside)
     assert n_dialogues == len(truth["dialogues"])
+
+
+def test_terminal_overlaps_are_transitions_and_their_windows_kept(
+    sample_root: Path, truth: dict[str, Any]
+) -> None:
+    """Planned 0.10–0.25 s terminal overlaps: classified as such (through the adapters), never
+    as interruptions, and the windows holding them are kept, in separable and mono sources."""
+    placed = {did: e.get("terminal_overlaps", []) for did, e in truth["dialogues"].items()}
+    assert sum(len(v) for v in placed.values()) >= 6
+    kept_with = {"iemocap": 0, "magicdata_ramc": 0}
+    for name in ("iemocap", "magicdata_ramc"):
+        adapter = get_adapter(name)(sample_root / truth["corpora"][name]["root"], {}, config=CFG)
+        for item in adapter.scan():
+            if not isinstance(item, Dialogue) or not placed[item.id]:
+                continue
+            events = {round(e.start, 3): e for e in classify_overlaps(item.turns, CFG.turns)}
+            for p in placed[item.id]:
+                assert 0.1 - 1e-3 <= p["overlap_s"] <= 0.25 + 1e-3
+                ev = events[round(p["time"], 3)]
+                assert (ev.klass, ev.listener) == (OverlapClass.TERMINAL_OVERLAP, p["speaker"])
+            sel = select(item, CFG)
+            for w in sel.kept:
+                assert w.window is not None
+                kept_with[name] += sum(
+                    w.window[0] < p["time"] < w.window[1] for p in placed[item.id]
+                )
+            for r in sel.rejected:
+                assert r.reason not in ("interruption",), (item.id, r.detail)
+    # both a separable (IEMOCAP) and a mono-mix (RAMC) corpus keep windows with them
+    assert kept_with["iemocap"] >= 2 and kept_with["magicdata_ramc"] >= 2, kept_with
+
+
+def test_interruptions_are_mid_turn_or_marked(truth: dict[str, Any]) -> None:
+    """IEMOCAP's planted interruption shows in the timing (the host talks on past the
+    terminal-overlap tolerance); RAMC's only in its transcript (``——``), so timing alone reads it
+    as a terminal overlap and the transcript cue is what rejects it."""
+    timing_only = build_config({"turns": {"transcript_cues": False}})
+    seen = set()
+    for did, entry in truth["dialogues"].items():
+        for placed in entry["interruptions"]:
+            d = _dialogue(did, entry)
+            onset = {round(e.start, 3): e.klass for e in classify_overlaps(d.turns, CFG.turns)}
+            bare = {
+                round(e.start, 3): e.klass for e in classify_overlaps(d.turns, timing_only.turns)
+            }
+            t = round(placed["time"], 3)
+            assert onset[t] is OverlapClass.INTERRUPTION
+            if placed["host_talks_on_s"] > CFG.turns.terminal_overlap_s:
+                seen.add("timing")
+                assert bare[t] is OverlapClass.INTERRUPTION
+            else:
+                seen.add("cut_off")
+                assert placed["cut_off_mark"] and bare[t] is OverlapClass.TERMINAL_OVERLAP
+    assert seen == {"timing", "cut_off"}

@@ -61,11 +61,8 @@ BoolArray = npt.NDArray[np.bool_]
 HOP_S = 0.0025
 #: Envelope window, in hops (10 ms: one period of the power ripple of 50 Hz hum).
 WINDOW_HOPS = 4
-#: Edges are read on the signal high-passed here (Hz, 2nd-order Butterworth) ...
+#: Edges are read on the signal high-passed here (Hz, 2nd-order Butterworth).
 HIGHPASS_HZ = 100.0
-#: ... when the background's 10 ms frames flicker by more than this (dB, 99th percentile over
-#: their neighbourhood): rumble or hum; a steadier background is read as it is.
-FLICKER_HP_DB = 1.5
 #: A frame below this level (dBFS) is digital silence.
 DIGITAL_DB = -90.0
 #: A background with at least this share of digitally silent frames is digital silence (a real
@@ -86,8 +83,9 @@ BRIDGE_S = 0.008
 HINT_TOLERANCE_S = 0.1
 #: How far past its hint a turn's edge is followed by default (s).
 SEARCH_S = 0.5
-#: A pause whose typical level is this far (plus its flicker) above its quietest 40 ms holds an
-#: event (a breath): its floor is its quietest stretch.
+#: A pause whose typical level is this far (and half its flicker) above its quietest 40 ms holds
+#: more than its floor (a breath, a soft tail the first edges missed): its floor is its quietest
+#: stretch.
 EVENT_IN_PAUSE_DB = 3.0
 #: Fewest envelope frames a floor is estimated from.
 MIN_FLOOR_FRAMES = 4
@@ -183,48 +181,19 @@ class Analysis:
         return self.edge.sr
 
 
-def analyse(
-    samples: Audio,
-    sample_rate: int,
-    start: int = 0,
-    stop: int | None = None,
-    *,
-    highpass: bool | None = None,
-) -> Analysis:
-    """Envelopes of ``samples[start:stop]`` (mono; several channels are averaged).
-
-    ``highpass`` None decides from the signal: the quietest frames (its background) flickering
-    by more than :data:`FLICKER_HP_DB` mean low-frequency noise, and the edge envelope is then
-    read on the high-passed signal; a steady background leaves nothing for the filter to remove
-    and the edge envelope is the level envelope.
-    """
+def analyse(samples: Audio, sample_rate: int, start: int = 0, stop: int | None = None) -> Analysis:
+    """Envelopes of ``samples[start:stop]`` (mono; several channels are averaged)."""
     x = to_mono(samples)
     stop = len(x) if stop is None else min(int(stop), len(x))
     start = max(0, min(int(start), stop))
     hop = max(1, int(round(sample_rate * HOP_S)))
-    level = _envelope(x[start:stop], sample_rate, start, hop)
-    if highpass is None:
-        highpass = _quiet_flicker(level.db) > FLICKER_HP_DB
-    if not highpass:
-        return Analysis(level, level)
     warm = min(start, int(_WARMUP_S * sample_rate))
     b, a = _highpass_ba(sample_rate)
     seg = np.asarray(x[start - warm : stop], dtype=np.float32)
     hp = np.asarray(lfilter(b, a, seg), dtype=np.float32)[warm:]
-    return Analysis(_envelope(hp, sample_rate, start, hop), level)
-
-
-def _quiet_flicker(db: FloatArray) -> float:
-    """How far the quietest third of the frames rise over their neighbourhood (99th pct, dB)."""
-    if db.size < 4 * _FLICKER_FRAMES:
-        return math.inf
-    audible = db > DIGITAL_DB
-    if np.count_nonzero(audible) < 4 * _FLICKER_FRAMES:
-        return 0.0
-    cut = quantiles(db[audible], (33,))[0]
-    local = median_filter(db, size=_FLICKER_FRAMES, mode="nearest")
-    dev = (db - local)[audible & (local <= cut)]
-    return quantiles(dev, (99,))[0] if dev.size >= MIN_FLOOR_FRAMES else math.inf
+    return Analysis(
+        _envelope(hp, sample_rate, start, hop), _envelope(seg[warm:], sample_rate, start, hop)
+    )
 
 
 @dataclass(frozen=True)
@@ -583,6 +552,7 @@ def measure_gap(
     *,
     analysis: Analysis | None = None,
     floor: Floor | None = None,
+    floor_db: float | None = None,
     margin_s: float = 0.01,
 ) -> GapMeasure | None:
     """Measure the pause between the speech located at ``prev`` and at ``nxt`` (samples).
@@ -590,7 +560,8 @@ def measure_gap(
     The floor is the pause's own: first its quietest 40 ms, then (once the edges are found)
     its frames between the edges, ``margin_s`` clear of them, unless an event fills so much of
     the pause that its typical level is the event's. ``floor`` skips that and measures against a
-    known floor (a renderer that knows the room tone it laid, or that it laid none). Each side's
+    known floor; ``floor_db`` gives only its level (the room tone a renderer laid, from its
+    provenance; -inf: none, digital silence), its flicker is measured. Each side's
     edge is found with :func:`speech_extent`, never past the middle of the pause. None when the
     spans overlap, the pause holds no floor, or a side has no audible speech. ``analysis``: the
     envelopes of ``samples`` when already computed.
@@ -603,7 +574,9 @@ def measure_gap(
         analysis = analyse(samples, sample_rate, int(max(0.0, a0)), int(math.ceil(b1)) + 1)
     env = analysis.edge
     p0, p1 = env.span(a1, b0)
-    known = floor is not None
+    if floor is None and floor_db is not None and not floor_db > DIGITAL_DB:
+        floor = DIGITAL_FLOOR
+    known = floor is not None or floor_db is not None
     if floor is None:
         if p1 - p0 < MIN_FLOOR_FRAMES:
             return None
@@ -611,6 +584,8 @@ def measure_gap(
         floor = _quietest(analysis, p0, p1, width)
         if floor is None:
             return None
+        if floor_db is not None and not floor.digital:  # the level is known: keep the flicker
+            floor = Floor(floor_db, floor.hp_db + floor_db - floor.db, floor.spread_db, False)
     quiet = floor
     mid = 0.5 * (a1 + b0)
     left = right = None
@@ -628,8 +603,8 @@ def measure_gap(
         seen = estimate_floor(analysis, mask)
         if seen is None or seen.digital:
             break
-        event = quiet.db + EVENT_IN_PAUSE_DB + max(quiet.spread_db, seen.spread_db)
-        base = seen if seen.db <= event else quiet
+        tolerated = EVENT_IN_PAUSE_DB + 0.5 * max(quiet.spread_db, seen.spread_db)
+        base = seen if seen.db <= quiet.db + tolerated else quiet
         better = Floor(base.db, base.hp_db, max(quiet.spread_db, seen.spread_db), False)
         if abs(better.db - floor.db) < 0.5 and abs(better.spread_db - floor.spread_db) < 0.5:
             floor = better
@@ -664,11 +639,13 @@ def change_gaps(
     turns: Sequence[tuple[str, float, float]],
     *,
     digital: bool = False,
+    floor_db: float | None = None,
 ) -> list[GapMeasure | None]:
     """Every speaker-change pause of a rendered dialogue measured on its audio (the report, the
     schema checks and the benchmark read gaps this way). ``turns``: the floor-holding turns
     (rows of kind ``turn``) in seconds; ``digital``: the file was rendered without room tone, so
-    its pauses are measured against the absolute floor."""
+    its pauses are measured against the absolute floor; ``floor_db``: the floor level the file's
+    pauses hold, when recorded (see :func:`duetflow.mixdown.floor_in_file_db`)."""
     x = to_mono(samples)
     an = analyse(x, sample_rate)
     sr = sample_rate
@@ -680,6 +657,7 @@ def change_gaps(
             (b[1] * sr, b[2] * sr),
             analysis=an,
             floor=DIGITAL_FLOOR if digital else None,
+            floor_db=floor_db,
         )
         for a, b in change_pauses(turns)
     ]

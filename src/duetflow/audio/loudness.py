@@ -1,55 +1,33 @@
-"""ITU-R BS.1770 loudness (pyloudnorm), gain to a target, and a true-peak ceiling.
+"""Loudness to a target with a true-peak ceiling: ITU-R BS.1770 measurement and gain helpers.
 
-Integrated loudness needs at least one 400 ms gating block; for shorter or very sparse speech
-(every block below the -70 LUFS absolute gate) we fall back to the *ungated* K-weighted mean
-square over the whole signal — the same filter, no gating — which is what BS.1770 computes for
-a single block. :func:`measure` says which method it used.
+:func:`measure` is :func:`duetflow.audio.bs1770.measure`: gated integrated loudness where the
+signal has at least one 400 ms gating block; for shorter or very sparse speech (every block
+below the -70 LUFS absolute gate) the *ungated* K-weighted mean square over the whole signal —
+the same filter, no gating — which is what BS.1770 computes for a single block. The returned
+:class:`Loudness` says which method it used. :func:`true_peak_dbtp` here oversamples the whole
+signal (the reference that :func:`duetflow.audio.bs1770.true_peak_dbtp` is tested against).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
-import pyloudnorm
 
+from duetflow.audio.bs1770 import SILENCE_LUFS, Loudness, measure
 from duetflow.audio.io import Audio, resample
 
-SILENCE_LUFS = -120.0
-
-
-@lru_cache(maxsize=16)
-def _meter(sample_rate: int) -> pyloudnorm.Meter:
-    return pyloudnorm.Meter(sample_rate)
-
-
-@dataclass(frozen=True)
-class Loudness:
-    lufs: float
-    method: str  # "integrated" | "ungated" | "silent"
-
-
-def _ungated(samples: Audio, sample_rate: int) -> float:
-    meter = _meter(sample_rate)
-    x = samples.astype(np.float64).reshape(len(samples), -1)
-    for f in meter._filters.values():  # K-weighting: high shelf + high pass
-        x = f.apply_filter(x)
-    ms = float(np.mean(x**2))
-    return -0.691 + 10 * math.log10(ms) if ms > 0 else SILENCE_LUFS
-
-
-def measure(samples: Audio, sample_rate: int) -> Loudness:
-    """Loudness of a signal in LUFS, integrated when possible (see module docstring)."""
-    if samples.size == 0 or not np.any(samples):
-        return Loudness(SILENCE_LUFS, "silent")
-    if len(samples) >= int(0.4 * sample_rate):
-        value = float(_meter(sample_rate).integrated_loudness(samples.astype(np.float64)))
-        if math.isfinite(value):
-            return Loudness(value, "integrated")
-    value = _ungated(samples, sample_rate)
-    return Loudness(value, "ungated" if value > SILENCE_LUFS else "silent")
+__all__ = [
+    "SILENCE_LUFS",
+    "Loudness",
+    "apply_gain",
+    "ceiling_gain_db",
+    "db_to_gain",
+    "gain_to_target",
+    "measure",
+    "normalize",
+    "true_peak_dbtp",
+]
 
 
 def true_peak_dbtp(samples: Audio, sample_rate: int) -> float:

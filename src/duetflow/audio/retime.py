@@ -33,6 +33,15 @@ from duetflow.config import RenderConfig
 from duetflow.model import Turn, TurnKind
 
 
+def edge_silence_s(cfg: RenderConfig) -> float:
+    """Silence before the first and after the last speech of a rendered dialogue (seconds).
+
+    Whatever slack the source has before its first and after its last turn is trimmed away;
+    this much is laid back (the shortest speaker-change gap, so no pause is shorter).
+    """
+    return cfg.gap_ms_min / 1000.0
+
+
 def gap_between(
     prev_speaker: str,
     next_speaker: str,

@@ -37,18 +37,27 @@ def list_() -> None:
     help="Source tree to write into (holds src/duetflow and tests).",
 )
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
-def new(name: str, project: Path, force: bool) -> None:
+@click.option(
+    "--layout",
+    type=click.Choice(["mono", "stereo"]),
+    default="mono",
+    show_default=True,
+    help="Start from one mixed channel (mono) or one channel per speaker (stereo, e.g. Fisher).",
+)
+def new(name: str, project: Path, force: bool, layout: str) -> None:
     """Scaffold adapter, sample generator and test for corpus NAME (see docs/adding-a-corpus.md)."""
     from duetflow.corpora.scaffold import scaffold
     from duetflow.errors import ConfigError
 
     try:
-        out = scaffold(name, project, force=force)
+        out = scaffold(name, project, force=force, layout=layout)
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
     click.echo(f"adapter:          {out.adapter}")
     click.echo(f"sample generator: {out.samples}")
     click.echo(f"test:             {out.test}")
-    click.echo("register it in pyproject.toml, then reinstall (pip install -e .):")
+    click.echo("register both in pyproject.toml, then reinstall (pip install -e .):")
     click.echo('  [project.entry-points."duetflow.corpora"]')
     click.echo(f"  {out.entry_point}")
+    click.echo('  [project.entry-points."duetflow.samples"]')
+    click.echo(f"  {out.samples_entry_point}")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import click
 
-from duetflow.cli.run import echo_summary, prefect_env, progress_bars
+from duetflow.cli.progress import progress_bars
+from duetflow.cli.run import echo_summary, prefect_env
 
 
 def bundled_config(name: str = "default.yaml") -> Path:

@@ -1,4 +1,4 @@
-"""``duetflow ingest``: one corpus root → intake manifests in a work directory."""
+"""``duetflow ingest --corpus NAME --root DIR --workdir DIR``: a corpus → intake manifests."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from pathlib import Path
 
 import click
 
-from duetflow.cli.options import config_option
+from duetflow.cli.options import (
+    config_option,
+    progress_enabled,
+    progress_option,
+    seed_option,
+    seed_override,
+    workdir_option,
+)
+from duetflow.cli.progress import progress_bars
 from duetflow.errors import ConfigError
 
 
@@ -21,13 +29,7 @@ from duetflow.errors import ConfigError
     type=click.Path(path_type=Path),
     help="Corpus root as downloaded (e.g. .../dailytalk, .../IEMOCAP_full_release).",
 )
-@click.option(
-    "--out",
-    "workdir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Work directory for dialogues/turns/rejections.parquet.",
-)
+@workdir_option("Work directory for dialogues/turns/rejections.parquet.", old=("--out",))
 @config_option("Run config YAML (defaults otherwise).")
 @click.option(
     "--option",
@@ -37,13 +39,27 @@ from duetflow.errors import ConfigError
     metavar="KEY=VALUE",
     help="Adapter option (value parsed as JSON when possible); repeatable.",
 )
+@click.option(
+    "--licence",
+    default=None,
+    help="The corpus's licence (SPDX id or LicenseRef-<name>), overriding the adapter's.",
+)
+@seed_option()
+@progress_option()
 def command(
-    corpus: str, root: Path, workdir: Path, config_path: Path | None, options: tuple[str, ...]
+    corpus: str,
+    root: Path,
+    workdir: Path,
+    config_path: Path | None,
+    options: tuple[str, ...],
+    licence: str | None,
+    seed: int | None,
+    progress: bool | None,
 ) -> None:
     """Ingest a corpus: print found / kept / rejected by reason.
 
     Exits 0 whenever the run completed, whatever was rejected; 2 when it could not run (unknown
-    corpus, missing or wrong root, bad option).
+    corpus, missing or wrong root, bad option, no licence).
     """
     from duetflow.config import load_config
     from duetflow.ingest import ingest
@@ -61,11 +77,13 @@ def command(
         raise click.BadParameter(f"{root} is not a directory", param_hint="--root")
     if corpus == "studio":
         # Incremental state lives beside the intake tables it describes, so re-running the same
-        # command on the same --out skips unchanged sessions.
+        # command on the same --workdir skips unchanged sessions.
         opts.setdefault("state_dir", str(workdir / "studio_state"))
+    # a bad config is one "error:" line naming the key, not a usage error
+    cfg = load_config(config_path, overrides=seed_override(seed) or None)
     try:
-        cfg = load_config(config_path)
-        report = ingest(corpus, root, workdir, cfg, opts or None)
+        with progress_bars(progress_enabled(progress)):
+            report = ingest(corpus, root, workdir, cfg, opts or None, licence=licence)
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
     click.echo(

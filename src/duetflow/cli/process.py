@@ -1,4 +1,4 @@
-"""``duetflow process --in WORKDIR [--in WORKDIR ...] --out WORKDIR2``."""
+"""``duetflow process --intake WORKDIR [--intake WORKDIR ...] --workdir WORKDIR2``."""
 
 from __future__ import annotations
 
@@ -6,37 +6,49 @@ from pathlib import Path
 
 import click
 
-from duetflow.cli.options import config_option
+from duetflow.cli.options import (
+    config_option,
+    progress_enabled,
+    progress_option,
+    renamed_option,
+    seed_option,
+    seed_override,
+    workdir_option,
+)
+from duetflow.cli.progress import progress_bars
 from duetflow.config import load_config
 
 
 @click.command("process")
-@click.option(
-    "--in",
-    "in_dirs",
+@renamed_option(
+    "--intake",
+    param="intake",
+    old=("--in",),
     required=True,
     multiple=True,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Intake work directory (from `duetflow ingest`); repeat to merge several.",
 )
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Rendered work directory to write (audio/, dialogues/turns/rejections.parquet, "
-    "stats.json).",
+@workdir_option(
+    "Rendered work directory to write (audio/, dialogues/turns/rejections.parquet, stats.json).",
+    old=("--out",),
 )
 @config_option("Run config YAML (window, filters, render sections, seed, sample_rate).")
-@click.option("--seed", type=int, default=None, help="Override the config's seed.")
+@seed_option()
+@progress_option()
 def command(
-    in_dirs: tuple[Path, ...], out_dir: Path, config_path: Path | None, seed: int | None
+    intake: tuple[Path, ...],
+    workdir: Path,
+    config_path: Path | None,
+    seed: int | None,
+    progress: bool | None,
 ) -> None:
     """Window, filter and render intake dialogues: one FLAC per kept window plus manifests."""
     from duetflow.process import process_workdir
 
-    config = load_config(config_path, overrides={} if seed is None else {"seed": seed})
-    report = process_workdir(list(in_dirs), out_dir, config)
+    config = load_config(config_path, overrides=seed_override(seed))
+    with progress_bars(progress_enabled(progress)):
+        report = process_workdir(list(intake), workdir, config)
     click.echo(
         f"{report.sources} dialogues -> {report.windows} windows: {report.rendered} rendered, "
         f"{report.rejected} rejected (+{report.carried} carried from intake); "

@@ -1,4 +1,4 @@
-"""``duetflow publish --work WORKDIR [--work ...] --store URI [--release ID] [-c CONFIG]``."""
+"""``duetflow publish --workdir DIR [--workdir ...] --store URI [--release ID] [-c CONFIG]``."""
 
 from __future__ import annotations
 
@@ -6,22 +6,29 @@ from pathlib import Path
 
 import click
 
-from duetflow.cli.options import config_option
+from duetflow.cli.options import (
+    config_option,
+    progress_enabled,
+    progress_option,
+    release_option,
+    seed_option,
+    seed_override,
+    store_option,
+    workdir_option,
+)
+from duetflow.cli.progress import progress_bars
 from duetflow.config import load_config
 
 
 @click.command("publish")
-@click.option(
-    "--work",
-    "workdirs",
-    required=True,
+@workdir_option(
+    "Rendered work directory (from `duetflow process` / `synthesize`); repeatable.",
+    old=("--work",),
     multiple=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Rendered work directory (from `duetflow process` / `synthesize`); repeatable.",
+    exists=True,
 )
-@click.option("--store", default=None, help="Local path, file:// or s3://bucket/prefix "
-              "(default: the config's release.store).")  # fmt: skip
-@click.option("--release", "release_id", default=None, help="Release id (default: content hash).")
+@store_option("Local path, file:// or s3://bucket/prefix (default: the config's release.store).")
+@release_option("Release id (default: derived from the content).")
 @click.option(
     "--report",
     "report_dir",
@@ -30,18 +37,23 @@ from duetflow.config import load_config
     help="Report folder to copy into releases/<id>/report/.",
 )
 @config_option("Run config YAML (release and render sections are used).")
+@seed_option("Override the config's seed (split assignment).")
+@progress_option()
 def command(
-    workdirs: tuple[Path, ...],
+    workdir: tuple[Path, ...],
     store: str | None,
-    release_id: str | None,
+    release: str | None,
     report_dir: Path | None,
     config_path: Path | None,
+    seed: int | None,
+    progress: bool | None,
 ) -> None:
     """Validate, split and upload rendered work directories as a versioned release."""
     from duetflow.release.publish import publish
 
-    cfg = load_config(config_path)
-    info = publish(list(workdirs), store or cfg.release.store, cfg, release_id, report_dir)
+    cfg = load_config(config_path, overrides=seed_override(seed))
+    with progress_bars(progress_enabled(progress)):
+        info = publish(list(workdir), store or cfg.release.store, cfg, release, report_dir)
     c = info.counts
     click.echo(
         f"release {info.release_id}: {c.get('dialogues', 0)} dialogues "
@@ -49,4 +61,6 @@ def command(
         f"{c.get('rejections', 0)} rejections; "
         f"{info.uploaded_objects} object(s) uploaded, {info.skipped_objects} already present"
     )
+    for lic, n in sorted(c.get("by_licence", {}).items()):
+        click.echo(f"  licence {lic}: {n['dialogues']} dialogues")
     click.echo(info.uri)

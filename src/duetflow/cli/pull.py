@@ -6,13 +6,20 @@ from pathlib import Path
 
 import click
 
-from duetflow.cli.options import config_option
+from duetflow.cli.options import (
+    config_option,
+    progress_enabled,
+    progress_option,
+    release_option,
+    store_option,
+)
+from duetflow.cli.progress import progress_bars
 from duetflow.config import load_config
 
 
 @click.command("pull")
-@click.option("--store", default=None, help="Store URI (default: the config's release.store).")
-@click.option("--release", default="latest", show_default=True, help="Release id or 'latest'.")
+@store_option()
+@release_option("Release id or 'latest'.", default="latest")
 @click.option(
     "--split",
     "splits",
@@ -34,6 +41,7 @@ from duetflow.config import load_config
 )
 @click.option("--workers", default=8, show_default=True, help="Parallel downloads.")
 @config_option("Run config YAML (release section: endpoint, region, retries).")
+@progress_option()
 def command(
     store: str | None,
     release: str,
@@ -42,18 +50,25 @@ def command(
     exports: tuple[str, ...],
     workers: int,
     config_path: Path | None,
+    progress: bool | None,
 ) -> None:
-    """Fetch a release split (manifests + audio, checksum-verified, resumable)."""
+    """Fetch a release split: manifests, its turns, the dataset card and report, and audio
+    (checksum-verified, resumable)."""
     from duetflow.release.pull import pull
 
     cfg = load_config(config_path)
     uri = store or cfg.release.store
-    for split in splits:
-        res = pull(uri, release, split, dest, cfg, workers=workers)
-        click.echo(
-            f"{res.release_id}/{split}: {res.dialogues} dialogues in {res.manifest} "
-            f"({res.downloaded} file(s) downloaded, {res.skipped} already present)"
-        )
+    report = None
+    with progress_bars(progress_enabled(progress)):
+        for split in splits:
+            res = pull(uri, release, split, dest, cfg, workers=workers)
+            report = res.report or report
+            click.echo(
+                f"{res.release_id}/{split}: {res.dialogues} dialogues in {res.manifest} "
+                f"({res.downloaded} file(s) downloaded, {res.skipped} already present)"
+            )
+    if report is not None:
+        click.echo(f"dataset card: {report / 'README.md'}  report: {report / 'index.html'}")
     if "lhotse" in exports:
         from duetflow.release.export import export_lhotse
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from duetflow.cli.options import config_option
+from duetflow.cli.options import config_option, store_option
 from duetflow.config import load_config
 
 
@@ -16,7 +16,7 @@ def command() -> None:
 
 
 @command.command("list")
-@click.option("--store", default=None, help="Store URI (default: the config's release.store).")
+@store_option()
 @config_option("Run config YAML (release section: endpoint, region).")
 def list_command(store: str | None, config_path: Path | None) -> None:
     """List complete releases (those with RELEASE.json); the latest is marked with '*'."""

@@ -6,17 +6,24 @@ so ``duetflow --help`` stays fast and the settings take effect.
 
 from __future__ import annotations
 
-import logging
 import os
-import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import click
 
-PROGRESS_LOGGER = "duetflow.progress"
+from duetflow.cli.options import (
+    config_option,
+    progress_enabled,
+    progress_option,
+    release_option,
+    seed_option,
+    seed_override,
+    store_option,
+    workdir_option,
+)
+from duetflow.cli.progress import progress_bars
 
 
 def prefect_env(home: Path | None = None) -> None:
@@ -32,56 +39,16 @@ def prefect_env(home: Path | None = None) -> None:
         os.environ.setdefault("PREFECT_HOME", str(home))
 
 
-class _BarHandler(logging.Handler):
-    """Turns ``duetflow.progress`` records into one rich progress bar per stage and corpus."""
-
-    def __init__(self, progress: Any) -> None:
-        super().__init__(logging.INFO)
-        self.progress = progress
-        self.tasks: dict[str, Any] = {}
-
-    def emit(self, record: logging.LogRecord) -> None:
-        stage = getattr(record, "stage", None)
-        if stage is None:
-            return
-        done = int(getattr(record, "done", 0))
-        total = getattr(record, "total", None)
-        if stage not in self.tasks:
-            self.tasks[stage] = self.progress.add_task(stage, total=total)
-        self.progress.update(self.tasks[stage], completed=done, total=total)
-
-
-@contextmanager
-def progress_bars(enabled: bool) -> Iterator[None]:
-    """Progress bars on stderr while the block runs, when ``enabled`` (an interactive terminal)."""
-    if not enabled:
-        yield
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    logger = logging.getLogger(PROGRESS_LOGGER)
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), transient=False
-    ) as progress:
-        handler = _BarHandler(progress)
-        old_level, old_prop = logger.level, logger.propagate
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
-        try:
-            yield
-        finally:
-            logger.removeHandler(handler)
-            logger.setLevel(old_level)
-            logger.propagate = old_prop
-
-
 def echo_summary(summary: Any) -> None:
     """The closing lines of a run: release id, counts per corpus, cache reuse, report."""
     click.echo(f"release: {summary.release_id}  store: {summary.store}")
     kept: Mapping[str, int] = summary.kept
+    released: Mapping[str, int] = getattr(summary, "released", {}) or {}
     for label in kept:
-        click.echo(f"  {label:<16} kept {kept[label]:>5}  rejected {summary.rejected[label]:>5}")
+        line = f"  {label:<16} kept {kept[label]:>5}  rejected {summary.rejected[label]:>5}"
+        if label in released and released[label] != kept[label]:
+            line += f"  released {released[label]:>5} (HH matched to the HM topics)"
+        click.echo(line)
     steps = ", ".join(
         f"{s} {summary.computed[s]} computed / {summary.reused[s]} reused" for s in summary.computed
     )
@@ -93,56 +60,79 @@ def echo_summary(summary: Any) -> None:
 
 
 @click.command("run")
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Run config YAML.",
-)
-@click.option("--workdir", default=None, help="Override the config's work directory.")
-@click.option("--store", default=None, help="Override release.store (path, file:// or s3://).")
+@config_option("Run config YAML.", required=True)
+@workdir_option("Override the config's work directory.", required=False)
+@store_option("Override release.store (path, file:// or s3://).")
 @click.option(
     "--runner",
     type=click.Choice(["threads", "dask"]),
     default=None,
     help="Task runner (dask: runner.dask_address or a local cluster; needs a Prefect server).",
 )
-@click.option("--release-id", default=None, help="Publish under this id (default: content hash).")
+@release_option("Publish under this id (default: content hash).", old=("--release-id",))
+@seed_option()
 @click.option("--no-synth", is_flag=True, help="Skip PH synthesis.")
 @click.option("--no-publish", is_flag=True, help="Stop after rendering; publish nothing.")
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="Progress bars (default: when stderr is a terminal).",
-)
+@progress_option()
 def command(
     config_path: Path,
-    workdir: str | None,
+    workdir: Path | None,
     store: str | None,
     runner: str | None,
-    release_id: str | None,
+    release: str | None,
+    seed: int | None,
     no_synth: bool,
     no_publish: bool,
     progress: bool | None,
 ) -> None:
     """Run the pipeline of CONFIG end to end as the Prefect flow build_dataset.
 
-    Finished shards are reused from the work directory, so re-running after a failure or a
-    config change computes only what is missing or affected.
+    The config is validated first (keys, values, corpora, roots, licences), before Prefect
+    starts. Finished shards are reused from the work directory, so re-running after a failure
+    or a config change computes only what is missing or affected.
     """
+    overrides = seed_override(seed)
+    check_runnable(config_path, workdir, store, runner, overrides)
     prefect_env()
     from duetflow.flows import build_dataset
 
-    with progress_bars(sys.stderr.isatty() if progress is None else progress):
+    with progress_bars(progress_enabled(progress)):
         summary = build_dataset(
             config=str(config_path.resolve()),
-            workdir=workdir,
+            workdir=str(workdir) if workdir else None,
             store=store,
             runner=runner,
-            release_id=release_id,
+            release_id=release,
             synthesize=not no_synth,
             publish=not no_publish,
+            overrides=overrides or None,
         )
     echo_summary(summary)
+
+
+def check_runnable(
+    config_path: Path,
+    workdir: Path | None,
+    store: str | None,
+    runner: str | None,
+    overrides: Mapping[str, Any],
+) -> None:
+    """Load and check the run's config without Prefect: a typo costs a second, not a flow run.
+
+    Raises click.UsageError (exit 2) naming the problem.
+    """
+    from duetflow.config import load_config
+    from duetflow.errors import ConfigError
+    from duetflow.pipeline import preflight
+
+    extra: dict[str, Any] = dict(overrides)
+    if workdir:
+        extra["workdir"] = str(workdir)
+    if store:
+        extra["release"] = {"store": store}
+    if runner:
+        extra["runner"] = {"kind": runner}
+    try:
+        preflight(load_config(config_path, overrides=extra or None))
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None

@@ -26,15 +26,16 @@ def command() -> None:
     "--only",
     "include",
     multiple=True,
-    help="Generate only these (dailytalk, iemocap, magicdata_ramc, studio, scripts); repeatable.",
+    help="Generate only these (see `duetflow samples list`); repeatable.",
 )
 def make(directory: Path, seed: int, scale: int, include: tuple[str, ...]) -> None:
     """Write DIRECTORY/{dailytalk, IEMOCAP_full_release, MagicData-RAMC, ...} and truth.json."""
-    from duetflow.samples import ALL, make_samples
+    from duetflow.samples import generators, make_samples
 
-    unknown = [n for n in include if n not in ALL]
+    known = list(generators())
+    unknown = [n for n in include if n not in known]
     if unknown:
-        raise click.BadParameter(f"unknown {unknown}; known: {list(ALL)}", param_hint="--only")
+        raise click.BadParameter(f"unknown {unknown}; known: {known}", param_hint="--only")
     truth = make_samples(directory, seed=seed, scale=scale, include=list(include) or None)
     for name, info in truth["corpora"].items():
         click.echo(
@@ -42,3 +43,14 @@ def make(directory: Path, seed: int, scale: int, include: tuple[str, ...]) -> No
             f"{info['broken']} broken on purpose)"
         )
     click.echo(f"ground truth: {directory / 'truth.json'}")
+
+
+@command.command("list")
+def list_() -> None:
+    """Registered sample generators (entry-point group ``duetflow.samples``)."""
+    from duetflow.samples import generator_errors, generators
+
+    for name, gen in generators(refresh=True).items():
+        click.echo(f"{name}  -> {gen.folder}/")
+    for name, err in generator_errors().items():
+        click.echo(f"{name}  BROKEN: {err}")

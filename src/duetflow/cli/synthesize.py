@@ -1,4 +1,4 @@
-"""``duetflow synthesize --scripts PATH --voices WORKDIR --backend NAME --out WORKDIR``."""
+"""``duetflow synthesize --scripts PATH --voices WORKDIR --backend NAME --workdir WORKDIR``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from duetflow.cli.options import config_option
+from duetflow.cli.options import (
+    config_option,
+    progress_enabled,
+    progress_option,
+    seed_option,
+    seed_override,
+    workdir_option,
+)
+from duetflow.cli.progress import progress_bars
 from duetflow.config import load_config
 
 
@@ -30,14 +38,13 @@ from duetflow.config import load_config
     default=None,
     help="TTS backend (default, dia, spark, or any registered one); default: synth.backend.",
 )
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Rendered PH work directory to write (audio/, dialogues/turns/rejections.parquet).",
+@workdir_option(
+    "Rendered PH work directory to write (audio/, dialogues/turns/rejections.parquet).",
+    old=("--out",),
 )
 @config_option("Run config YAML (seed, render bands, synth section).")
+@seed_option()
+@progress_option()
 @click.option(
     "--from-hh/--no-from-hh",
     default=None,
@@ -52,19 +59,24 @@ def command(
     scripts: Path | None,
     voices: Path,
     backend: str | None,
-    out_dir: Path,
+    workdir: Path,
     config_path: Path | None,
+    seed: int | None,
+    progress: bool | None,
     from_hh: bool | None,
     qa: bool | None,
 ) -> None:
     """Speak two-speaker scripts in the voices of real speakers: a rendered PH work directory."""
     from duetflow.tts.pipeline import synthesize
 
-    overrides = {} if from_hh is None else {"synth": {"from_hh_transcripts": from_hh}}
+    overrides = seed_override(seed)
+    if from_hh is not None:
+        overrides["synth"] = {"from_hh_transcripts": from_hh}
     config = load_config(config_path, overrides=overrides)
     if scripts is None and config.synth.scripts is None and not config.synth.from_hh_transcripts:
         raise click.UsageError("no scripts: pass --scripts, set synth.scripts, or use --from-hh")
-    report = synthesize(scripts, voices, config, out_dir, backend, qa=qa)
+    with progress_bars(progress_enabled(progress)):
+        report = synthesize(scripts, voices, config, workdir, backend, qa=qa)
     click.echo(
         f"{report.scripts} scripts -> {report.kept} PH dialogues, {report.rejected} rejected "
         f"({report.voices} reference voices, backend {report.backend})"
@@ -75,4 +87,4 @@ def command(
         f"{report.utterances} utterances, {report.audio_s:.1f} s audio, "
         f"synthesis RTF {report.rtf:.3f}"
     )
-    click.echo(f"out: {out_dir}")
+    click.echo(f"work directory: {workdir}")

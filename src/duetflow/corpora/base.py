@@ -17,7 +17,7 @@ import logging
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
@@ -27,17 +27,22 @@ import numpy as np
 
 from duetflow.audio.io import AudioInfo, audio_info, read_frames
 from duetflow.config import RunConfig
+
+# text helpers live in corpora/text.py; re-exported here, where adapters import them from
+from duetflow.corpora.text import DEFAULT_ENCODINGS as DEFAULT_ENCODINGS
+from duetflow.corpora.text import DecodedText as DecodedText
+from duetflow.corpora.text import decode_text as decode_text
+from duetflow.corpora.text import decode_text_as as decode_text_as
+from duetflow.corpora.text import read_bounded as read_bounded
+from duetflow.corpora.text import read_text as read_text
+from duetflow.corpora.text import read_text_as as read_text_as
 from duetflow.errors import ConfigError, InputError
-from duetflow.model import Dialogue, Rejection, Stage, Turn, dialogue_id
+from duetflow.model import Dialogue, Rejection, Stage, Turn, TurnKind, dialogue_id
+from duetflow.topics import TopicMatch
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "duetflow.corpora"
-
-#: Encodings tried after UTF-8 when an adapter does not say otherwise: none. A transcript that
-#: is not UTF-8 (with or without BOM) or BOM-marked UTF-16 is rejected with the byte offset of
-#: the first bad byte, because guessing a legacy code page silently corrupts text.
-DEFAULT_ENCODINGS: tuple[str, ...] = ()
 
 
 # --- the protocol -------------------------------------------------------------------------------
@@ -54,6 +59,10 @@ class CorpusAdapter(abc.ABC):
     name: ClassVar[str]
     #: options this adapter understands, with their defaults
     default_options: ClassVar[Mapping[str, Any]] = {}
+    #: the source's licence: an SPDX id (``CC-BY-SA-4.0``) or a named licence
+    #: (``LicenseRef-IEMOCAP-EULA``); None means the run config must declare it
+    #: (``corpora[].licence``). See :mod:`duetflow.licences`.
+    licence: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -62,7 +71,8 @@ class CorpusAdapter(abc.ABC):
         *,
         config: RunConfig | None = None,
     ) -> None:
-        self.root = Path(root)
+        # absolute once, so every path derived from it compares correctly whatever the cwd
+        self.root = Path(os.path.abspath(root))
         self.config = config if config is not None else RunConfig()
         opts = dict(options or {})
         unknown = sorted(set(opts) - set(self.default_options))
@@ -83,6 +93,24 @@ class CorpusAdapter(abc.ABC):
     def count_sources(self) -> int | None:
         """Number of source items :meth:`scan` will yield, when cheap to know (else None)."""
         return None
+
+    def default_licence(self) -> str | None:
+        """The licence of this source when the config does not override it (the class's)."""
+        return type(self).licence
+
+    def resolve_licence(self, override: str | None = None) -> str:
+        """The licence every dialogue of this scan carries: ``override`` (the config's), else
+        :meth:`default_licence`; ConfigError when neither declares one."""
+        from duetflow.licences import check_licence
+
+        value = override or self.default_licence()
+        if not value:
+            raise ConfigError(
+                f"corpus {self.name!r}: no licence declared; set `licence` on the adapter "
+                "class or `corpora[].licence` in the run config (an SPDX id such as "
+                "CC-BY-4.0, or LicenseRef-<name> for a named EULA)"
+            )
+        return check_licence(value, f"corpus {self.name!r} licence")
 
     # -- helpers for subclasses ------------------------------------------------------------------
 
@@ -113,6 +141,10 @@ class CorpusAdapter(abc.ABC):
 
     def dialogue_id(self, original_id: str) -> str:
         return dialogue_id(self.name, original_id)
+
+    def map_topic(self, label: str | int | None) -> TopicMatch:
+        """The source's own topic label mapped into the taxonomy (``topics`` config section)."""
+        return self.config.topics.mapper(self.name).map(label)
 
     def reject(
         self, original_id: str, error: InputError, source_path: str | Path | None = None
@@ -179,55 +211,6 @@ def safe_path(root: Path, candidate: Path) -> Path:
             reason="path_escape",
         )
     return resolved
-
-
-# --- text ---------------------------------------------------------------------------------------
-
-
-def decode_text(data: bytes, path: str | Path, encodings: Sequence[str] = DEFAULT_ENCODINGS) -> str:
-    """Decode a transcript: UTF-8 (BOM stripped), BOM-marked UTF-16, then ``encodings``.
-
-    Raises InputError ``bad_encoding`` naming the byte offset of the first invalid UTF-8 byte.
-    """
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError as e:
-            raise InputError(
-                path, f"invalid UTF-16 at byte {e.start}", reason="bad_encoding"
-            ) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        first = e
-    for enc in encodings:
-        try:
-            return data.decode(enc)
-        except (UnicodeDecodeError, LookupError):
-            continue
-    tried = ", ".join(["utf-8", *encodings])
-    raise InputError(
-        path,
-        f"not valid text at byte {first.start} (byte 0x{data[first.start]:02x}); tried {tried}",
-        reason="bad_encoding",
-    )
-
-
-def read_text(path: Path, encodings: Sequence[str] = DEFAULT_ENCODINGS) -> str:
-    """Read and decode a text file; missing → ``missing_file``."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "file not found", reason="missing_file") from None
-    except IsADirectoryError:
-        raise InputError(
-            path, "expected a file, found a directory", reason="missing_file"
-        ) from None
-    except OSError as e:
-        raise InputError(path, f"cannot read: {e}", reason="missing_file") from None
-    return decode_text(data, path, encodings)
 
 
 # --- duplicate ids ------------------------------------------------------------------------------
@@ -314,6 +297,83 @@ def check_turn_timing(turns: Sequence[Turn], duration_s: float, path: Path, slac
                 f"turn {i} ends at {t.end:.3f} s, after the audio's end ({duration_s:.3f} s)",
                 reason="bad_timing",
             )
+
+
+#: Two turns of one speaker may overlap by this much (timestamp rounding) before it counts.
+#: Same-speaker annotations overlapping by at most this much are one stretch of talk.
+SAME_SPEAKER_OVERLAP_TOLERANCE_S = 0.01
+#: A larger same-speaker overlap is merged into one turn (union of the spans, texts in order)
+#: while it is at most this long and at most half of the shorter turn: segmentation slack of one
+#: utterance, as annotators leave it. Beyond that the two lines say different things over the
+#: same audio (a pasted or shifted line): the dialogue is rejected ``overlapping_turns``.
+SAME_SPEAKER_MERGE_MAX_S = 0.5
+
+
+@dataclass(frozen=True)
+class SameSpeakerFixes:
+    """What :func:`merge_same_speaker_duplicates` did to a dialogue's turns."""
+
+    copies: int = 0  # exact copies of a turn dropped
+    merged: int = 0  # slightly overlapping same-speaker turns joined into one
+
+    def provenance(self) -> dict[str, int]:
+        """The non-zero counts, under their provenance keys."""
+        keys = {"merged_duplicate_turns": self.copies, "merged_overlapping_turns": self.merged}
+        return {k: v for k, v in keys.items() if v}
+
+
+def merge_same_speaker_duplicates(
+    turns: Sequence[Turn], path: Path, tolerance_s: float = SAME_SPEAKER_OVERLAP_TOLERANCE_S
+) -> tuple[list[Turn], SameSpeakerFixes]:
+    """Drop exact copies of a turn, join slightly overlapping same-speaker turns, refuse the rest.
+
+    One speaker cannot say two things at once, and rendering cuts each turn from the source, so
+    an annotation line pasted twice would be heard twice, back to back. A copy (same speaker,
+    start, end and text) is dropped. Two turns of one speaker that overlap by more than
+    ``tolerance_s`` but at most :data:`SAME_SPEAKER_MERGE_MAX_S` and half of the shorter one
+    are one utterance segmented with slack: they become one turn over the union of their spans,
+    texts joined in time order. Any larger overlap raises InputError ``overlapping_turns``
+    naming both. Non-speech turns (laughter, breathing) may overlap speech. Returns (turns in
+    their given order, what was fixed).
+    """
+    seen: set[tuple[str, float, float, str, str]] = set()
+    kept: list[Turn] = []
+    copies = 0
+    for t in turns:
+        key = (t.speaker, t.start, t.end, t.text, str(t.kind))
+        if key in seen:
+            copies += 1
+            continue
+        seen.add(key)
+        kept.append(t)
+    by_speaker: dict[str, list[int]] = {}
+    for i, t in enumerate(kept):
+        if t.kind is not TurnKind.NONSPEECH:
+            by_speaker.setdefault(t.speaker, []).append(i)
+    absorbed: dict[int, int] = {}  # turn index -> index of the turn it was joined into
+    joined: dict[int, Turn] = {}
+    for spk, own in by_speaker.items():
+        own.sort(key=lambda i: (kept[i].start, kept[i].end))
+        head = own[0]
+        for j in own[1:]:
+            a, b = joined.get(head, kept[head]), kept[j]
+            overlap = min(a.end, b.end) - b.start
+            if overlap <= tolerance_s:
+                head = j
+                continue
+            shorter = min(kept[head].duration, b.duration)
+            if overlap > SAME_SPEAKER_MERGE_MAX_S or overlap > shorter / 2:
+                raise InputError(
+                    path,
+                    f"turns {head} ({a.start}-{a.end}) and {j} ({b.start}-{b.end}) of speaker "
+                    f"{spk} overlap by {overlap:.3f} s; one speaker cannot say two things at once",
+                    reason="overlapping_turns",
+                )
+            text = " ".join(x for x in (a.text.strip(), b.text.strip()) if x)
+            joined[head] = replace(a, end=max(a.end, b.end), text=text)
+            absorbed[j] = head
+    out = [joined.get(i, t) for i, t in enumerate(kept) if i not in absorbed]
+    return out, SameSpeakerFixes(copies=copies, merged=len(absorbed))
 
 
 @dataclass(frozen=True)

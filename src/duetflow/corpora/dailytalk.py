@@ -29,6 +29,7 @@ from duetflow.corpora.base import (
 from duetflow.errors import InputError
 from duetflow.model import (
     Category,
+    DesignFields,
     Dialogue,
     PerTurnSource,
     Rejection,
@@ -51,6 +52,7 @@ class DailyTalkAdapter(CorpusAdapter):
     """Adapter for the ``dailytalk/`` folder of the DailyTalk release."""
 
     name: ClassVar[str] = "dailytalk"
+    licence: ClassVar[str | None] = "CC-BY-SA-4.0"
     default_options: ClassVar[Mapping[str, Any]] = {
         "sample_rate": 44100,  # corpus spec; clips at other rates are rejected
         "encodings": [],  # extra encodings tried for .txt after UTF-8
@@ -58,13 +60,15 @@ class DailyTalkAdapter(CorpusAdapter):
 
     def _metadata(self) -> dict[str, Any]:
         path = self.path("metadata.json")
-        text = read_text(path, self.options["encodings"])
+        text = read_text(path, self.options["encodings"], "en")
         try:
             data = json.loads(text, object_pairs_hook=duplicate_keys_hook(path))
         except json.JSONDecodeError as e:
             raise InputError(
                 path, f"invalid JSON: {e.msg}", reason="malformed_line", line=e.lineno
             ) from None
+        except RecursionError:
+            raise InputError(path, "JSON nested too deeply", reason="malformed_line") from None
         if not isinstance(data, dict):
             raise InputError(path, "top level must be an object", reason="malformed_line")
         return data
@@ -188,7 +192,7 @@ class DailyTalkAdapter(CorpusAdapter):
             wav = self.path(ddir_rel / f"{stem}.wav")
             info = checked_audio_info(wav, sample_rate=int(self.options["sample_rate"]))
             txt = self.path(ddir_rel / f"{stem}.txt")
-            raw = read_text(txt, self.options["encodings"])
+            raw = read_text(txt, self.options["encodings"], "en")
             first = raw.splitlines()[0] if raw.strip() else ""
             text = " ".join(first.split()) or " ".join(str(u.get("text", "")).split())
             labels = {
@@ -209,13 +213,15 @@ class DailyTalkAdapter(CorpusAdapter):
             Speaker(a, Role.HUMAN, _GENDER[a], "en"),
             Speaker(b, Role.HUMAN, _GENDER[b], "en"),
         )
+        mapped = self.map_topic(topic)
         return Dialogue(
             id=self.dialogue_id(f"d{key}"),
             corpus=self.name,
             source_id=f"d{key}",
             category=Category.HH,
             language="en",
-            topic=topic,
+            topic=mapped.topic,
+            design=DesignFields(source_topic=mapped.source_topic),
             speakers=speakers,
             turns=tuple(turns),
             source=PerTurnSource(tuple(paths)),

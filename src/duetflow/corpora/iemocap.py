@@ -16,6 +16,13 @@ temporal order; ``XX`` utterance ids without a sentence WAV; lines not starting 
   (``malformed_line``), as does ``start >= end`` (``bad_timing``).
 * Dialogue names are taken whole from the file name, so irregular ones (``impro05a``,
   ``script01_1b``) need no special case.
+* Text that is not UTF-8 is read as cp1252 (some copies are Latin-1) only when the result reads
+  as English (:func:`~duetflow.corpora.text.implausible_text`; GBK bytes decode as cp1252 too,
+  into mojibake), else ``bad_encoding``; provenance records ``text_encoding``.
+* A line pasted twice is heard once (``merged_duplicate_turns``); one speaker's utterances
+  overlapping by a little segmentation slack are joined (``merged_overlapping_turns``), larger
+  overlaps reject the dialogue (``overlapping_turns``; see
+  :func:`~duetflow.corpora.base.merge_same_speaker_duplicates`).
 """
 
 from __future__ import annotations
@@ -32,12 +39,16 @@ from duetflow.corpora.base import (
     check_turn_timing,
     checked_audio_info,
     decide_channels,
+    merge_same_speaker_duplicates,
     read_text,
+    read_text_as,
 )
 from duetflow.errors import InputError
+from duetflow.licences import IEMOCAP_EULA
 from duetflow.model import (
     AudioSource,
     Category,
+    DesignFields,
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
@@ -47,6 +58,7 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
+from duetflow.topics import iemocap_scenario
 
 _SESSION = re.compile(r"^Session(\d+)$")
 _LINE = re.compile(
@@ -70,6 +82,7 @@ class IemocapAdapter(CorpusAdapter):
     """Adapter for ``IEMOCAP_full_release/``."""
 
     name: ClassVar[str] = "iemocap"
+    licence: ClassVar[str | None] = IEMOCAP_EULA
     default_options: ClassVar[Mapping[str, Any]] = {
         "sample_rate": 16000,
         "channels": [2],  # dialogue WAVs are stereo in the release
@@ -120,7 +133,7 @@ class IemocapAdapter(CorpusAdapter):
         if not path.exists():
             return {}, None
         out: dict[str, dict[str, str]] = {}
-        text = read_text(path, self.options["encodings"])
+        text = read_text(path, self.options["encodings"], "en")
         for lineno, raw in enumerate(text.splitlines(), 1):
             line = raw.rstrip("\r")
             if not line.startswith("["):
@@ -141,8 +154,9 @@ class IemocapAdapter(CorpusAdapter):
             }
         return out, (rel / "EmoEvaluation" / f"{name}.txt").as_posix()
 
-    def _turns(self, path: Path, name: str) -> tuple[list[Turn], int]:
-        text = read_text(path, self.options["encodings"])
+    def _turns(self, path: Path, name: str) -> tuple[list[Turn], int, str]:
+        decoded = read_text_as(path, self.options["encodings"], "en")
+        text = decoded.text
         turns: list[tuple[float, float, str, Turn]] = []
         guard = DuplicateGuard()
         skipped = 0
@@ -197,7 +211,7 @@ class IemocapAdapter(CorpusAdapter):
             spk = f"Ses{m.group('ses')}_{m.group('g')}"
             turns.append((start, end, utt, Turn(spk, start, end, body, kind, labels)))
         turns.sort(key=lambda x: (x[0], x[1], x[2]))
-        return [t for *_, t in turns], skipped
+        return [t for *_, t in turns], skipped, decoded.encoding
 
     def _dialogue(self, name: str, rel: Path) -> Dialogue:
         trans_rel = rel / "transcriptions" / f"{name}.txt"
@@ -209,7 +223,7 @@ class IemocapAdapter(CorpusAdapter):
                 "dialogue audio has no transcription",
                 reason="missing_annotation",
             )
-        turns, skipped = self._turns(trans, name)
+        turns, skipped, encoding = self._turns(trans, name)
         if not turns:
             raise InputError(trans, "no timed turns", reason="no_turns")
         emotions, emo_rel = self._emotions(rel, name)
@@ -230,6 +244,7 @@ class IemocapAdapter(CorpusAdapter):
             wav, sample_rate=int(self.options["sample_rate"]), channels=self.options["channels"]
         )
         check_turn_timing(turns, info.duration_s, wav, float(self.options["timing_slack_s"]))
+        turns, fixes = merge_same_speaker_duplicates(turns, trans)
         ids = list(dict.fromkeys(t.speaker for t in turns if t.kind is TurnKind.TURN))
         if len(ids) != 2:
             raise InputError(trans, f"expected two speakers, found {ids}", reason="speaker_count")
@@ -250,13 +265,15 @@ class IemocapAdapter(CorpusAdapter):
             Speaker(ids[0], Role.HUMAN, g[ids[0][-1]], "en"),
             Speaker(ids[1], Role.HUMAN, g[ids[1][-1]], "en"),
         )
+        mapped = self.map_topic(iemocap_scenario(name))
         return Dialogue(
             id=self.dialogue_id(name),
             corpus=self.name,
             source_id=name,
             category=Category.HH,
             language="en",
-            topic=name.split("_", 1)[1] if "_" in name else "",
+            topic=mapped.topic,
+            design=DesignFields(source_topic=mapped.source_topic),
             speakers=speakers,
             turns=tuple(turns),
             source=source,
@@ -270,5 +287,7 @@ class IemocapAdapter(CorpusAdapter):
                 "channel_map": "energy" if decision.channels is not None else "mixed",
                 "channel_separation_db": round(decision.score_db, 2),
                 "skipped_lines": skipped,
+                "text_encoding": encoding,
+                **fixes.provenance(),
             },
         )

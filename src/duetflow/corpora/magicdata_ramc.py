@@ -18,8 +18,13 @@ may open the file; whitespace inside the brackets is tolerated). Quirks handled:
   :class:`MultichannelSource` only when its channels separate the two speakers by energy
   during their turns, otherwise it is downmixed.
 
-Transcripts that are not UTF-8 are tried as GB18030 (the usual legacy Chinese encoding) before
-being rejected with the byte offset.
+Transcripts that are not UTF-8 are tried as GB18030 (the usual legacy Chinese encoding); the
+result must read as Mandarin (:func:`~duetflow.corpora.text.implausible_text`: a Big5 file
+decodes as GB18030 too, into nonsense), else the recording is rejected ``bad_encoding``. The
+encoding used is recorded in provenance (``text_encoding``). A line pasted twice is heard once
+(``merged_duplicate_turns``); one speaker's segments overlapping by a little segmentation slack
+are joined (``merged_overlapping_turns``), larger overlaps reject the recording
+(``overlapping_turns``; see :func:`~duetflow.corpora.base.merge_same_speaker_duplicates`).
 """
 
 from __future__ import annotations
@@ -35,12 +40,15 @@ from duetflow.corpora.base import (
     check_turn_timing,
     checked_audio_info,
     decide_channels,
+    merge_same_speaker_duplicates,
     read_text,
+    read_text_as,
 )
 from duetflow.errors import ConfigError, InputError
 from duetflow.model import (
     AudioSource,
     Category,
+    DesignFields,
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
@@ -71,6 +79,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
     """Adapter for the ``MagicData-RAMC/`` folder."""
 
     name: ClassVar[str] = "magicdata_ramc"
+    licence: ClassVar[str | None] = "CC-BY-NC-ND-4.0"
     default_options: ClassVar[Mapping[str, Any]] = {
         "sample_rate": 16000,
         "channels": [1, 2],  # the sources disagree on mono vs stereo; both are accepted
@@ -107,7 +116,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
         if not path.exists():
             return []
         try:
-            text = read_text(self.path(self.data_dir / name), self.options["encodings"])
+            text = read_text(self.path(self.data_dir / name), self.options["encodings"], "zh")
         except InputError as e:
             raise ConfigError(f"corpus magicdata_ramc: cannot read {name}: {e}") from None
         rows = [line.rstrip("\r").split("\t") for line in text.splitlines() if line.strip()]
@@ -131,7 +140,9 @@ class MagicDataRamcAdapter(CorpusAdapter):
                 p = part / f"{split}.tsv"
                 if not p.exists():
                     continue
-                text = read_text(self.path(p.relative_to(self.root)), self.options["encodings"])
+                text = read_text(
+                    self.path(p.relative_to(self.root)), self.options["encodings"], "zh"
+                )
                 for line in text.splitlines()[1:]:  # the first line is a path
                     first = line.split("\t")[0].strip().replace("\\", "/").rsplit("/", 1)[-1]
                     if first.endswith(".wav"):
@@ -164,8 +175,9 @@ class MagicDataRamcAdapter(CorpusAdapter):
 
     def _segments(
         self, path: Path
-    ) -> tuple[list[Turn], dict[str, Literal["M", "F"] | None], list[dict[str, Any]]]:
-        text = read_text(path, self.options["encodings"])
+    ) -> tuple[list[Turn], dict[str, Literal["M", "F"] | None], list[dict[str, Any]], str]:
+        decoded = read_text_as(path, self.options["encodings"], "zh")
+        text = decoded.text
         turns: list[Turn] = []
         genders: dict[str, Literal["M", "F"] | None] = {}
         skipped: list[dict[str, Any]] = []
@@ -219,7 +231,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
                 labels["collection_header"] = "1"
             turns.append(Turn(spk, start, end, body, kind, labels))
         turns.sort(key=lambda t: (t.start, t.end))
-        return turns, genders, skipped
+        return turns, genders, skipped, decoded.encoding
 
     def _dialogue(self, rec: str) -> Dialogue:
         txt_rel = self.data_dir / "TXT" / f"{rec}.txt"
@@ -228,7 +240,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
             raise InputError(
                 self.root / txt_rel, "recording has no transcript", reason="missing_annotation"
             )
-        turns, txt_genders, skipped = self._segments(self.path(txt_rel))
+        turns, txt_genders, skipped, encoding = self._segments(self.path(txt_rel))
         spk_genders, recs, splits = self.tables()
         in_txt = list(dict.fromkeys(t.speaker for t in turns if t.speaker != NO_SPEAKER))
         pair = recs.get(rec)
@@ -247,6 +259,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
             wav, sample_rate=int(self.options["sample_rate"]), channels=self.options["channels"]
         )
         check_turn_timing(turns, info.duration_s, wav, float(self.options["timing_slack_s"]))
+        turns, fixes = merge_same_speaker_duplicates(turns, self.root / txt_rel)
         source: AudioSource = MixedMonoSource(str(wav), None)
         channel_map = "mono"
         separation = 0.0
@@ -268,13 +281,15 @@ class MagicDataRamcAdapter(CorpusAdapter):
         def speaker(sid: str) -> Speaker:
             return Speaker(sid, Role.HUMAN, spk_genders.get(sid) or txt_genders.get(sid), "zh")
 
+        mapped = self.map_topic(pair[2] if pair else None)
         return Dialogue(
             id=self.dialogue_id(rec),
             corpus=self.name,
             source_id=rec,
             category=Category.HH,
             language="zh",
-            topic=pair[2] if pair else "",
+            topic=mapped.topic,
+            design=DesignFields(source_topic=mapped.source_topic),
             speakers=(speaker(a), speaker(b)),
             turns=tuple(turns),
             source=source,
@@ -287,5 +302,7 @@ class MagicDataRamcAdapter(CorpusAdapter):
                 "channel_map": channel_map,
                 "channel_separation_db": round(separation, 2),
                 "skipped_segments": skipped,
+                "text_encoding": encoding,
+                **fixes.provenance(),
             },
         )

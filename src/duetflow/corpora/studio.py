@@ -23,6 +23,7 @@ re-emitted from the incremental state (option ``state_dir``, by default
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import hashlib
 import json
 import logging
@@ -38,20 +39,24 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 import duetflow
-from duetflow.audio.io import Audio, AudioInfo, read_frames, resample, to_mono
+from duetflow.audio.io import Audio, AudioInfo, read_frames, to_mono
+from duetflow.bounded_yaml import load_yaml
 from duetflow.corpora.base import (
     CorpusAdapter,
     DuplicateGuard,
     check_turn_timing,
     checked_audio_info,
+    merge_same_speaker_duplicates,
+    read_bounded,
     read_text,
     safe_path,
 )
 from duetflow.diarize import DiarizationBackend, get_backend, segments_to_turns
-from duetflow.errors import BackendError, InputError
+from duetflow.errors import BackendError, ConfigError, InputError, brief_repr
 from duetflow.model import (
     AudioSource,
     Category,
+    DesignFields,
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
@@ -63,16 +68,18 @@ from duetflow.model import (
     TurnKind,
     safe_id,
 )
-from duetflow.segment import ANALYSIS_RATE, detect_turns
+from duetflow.segment import TrackSource, detect_turns_in_files
 from duetflow.studio_state import (
     STATE_VERSION,
     SessionRecord,
     StudioState,
+    cacheable,
     content_hash,
     fingerprint,
     result_of,
     session_files,
 )
+from duetflow.topics import TopicMatch
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +92,9 @@ _OUTPUT_MODULES = (
     "diarize/pyannote.py",
     "audio/vad.py",
     "audio/io.py",
+    "audio/stream.py",
+    "bounded_yaml.py",
+    "corpora/text.py",
     "studio_state.py",
     "model.py",
     "manifest.py",
@@ -103,6 +113,9 @@ def code_hash() -> str:
 
 
 SIDECAR = "session.yaml"
+MAX_SESSION_ID_CHARS = 128
+#: Sample rates a studio recording may have (a header outside is corrupt or hostile).
+MIN_SAMPLE_RATE, MAX_SAMPLE_RATE = 8000, 384_000
 AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".opus", ".m4a", ".aiff", ".aif"})
 
 # --- the sidecar --------------------------------------------------------------------------------
@@ -134,7 +147,11 @@ class SystemInfo(_Strict):
 class SessionSidecar(_Strict):
     """``session.yaml``: everything known about one studio session."""
 
-    session_id: str = Field(min_length=1, description="unique id, stable across re-deliveries")
+    session_id: str = Field(
+        min_length=1,
+        max_length=MAX_SESSION_ID_CHARS,
+        description="unique id, stable across re-deliveries",
+    )
     date: dt.date
     language: str = Field(min_length=2, description="BCP-47 code of the target language: en, zh")
     topic: str = ""
@@ -214,15 +231,25 @@ def _validation_error(path: Path, err: ValidationError, reason: str) -> InputErr
             parts.append(f"missing field '{loc}'")
         else:
             msg = str(e["msg"]).removeprefix("Value error, ")
-            parts.append(f"'{loc}': {msg} (got {e.get('input')!r})")
+            parts.append(f"'{loc}': {msg} (got {brief_repr(e.get('input'))})")
     return InputError(path, "; ".join(parts), reason=reason, field=first_loc)
 
 
+#: A sidecar is a few hundred bytes; anything near this is not one.
+MAX_SIDECAR_BYTES = 256 * 1024
+#: YAML nodes a sidecar may expand to (aliases included): a real one has a few dozen.
+MAX_SIDECAR_NODES = 10_000
+
+
 def load_sidecar(path: Path) -> SessionSidecar:
-    """Parse and validate ``session.yaml``; InputError ``bad_sidecar`` names the field or line."""
-    text = read_text(path)
+    """Parse and validate ``session.yaml``; InputError ``bad_sidecar`` names the field or line.
+
+    The file is bounded (:data:`MAX_SIDECAR_BYTES`) and so is what YAML aliases may expand to
+    (:data:`MAX_SIDECAR_NODES`), so an alias bomb is a rejection, not an out-of-memory crash.
+    """
+    text = read_text(path, max_bytes=MAX_SIDECAR_BYTES)
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text, max_nodes=MAX_SIDECAR_NODES)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -243,6 +270,8 @@ def load_transcript(path: Path, speakers: Sequence[str]) -> list[TranscriptTurn]
         raise InputError(
             path, f"invalid JSON: {e.msg}", reason="bad_transcript", line=e.lineno
         ) from None
+    except RecursionError:
+        raise InputError(path, "JSON nested too deeply", reason="bad_transcript") from None
     if isinstance(data, list):
         data = {"turns": data}
     try:
@@ -400,6 +429,35 @@ def non_target_language(text: str, language: str, min_units: int = 3) -> str | N
     return None
 
 
+_PUNCT_SPACE = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def _plain(text: str) -> str:
+    """Text reduced to lower-case letters/digits, one space between words (none around CJK)."""
+    words = _PUNCT_SPACE.sub(" ", _normalise(text)).split()
+    out = ""
+    for w in words:
+        if out and not (_CJK.search(out[-1]) or _CJK.search(w[0])):
+            out += " "
+        out += w
+    return out
+
+
+def opening_line_similarity(opening_line: str, first_turn: str) -> float:
+    """How well a first turn says the opening line, in [0, 1] (1: same words).
+
+    Both are reduced to lower-case words without punctuation; the turn may go on after the
+    line, so the score is the better of the whole turn and its prefix of the line's length
+    (difflib's ratio: 2 × matching characters / total characters).
+    """
+    line, turn = _plain(opening_line), _plain(first_turn)
+    if not line or not turn:
+        return 0.0
+    whole = difflib.SequenceMatcher(None, line, turn, autojunk=False).ratio()
+    prefix = difflib.SequenceMatcher(None, line, turn[: len(line)], autojunk=False).ratio()
+    return max(whole, prefix)
+
+
 def _snippet(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -427,6 +485,21 @@ class _Session:
     rel: str
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """A parsed sidecar and the files it names, each proven a regular file inside the folder."""
+
+    meta: SessionSidecar
+    files: Mapping[str, Path]  # speaker id -> audio file (resolved)
+    transcript: Path | None
+    rttm: Path | None
+
+    def read(self) -> list[str]:
+        """What the content hash reads: the sidecar and every referenced file (as named)."""
+        names = [SIDECAR, *(sp.file for sp in self.meta.speakers)]
+        return names + [n for n in (self.meta.transcript, self.meta.rttm) if n]
+
+
 class StudioAdapter(CorpusAdapter):
     """Studio session folders → dialogues (see the module docstring)."""
 
@@ -449,9 +522,14 @@ class StudioAdapter(CorpusAdapter):
         self.state = StudioState(state_dir) if (state_dir := self.state_dir()) else None
         self.counters = StudioCounters()
         self._backend: DiarizationBackend | None = None
-        self._config_hash = (
-            f"v{STATE_VERSION}-{code_hash()}-{self.config.section_hash('segment', 'studio')}"
-        )
+        # the resolved root is part of the key: dialogues record absolute audio paths
+        root_key = hashlib.sha256(str(self.real_root).encode()).hexdigest()[:12]
+        sections = self.config.section_hash("segment", "studio", "topics")
+        self._config_hash = f"v{STATE_VERSION}-{code_hash()}-{sections}-{root_key}"
+
+    def default_licence(self) -> str | None:
+        """Studio sessions are yours: their licence comes from the config (``studio.licence``)."""
+        return str(self.config.studio.licence)
 
     def state_dir(self) -> Path | None:
         """Where the incremental state of this root lives (None: incremental ingest is off)."""
@@ -466,19 +544,83 @@ class StudioAdapter(CorpusAdapter):
     # -- discovery ------------------------------------------------------------------------------
 
     def _sessions(self) -> Iterator[_Session | Rejection]:
-        """Session folders in sorted order; an audio folder without a sidecar is a rejection."""
-        for dirpath, dirnames, filenames in os.walk(self.root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        """Every session folder (and every folder that cannot be one) in sorted order.
+
+        The walk runs over the resolved root, so relative roots and symlinked roots give the
+        same paths. A folder with a sidecar is a session; an audio folder without one is a
+        ``missing_sidecar`` rejection; a symlinked folder is never followed: one pointing out of
+        the root is a ``path_escape`` rejection, one pointing inside it (scanned on its own) a
+        ``symlinked_folder`` rejection when it holds a session. Nothing is silently skipped.
+        """
+        root = self.real_root
+        unlisted: list[OSError] = []  # folders the walk could not open: counted, not skipped
+        for dirpath, dirnames, filenames in os.walk(root, onerror=unlisted.append):
+            yield from self._unlisted(unlisted)
             folder = Path(dirpath)
-            rel = folder.relative_to(self.root).as_posix()
+            rel = folder.relative_to(root).as_posix()
+            visible = sorted(d for d in dirnames if not d.startswith("."))
+            links = [d for d in visible if (folder / d).is_symlink()]
+            dirnames[:] = [d for d in visible if d not in links]
             if SIDECAR in filenames:
-                dirnames[:] = []  # a session folder is a leaf
+                dirnames[:] = []  # a session folder is a leaf; links inside it are its content
                 yield _Session(folder, rel if rel != "." else folder.name)
-            elif not dirnames and any(Path(f).suffix.lower() in AUDIO_SUFFIXES for f in filenames):
+                continue
+            for d in links:
+                linked = self._linked_folder(folder / d)
+                if linked is not None:
+                    yield linked
+            if not dirnames and any(Path(f).suffix.lower() in AUDIO_SUFFIXES for f in filenames):
                 err = InputError(
                     folder / SIDECAR, "audio without a session.yaml", reason="missing_sidecar"
                 )
                 yield self.reject(rel, err, folder)
+        yield from self._unlisted(unlisted)
+
+    def _unlisted(self, errors: list[OSError]) -> Iterator[Rejection]:
+        """Rejections of folders that could not be listed (permissions, vanished), once each."""
+        while errors:
+            e = errors.pop(0)
+            where = Path(e.filename) if e.filename else self.real_root
+            try:
+                rel = where.relative_to(self.real_root).as_posix()
+            except ValueError:
+                rel = str(where)
+            if where == self.real_root:
+                raise ConfigError(f"corpus {self.name!r}: cannot list the root {where}: {e}")
+            err = InputError(where, f"cannot list folder: {e.strerror or e}", reason="missing_file")
+            yield self.reject(rel, err, where)
+
+    def _linked_folder(self, link: Path) -> Rejection | None:
+        """The rejection of a symlinked folder (None: a link inside the root to a non-session)."""
+        rel = link.relative_to(self.real_root).as_posix()
+        try:
+            target = link.resolve(strict=True)
+        except (OSError, RuntimeError) as e:
+            err = InputError(link, f"cannot resolve folder link: {e}", reason="path_escape")
+            return self.reject(rel, err, link)
+        if target != self.real_root and self.real_root not in target.parents:
+            err = InputError(
+                link,
+                f"links to {target}, outside the studio root {self.real_root}; refusing to "
+                "follow it",
+                reason="path_escape",
+            )
+            return self.reject(rel, err, link)
+        try:
+            names = os.listdir(target)
+        except OSError:
+            names = []
+        if SIDECAR not in names and not any(
+            Path(n).suffix.lower() in AUDIO_SUFFIXES for n in names
+        ):
+            return None
+        err = InputError(
+            link,
+            f"links to {target.relative_to(self.real_root).as_posix() or '.'} inside the root, "
+            "which is scanned on its own; a session is counted once",
+            reason="symlinked_folder",
+        )
+        return self.reject(rel, err, link)
 
     def count_sources(self) -> int | None:
         return sum(1 for _ in self._sessions())
@@ -489,14 +631,16 @@ class StudioAdapter(CorpusAdapter):
         self.check_root()
         self.counters = StudioCounters()
         guard = DuplicateGuard()
-        live: set[str] = set()
-        for entry in self._sessions():
+        entries = list(self._sessions())  # paths only: a few bytes per folder
+        live = {e.rel for e in entries if isinstance(e, _Session)}
+        for entry in entries:
             self.counters.sessions += 1
             if isinstance(entry, Rejection):
                 yield entry
                 continue
-            live.add(entry.rel)
             item = self._session_item(entry)
+            if isinstance(item, Dialogue):
+                item = self._claim(entry, item, live)
             try:
                 guard.check(
                     item.item_id if isinstance(item, Rejection) else item.id, entry.folder / SIDECAR
@@ -508,6 +652,30 @@ class StudioAdapter(CorpusAdapter):
             self.counters.pruned = self.state.prune(live)
         log.info("studio scan of %s: %s", self.root, asdict(self.counters))
 
+    def _claim(self, s: _Session, d: Dialogue, live: set[str]) -> Dialogue | Rejection:
+        """Keep dialogue ids with the folder that first produced them (see studio_state)."""
+        if self.state is None:
+            return d
+        owner = self.state.owner(d.id)
+        if owner is not None and owner != s.rel and owner in live:
+            record = self.state.get(owner)
+            if (
+                record is not None
+                and record.result.get("kind") == "dialogue"
+                and (record.result["row"].get("dialogue_id") == d.id)
+            ):
+                err = InputError(
+                    s.folder / SIDECAR,
+                    f"session_id {d.source_id!r} (dialogue {d.id}) already belongs to session "
+                    f"folder {owner!r}; give this session its own id",
+                    reason="duplicate_id",
+                    field="session_id",
+                )
+                return self.reject(s.rel, err, s.folder / SIDECAR)
+        if owner != s.rel:
+            self.state.claim(d.id, s.rel)
+        return d
+
     def _session_item(self, s: _Session) -> Dialogue | Rejection:
         """The session's output: from the state when unchanged, else freshly processed."""
         try:
@@ -516,22 +684,20 @@ class StudioAdapter(CorpusAdapter):
             return self.reject(
                 s.rel, InputError(s.folder, f"cannot list: {e}", reason="missing_file"), s.folder
             )
-        if self.state is None:
-            digest, nbytes = content_hash(s.folder, [f for f, _, _ in fp])
-            self.counters.bytes_hashed += nbytes
-            self.counters.new += 1
-            self.counters.processed += 1
-            return self._process(s, digest)
-        record = self.state.get(s.rel)
+        record = self.state.get(s.rel) if self.state is not None else None
         force = bool(self.options.get("force"))
         fresh = record is not None and record.config_hash == self._config_hash and not force
         if record is not None and fresh and record.fingerprint == fp:
             self.counters.unchanged += 1
             return record.item()
-        digest, nbytes = content_hash(s.folder, [f for f, _, _ in fp])
+        plan = self._plan(s)
+        digest, nbytes = content_hash(
+            s.folder, plan.read() if isinstance(plan, _Plan) else [SIDECAR]
+        )
         self.counters.bytes_hashed += nbytes
         if record is not None and fresh and record.content_hash == digest:
             self.counters.unchanged += 1
+            assert self.state is not None  # a record comes from the state
             self.state.put(SessionRecord(s.rel, digest, self._config_hash, fp, record.result))
             return record.item()
         if record is None:
@@ -539,71 +705,114 @@ class StudioAdapter(CorpusAdapter):
         else:
             self.counters.changed += 1
         self.counters.processed += 1
-        item = self._process(s, digest)
-        self.state.put(SessionRecord(s.rel, digest, self._config_hash, fp, result_of(item)))
+        item = self._process(s, plan, digest)
+        if self.state is not None:
+            if cacheable(item):
+                self.state.put(SessionRecord(s.rel, digest, self._config_hash, fp, result_of(item)))
+            else:
+                self.state.forget(s.rel)
         return item
 
     # -- one session ----------------------------------------------------------------------------
 
     def _file(self, s: _Session, rel: str, what: str) -> Path:
+        """``rel`` (from the sidecar) resolved: a regular file inside the session folder."""
         p = safe_path(self.real_root, s.folder / rel)
         folder = s.folder.resolve()
         if folder not in p.parents:
             raise InputError(
                 s.folder / rel, f"{what} must be inside the session folder", reason="path_escape"
             )
-        if not p.is_file():
+        if not p.exists():
             raise InputError(s.folder / rel, f"{what} not found", reason="missing_file")
+        if not p.is_file():
+            raise InputError(
+                s.folder / rel, f"{what} is not a regular file (a folder, FIFO or device)",
+                reason="bad_file",
+            )  # fmt: skip
         return p
 
+    def _plan(self, s: _Session) -> _Plan | Rejection:
+        """Parse the sidecar and check every file it names, before anything else is read."""
+        sidecar_path = s.folder / SIDECAR
+        try:
+            sidecar = self._file(s, SIDECAR, SIDECAR)
+        except InputError as e:
+            return self.reject(s.rel, e, sidecar_path)
+        try:
+            meta = load_sidecar(sidecar)
+        except InputError as e:
+            return self.reject(_peek_session_id(sidecar) or s.rel, e, sidecar_path)
+        try:
+            files = {
+                sp.id: self._file(s, sp.file, f"audio file of speaker {sp.id!r}")
+                for sp in meta.speakers
+            }
+            tpath = self._file(s, meta.transcript, "transcript") if meta.transcript else None
+            rttm = self._file(s, meta.rttm, "rttm") if meta.rttm else None
+            referenced = {*files.values(), tpath, rttm}
+            for p in session_files(s.folder):
+                if p.suffix.lower() not in AUDIO_SUFFIXES:
+                    continue
+                try:
+                    real: Path | None = p.resolve()
+                except (OSError, RuntimeError):
+                    real = None
+                if real not in referenced:
+                    raise InputError(
+                        p, "audio file not referenced by session.yaml", reason="unknown_file"
+                    )
+        except InputError as e:
+            return self.reject(meta.session_id, e)
+        return _Plan(meta, files, tpath, rttm)
+
     def _read(self, path: Path, channel: int | None) -> tuple[Audio, int]:
+        """A whole track (mono): only for a diarisation backend, which needs the recording."""
         self.counters.audio_reads += 1
         x, sr = read_frames(path, channel=channel, mono=channel is None)
         return to_mono(x), sr
 
-    def _process(self, s: _Session, digest: str | None = None) -> Dialogue | Rejection:
-        sidecar_path = s.folder / SIDECAR
+    def _process(self, s: _Session, plan: _Plan | Rejection, digest: str) -> Dialogue | Rejection:
+        if isinstance(plan, Rejection):
+            return plan
+        meta = plan.meta
         try:
-            meta = load_sidecar(sidecar_path)
-        except InputError as e:
-            return self.reject(_peek_session_id(sidecar_path) or s.rel, e, sidecar_path)
-        try:
-            return self._build(s, meta, digest)
+            return self._build(s, plan, digest)
         except InputError as e:
             return self.reject(meta.session_id, e)
         except BackendError as e:
-            err = InputError(sidecar_path, f"diarisation failed: {e}", reason="diarization_failed")
+            err = InputError(
+                s.folder / SIDECAR, f"diarisation failed: {e}", reason="diarization_failed"
+            )
             return self.reject(meta.session_id, err)
+        except Exception as e:  # an adapter bug must not stop the scan: one rejection
+            log.exception("studio: unexpected error on %s", s.rel)
+            err = InputError(s.folder, f"{type(e).__name__}: {e}", reason="internal_error")
+            return self.reject(meta.session_id, err, s.folder)
 
-    def _build(self, s: _Session, meta: SessionSidecar, digest: str | None) -> Dialogue | Rejection:
+    def _build(self, s: _Session, plan: _Plan, digest: str | None) -> Dialogue | Rejection:
         scfg = self.config.studio
+        meta, files, tpath, rttm_path = plan.meta, plan.files, plan.transcript, plan.rttm
+        topic = self._topic(meta, s.folder / SIDECAR)
         ids = [sp.id for sp in meta.speakers]
-        files = {
-            sp.id: self._file(s, sp.file, f"audio file of speaker {sp.id!r}")
-            for sp in meta.speakers
-        }
-        referenced = {p for p in files.values()}
         transcript: list[TranscriptTurn] | None = None
-        tpath: Path | None = None
         given: list[Turn] | None = None
         turn_source = ""
-        if meta.transcript:
-            tpath = self._file(s, meta.transcript, "transcript")
-            referenced.add(tpath)
+        if tpath is not None:
             transcript = load_transcript(tpath, ids)
-        rttm_path = self._file(s, meta.rttm, "rttm") if meta.rttm else None
-        if rttm_path is not None:
-            referenced.add(rttm_path)
         folder = s.folder.resolve()
-        for p in session_files(s.folder):
-            if p.suffix.lower() in AUDIO_SUFFIXES and p.resolve() not in referenced:
-                raise InputError(
-                    p, "audio file not referenced by session.yaml", reason="unknown_file"
-                )
 
         infos: dict[Path, AudioInfo] = {
             p: checked_audio_info(p) for p in sorted(set(files.values()))
         }
+        for p, info in infos.items():  # a 1 Hz header would make resampling 16,000x the data
+            if not MIN_SAMPLE_RATE <= info.sample_rate <= MAX_SAMPLE_RATE:
+                raise InputError(
+                    p,
+                    f"sample rate {info.sample_rate} Hz outside {MIN_SAMPLE_RATE}.."
+                    f"{MAX_SAMPLE_RATE} Hz",
+                    reason="wrong_sample_rate",
+                )
         for sp in meta.speakers:
             info = infos[files[sp.id]]
             if sp.channel is not None and sp.channel >= info.channels:
@@ -668,13 +877,16 @@ class StudioAdapter(CorpusAdapter):
                         reason="bad_timing",
                     )
             check_turn_timing(given, duration, timing_file, scfg.timing_tolerance_s)
+            given, fixes = merge_same_speaker_duplicates(given, timing_file)
+            provenance.update(fixes.provenance())
             turns = sorted(given, key=lambda t: (t.start, ids.index(t.speaker)))
         elif meta.layout in ("tracks", "stereo"):
-            tracks: dict[str, Audio] = {}
-            for sp in meta.speakers:
-                x, sr = self._read(files[sp.id], sp.channel)
-                tracks[sp.id] = resample(x, sr, ANALYSIS_RATE)
-            result = detect_turns(tracks, ANALYSIS_RATE, self.config.segment)
+            # streamed block by block: memory does not grow with the session's length
+            self.counters.audio_reads += len(meta.speakers)
+            result = detect_turns_in_files(
+                {sp.id: TrackSource(files[sp.id], sp.channel) for sp in meta.speakers},
+                self.config.segment,
+            )
             turns = list(result.turns)
             turn_source = "vad"
             provenance["segmentation"] = result.provenance()
@@ -720,13 +932,34 @@ class StudioAdapter(CorpusAdapter):
             source_id=meta.session_id,
             category=Category(meta.category),
             language=lang,
-            topic=meta.topic,
+            topic=topic.topic,
             speakers=(speakers[0], speakers[1]),
             turns=tuple(turns),
             source=source,
             duration_s=round(duration, 6),
             provenance=provenance,
+            design=DesignFields(
+                source_topic=topic.source_topic,
+                system_name=meta.system.name if meta.system else None,
+                system_version=meta.system.version if meta.system else None,
+                strategy=meta.strategy,
+                opening_line=meta.opening_line,
+            ),
         )
+
+    def _topic(self, meta: SessionSidecar, sidecar: Path) -> TopicMatch:
+        """The sidecar topic, which must name a taxonomy topic (or a configured alias)."""
+        match = self.map_topic(meta.topic)
+        if meta.topic.strip() and not match.mapped:
+            cfg = self.config.topics
+            raise InputError(
+                sidecar,
+                f"topic {meta.topic!r} is not in topics.taxonomy {cfg.taxonomy} "
+                f"(or topics.aliases.{self.name})",
+                reason="unknown_topic",
+                field="topic",
+            )
+        return match
 
     def _source(self, meta: SessionSidecar, files: Mapping[str, Path]) -> AudioSource:
         a, b = meta.speakers
@@ -750,7 +983,7 @@ class StudioAdapter(CorpusAdapter):
     def _hm_checks(
         self, meta: SessionSidecar, transcript: list[TranscriptTurn] | None
     ) -> dict[str, Any]:
-        """Identity disclosure and non-target language on an HM transcript.
+        """Identity disclosure, non-target language and the opening line on an HM transcript.
 
         Status values are ``passed``, ``failed``, ``not checked`` (no transcript: never
         ``passed``) and ``not applicable`` (HH sessions).
@@ -760,6 +993,7 @@ class StudioAdapter(CorpusAdapter):
                 "status": {
                     "identity_disclosure": "not applicable",
                     "target_language": "not applicable",
+                    "opening_line": "not applicable",
                 }
             }
         if not transcript:
@@ -767,13 +1001,33 @@ class StudioAdapter(CorpusAdapter):
                 "status": {
                     "identity_disclosure": "not checked",
                     "target_language": "not checked",
+                    "opening_line": "not checked",
                     "why": "no transcript",
                 }
             }
         scfg = self.config.studio
         machines = {sp.id for sp in meta.speakers if sp.role == "machine"}
-        status: dict[str, Any] = {"identity_disclosure": "passed", "target_language": "passed"}
+        status: dict[str, Any] = {
+            "identity_disclosure": "passed",
+            "target_language": "passed",
+            "opening_line": "passed",
+        }
         rejection: tuple[str, str] | None = None
+        first = next(
+            (t for t in transcript if t.speaker not in machines and t.kind is TurnKind.TURN),
+            None,
+        )
+        score = opening_line_similarity(meta.opening_line, first.text if first else "")
+        status["opening_line_similarity"] = round(score, 3)
+        opening: tuple[str, str] | None = None
+        if score < scfg.opening_line_min_similarity:
+            status["opening_line"] = "failed"
+            opening = (
+                "opening_line_mismatch",
+                f"the human's first turn {_snippet(first.text if first else '')!r} does not say "
+                f"the opening line {_snippet(meta.opening_line)!r} (similarity {score:.2f} < "
+                f"studio.opening_line_min_similarity {scfg.opening_line_min_similarity})",
+            )
         for i, t in enumerate(transcript):
             if t.speaker in machines:
                 phrase = find_disclosure(t.text, scfg.disclosure_phrases)
@@ -792,17 +1046,20 @@ class StudioAdapter(CorpusAdapter):
                     f"turn {i} by {t.speaker} is in {script} script, session language "
                     f"{meta.language!r}: {_snippet(t.text)!r}",
                 )
-        return {"status": status, "rejection": rejection}
+        return {"status": status, "rejection": rejection or opening}
 
 
 def _peek_session_id(path: Path) -> str | None:
     """The ``session_id`` of a sidecar that failed validation, when it can still be read."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = load_yaml(read_bounded(path, MAX_SIDECAR_BYTES).decode("utf-8"),
+                         max_nodes=MAX_SIDECAR_NODES)  # fmt: skip
+    except (InputError, UnicodeDecodeError, yaml.YAMLError):
         return None
     sid = data.get("session_id") if isinstance(data, dict) else None
-    return sid if isinstance(sid, str) and sid.strip() else None
+    if not isinstance(sid, str) or not sid.strip() or len(sid) > MAX_SESSION_ID_CHARS:
+        return None
+    return sid
 
 
 def _attach_text(

@@ -17,7 +17,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from duetflow import pipeline
+from duetflow import pipeline, tasks
 from duetflow.config import RunConfig
 from duetflow.flows import stages
 from duetflow.flows.runner import build_task_runner, dask_cluster, resolve_config
@@ -32,12 +32,13 @@ class BuildSummary:
     store: str
     workdir: str
     report: str | None
-    kept: Mapping[str, int]
+    kept: Mapping[str, int]  # per corpus: what the filters kept (PH: dialogues synthesized)
     rejected: Mapping[str, int]
     computed: Mapping[str, int]
     reused: Mapping[str, int]
     seconds: float
     by_reason: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    released: Mapping[str, int] = field(default_factory=dict)  # per corpus, after HH ↔ HM matching
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(json.dumps(self.__dict__, default=dict))
@@ -103,9 +104,12 @@ def _expose_report(cfg: RunConfig, step: StepOutcome) -> str:
     dest = Path(cfg.workdir) / "report"
     partial = dest.with_name(".report.partial")
     shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(step.path, partial, ignore=shutil.ignore_patterns(pipeline.RESULT))
-    shutil.rmtree(dest, ignore_errors=True)
-    partial.rename(dest)
+    try:
+        shutil.copytree(step.path, partial, ignore=shutil.ignore_patterns(pipeline.RESULT))
+        shutil.rmtree(dest, ignore_errors=True)
+        partial.rename(dest)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return str(dest)
 
 
@@ -135,6 +139,7 @@ def build_dataset(
     )  # fmt: skip
     steps: list[StepOutcome] = []
     merged: list[StepOutcome] = []
+    processed: dict[str, StepOutcome] = {}
     release: ReleaseSummary | None = None
     with dask_cluster(cfg.runner) as address:
 
@@ -145,7 +150,8 @@ def build_dataset(
         steps.extend(intakes)
         shard_steps, corpus_merged = on(stages.process)(config=cfg, intakes=intakes)
         steps.extend(shard_steps)
-        merged.extend(corpus_merged)
+        processed = {m.label: m for m in corpus_merged}
+        merged.extend(tasks.match_dialogues(corpus_merged, cfg))
         if synthesize and pipeline.synth_wanted(cfg):
             voices = pipeline.voice_dirs(cfg, merged)
             synth_steps, ph = on(stages.synthesize)(config=cfg, voices=voices)
@@ -166,12 +172,13 @@ def build_dataset(
         store=str(cfg.release.store),
         workdir=str(cfg.workdir),
         report=report,
-        kept={m.label: m.kept for m in merged},
-        rejected={m.label: m.rejected for m in merged},
+        kept={m.label: processed.get(m.label, m).kept for m in merged},
+        rejected={m.label: processed.get(m.label, m).rejected for m in merged},
         computed={s: sum(1 for x in steps if x.stage == s and not x.reused) for s in stage_names},
         reused={s: sum(1 for x in steps if x.stage == s and x.reused) for s in stage_names},
         seconds=time.perf_counter() - started,
         by_reason={m.label: dict(m.by_reason) for m in merged},
+        released={m.label: m.kept for m in merged},
     )
     rows = counts_table(merged)
     _publish_artifacts(summary, rows)

@@ -15,7 +15,7 @@ from duetflow.config import RunConfig
 from duetflow.flows import stages
 from duetflow.flows.build import BuildSummary, build_dataset
 from duetflow.flows.runner import build_task_runner, dask_cluster, resolve_config
-from duetflow.pipeline import ReleaseSummary
+from duetflow.pipeline import ReleaseSummary, StepOutcome
 
 
 @flow(name="nightly-studio-ingest")
@@ -27,9 +27,10 @@ def nightly_studio_ingest(
 ) -> dict[str, int]:
     """Ingest and process the studio roots (``corpora``, default: every corpus named studio)."""
     cfg = resolve_config(config, workdir=workdir, overrides=overrides)
+    logger = get_run_logger()
     names = corpora or [c.name for c in cfg.corpora if c.name == "studio"]
     if not names:
-        get_run_logger().warning("no studio corpus configured: nothing to ingest")
+        logger.warning("no studio corpus configured: nothing to ingest")
         return {}
     with dask_cluster(cfg.runner) as address:
         runner = build_task_runner(cfg.runner, address)
@@ -37,7 +38,18 @@ def nightly_studio_ingest(
         _, merged = stages.process.with_options(task_runner=runner)(
             config=cfg, corpora=names, intakes=intakes
         )
+    for m in merged:  # the flow's own record of what the night brought (not only subflow logs)
+        logger.info(counts_line("nightly-studio-ingest", m))
     return {m.label: m.kept for m in merged}
+
+
+def counts_line(flow: str, outcome: StepOutcome) -> str:
+    """``flow: label found N, kept K, rejected R (reason=n, ...)`` for a run's own log."""
+    reasons = ", ".join(f"{k}={v}" for k, v in sorted(outcome.by_reason.items()))
+    return (
+        f"{flow}: {outcome.label} found {outcome.found}, kept {outcome.kept}, "
+        f"rejected {outcome.rejected}" + (f" ({reasons})" if reasons else "")
+    )
 
 
 @flow(name="weekly-release")
@@ -49,10 +61,21 @@ def weekly_release(
 ) -> ReleaseSummary:
     """Synthesize PH dialogues from the rendered voices, then publish a release."""
     cfg = resolve_config(config, store=store, overrides=overrides)
+    logger = get_run_logger()
     with dask_cluster(cfg.runner) as address:
         runner = build_task_runner(cfg.runner, address)
-        stages.synthesize.with_options(task_runner=runner)(config=cfg)
-    return stages.publish(config=cfg, release_id=release_id)
+        _, ph = stages.synthesize.with_options(task_runner=runner)(config=cfg)
+    if ph is not None:
+        logger.info(counts_line("weekly-release", ph))
+    release = stages.publish(config=cfg, release_id=release_id)
+    counts = release.info.get("counts", {})
+    logger.info(
+        "weekly-release: published %s to %s: %s dialogues (train %s, val %s, test %s), "
+        "%s rejections",
+        release.release_id, release.store, counts.get("dialogues", "?"), counts.get("train", "?"),
+        counts.get("val", "?"), counts.get("test", "?"), counts.get("rejections", "?"),
+    )  # fmt: skip
+    return release
 
 
 __all__ = ["BuildSummary", "RunConfig", "build_dataset", "nightly_studio_ingest", "weekly_release"]

@@ -21,6 +21,7 @@ from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
 from duetflow.flows.runner import default_task_runner, resolve_config
 from duetflow.pipeline import CorpusJob, ReleaseSummary, StepOutcome
+from duetflow.progress import Progress
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -61,14 +62,16 @@ def _window(config: RunConfig) -> int:
 
 
 def _progress(stage: str, label: str, total: int | None) -> Callable[[int, StepOutcome], None]:
+    """Per finished shard: a progress record in items (``total`` items, e.g. the intake's
+    dialogues) for the CLI's bar, and every tenth shard a line in the run's log."""
     logger = get_run_logger()
-    step = max(1, (total or 20) // 10)
+    bar = Progress(stage, label, total)
 
     def report(done: int, outcome: StepOutcome) -> None:
-        pipeline.emit_progress(stage, label, done, total)
-        if done % step == 0 or done == total:
+        bar.advance(outcome.found)
+        if done % 10 == 0:
             logger.info(
-                "%s %s: %d/%s shards done (shard %d %s)", stage, label, done,
+                "%s %s: %d shards, %d/%s items done (shard %d %s)", stage, label, done, bar.done,
                 total if total is not None else "?", outcome.index,
                 "reused" if outcome.reused else "computed",
             )  # fmt: skip
@@ -139,7 +142,7 @@ def process(
             lambda s: tasks.process_shard.submit(s, cfg),
             pipeline.plan_process_shards(job.label, intake.path, cfg),
             _window(cfg),
-            _progress("process", job.label, None),
+            _progress("process", job.label, intake.kept),
         )
         shards.extend(done)
         m = pipeline.merge_process(job, intake, done, cfg)
@@ -152,10 +155,17 @@ def process(
 
 
 def _rendered_dirs(cfg: RunConfig, with_ph: bool) -> list[str]:
-    dirs = [pipeline.rendered_dir(cfg, j.label) for j in pipeline.corpus_jobs(cfg)]
-    if with_ph:
-        dirs.append(pipeline.rendered_dir(cfg, pipeline.PH_LABEL))
-    return [str(d) for d in dirs if (d / pipeline.RESULT).exists()]
+    """The corpora's rendered work directories after HH ↔ HM matching (+ PH when asked)."""
+    found = [
+        o
+        for j in pipeline.corpus_jobs(cfg)
+        if (o := pipeline.load_outcome(pipeline.rendered_dir(cfg, j.label))) is not None
+    ]
+    dirs = [Path(m.path) for m in tasks.match_dialogues(found, cfg)]
+    ph = pipeline.rendered_dir(cfg, pipeline.PH_LABEL)
+    if with_ph and (ph / pipeline.RESULT).exists():
+        dirs.append(ph)
+    return [str(d) for d in dirs]
 
 
 @flow(name="synthesize", task_runner=default_task_runner())
@@ -167,6 +177,9 @@ def synthesize(
 ) -> tuple[list[StepOutcome], StepOutcome | None]:
     """Synthesize the configured scripts (PH) with voices from rendered work directories.
 
+    When an LLM is configured (``llm``, ``scripts``), scripts are first generated and the kept
+    HH transcripts rewritten (resumable: only missing scripts are requested).
+
     Synthesis tasks carry the ``duetflow-tts`` tag and at most ``synth.concurrency`` of them run
     at once in this flow; a tag concurrency limit on the server bounds them across flows.
     """
@@ -176,14 +189,18 @@ def synthesize(
         logger.info("synthesis disabled or no scripts configured: nothing to do")
         return [], None
     voice_dirs = voices if voices is not None else _rendered_dirs(cfg, with_ph=False)
+    rejected: list[Any] = []
+    llm_dirs: list[Path] = []
+    if pipeline.scripts_wanted(cfg):
+        llm_dirs, rejected = tasks.write_scripts(cfg, voice_dirs)
+        logger.info("LLM scripts in %s (%d rejected)", [str(d) for d in llm_dirs], len(rejected))
     pool = pipeline.build_voices(cfg, voice_dirs)
     logger.info(
         "voice pool: %d speakers from %d work directories", len(pool.voices), len(voice_dirs)
     )
-    rejected: list[Any] = []
     done = submit_windowed(
         lambda s: tasks.synthesize_shard.submit(s, pool, cfg),
-        pipeline.plan_synth_shards(cfg, voice_dirs, pool, rejected),
+        pipeline.plan_synth_shards(cfg, voice_dirs, pool, rejected, llm_dirs),
         cfg.synth.concurrency,
         _progress("synth", pipeline.PH_LABEL, None),
     )

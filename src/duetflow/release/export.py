@@ -7,30 +7,42 @@ walk instead of an index held in memory.
 
 * lhotse: ``<out>/duetflow_recordings_<split>.jsonl.gz`` (one recording per dialogue) and
   ``duetflow_supervisions_<split>.jsonl.gz`` (one supervision per turn, speaker / text /
-  language, kind and original timing under ``custom``); load with ``lhotse.load_manifest``.
+  language; kind, category, corpus, licence, source sample rate, original timing, topic and
+  the design fields under ``custom``); load with ``lhotse.load_manifest``.
 * Hugging Face: ``<out>/data/<split>-NNNNN-of-NNNNN.parquet`` with an ``audio`` column of
-  ``{bytes, path}`` (the datasets ``Audio`` feature), the dialogue columns and a ``turns``
-  list; ``<out>/README.md`` declares the splits so ``datasets.load_dataset(str(out))`` works.
-Gzip and Parquet output carry no timestamps: the same input gives the same bytes.
+  ``{bytes, path}`` (the datasets ``Audio`` feature), every dialogue column of the release
+  manifest but the store-internal ones (:data:`HF_DROPPED_COLUMNS`) and a ``turns`` list;
+  ``<out>/README.md`` declares the splits and the licences, so ``datasets.load_dataset(str(out))``
+  works. Decoding the ``Audio`` feature inside datasets needs ``torchcodec``; without it, load
+  with ``Audio(decode=False)`` and decode the bytes with :func:`hf_decode` (soundfile).
+
+A split without dialogues is left out of both exports (a 0-row file breaks the loaders). Gzip
+and Parquet output carry no timestamps: the same input gives the same bytes.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import soundfile as sf
 
 from duetflow.audio.io import audio_info
 from duetflow.errors import ManifestError
+from duetflow.licences import UNDECLARED, hf_licence, release_terms
 from duetflow.manifest import iter_rows
+from duetflow.model import DESIGN_COLUMNS
+from duetflow.release.pull import pulled_audio_path
 from duetflow.schemas.tables import SPLITS
 
 log = logging.getLogger(__name__)
@@ -97,7 +109,7 @@ def _gzip_jsonl(path: Path, records: Iterator[dict[str, Any]]) -> int:
 def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dict[str, Any]]:
     """Recording dicts of a split; supervision lines go to ``sup_file`` as a side stream."""
     for row, turns in iter_dialogues_with_turns(src, split):
-        path = src.joinpath(*row["audio_path"].split("/"))
+        path = pulled_audio_path(src, row)
         info = audio_info(path)
         duration = info.frames / info.sample_rate
         channels = list(range(info.channels))
@@ -122,8 +134,14 @@ def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dic
                 "custom": {
                     "kind": t["kind"],
                     "category": row["category"],
+                    "corpus": row["corpus"],
+                    "licence": row.get("licence") or UNDECLARED,
+                    "source_sample_rate": row.get("source_sample_rate"),
                     "orig_start_s": t.get("orig_start_s"),
                     "orig_end_s": t.get("orig_end_s"),
+                    "topic": row.get("topic"),
+                    # Turing-test design fields (DesignFields): source topic, HM system, PH TTS
+                    **{c: row.get(c) for c in DESIGN_COLUMNS},
                 },
             }
             sup_file.write(json.dumps(sup, ensure_ascii=False, sort_keys=True) + "\n")
@@ -144,7 +162,7 @@ def export_lhotse(
     src = Path(pulled).resolve()
     out = Path(out_dir)
     result: dict[str, tuple[Path, Path]] = {}
-    for split in _present_splits(src, splits):
+    for split in _non_empty(src, _present_splits(src, splits)):
         rec_path = out / f"duetflow_recordings_{split}.jsonl.gz"
         sup_path = out / f"duetflow_supervisions_{split}.jsonl.gz"
         tmp_sup = out / f".duetflow_supervisions_{split}.jsonl"
@@ -170,54 +188,121 @@ _HF_TURN = pa.struct(
         ("text", pa.string()),
     ]
 )
-_HF_SCHEMA = pa.schema(
-    [
-        ("audio", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
-        ("dialogue_id", pa.string()),
-        ("category", pa.string()),
-        ("language", pa.string()),
-        ("topic", pa.string()),
-        ("speaker_a", pa.string()),
-        ("speaker_b", pa.string()),
-        ("duration_s", pa.float64()),
-        ("sample_rate", pa.int32()),
-        ("sha256", pa.string()),
-        ("turns", pa.list_(_HF_TURN)),
-    ]
-)
-_HF_FEATURES = {
-    "audio": {"_type": "Audio"},
-    "dialogue_id": {"dtype": "string", "_type": "Value"},
-    "category": {"dtype": "string", "_type": "Value"},
-    "language": {"dtype": "string", "_type": "Value"},
-    "topic": {"dtype": "string", "_type": "Value"},
-    "speaker_a": {"dtype": "string", "_type": "Value"},
-    "speaker_b": {"dtype": "string", "_type": "Value"},
-    "duration_s": {"dtype": "float64", "_type": "Value"},
-    "sample_rate": {"dtype": "int32", "_type": "Value"},
-    "sha256": {"dtype": "string", "_type": "Value"},
-    "turns": {
-        "_type": "List",
-        "feature": {
-            "turn_index": {"dtype": "int32", "_type": "Value"},
-            "speaker": {"dtype": "string", "_type": "Value"},
-            "kind": {"dtype": "string", "_type": "Value"},
-            "start_s": {"dtype": "float64", "_type": "Value"},
-            "end_s": {"dtype": "float64", "_type": "Value"},
-            "text": {"dtype": "string", "_type": "Value"},
-        },
-    },
-}
+#: Release columns that only make sense inside a store or a pulled folder (the audio itself is
+#: embedded; the split is the file), and the bulky per-dialogue provenance JSON (in the pulled
+#: manifest). Every other dialogue column is exported as is, so a column added to the manifests
+#: reaches the HF layout without touching this module.
+HF_DROPPED_COLUMNS = ("audio_path", "audio_key", "split", "provenance")
 
 
-def _hf_readme(splits: Sequence[str]) -> str:
-    files = "\n".join(f"  - split: {s}\n    path: data/{s}-*" for s in splits)
-    return (
-        "---\nconfigs:\n- config_name: default\n  data_files:\n"
-        + files
-        + "\n---\n\n# duetflow release (Hugging Face datasets layout)\n\n"
-        "Two-speaker dialogues: `audio` holds the FLAC bytes, `turns` the rendered turn timing.\n"
+def _hf_value(name: str, t: pa.DataType) -> dict[str, Any]:
+    """The ``datasets`` feature of a primitive Arrow column."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        dtype = "string"
+    elif pa.types.is_floating(t):
+        dtype = {16: "float16", 32: "float32", 64: "float64"}[t.bit_width]
+    elif pa.types.is_integer(t) or pa.types.is_boolean(t):
+        dtype = str(t)
+    else:
+        raise ManifestError(f"HF export: column {name!r} has type {t}, not a plain value")
+    return {"dtype": dtype, "_type": "Value"}
+
+
+def hf_schema(manifest: pa.Schema) -> tuple[pa.Schema, dict[str, Any]]:
+    """Arrow schema and ``datasets`` features of the HF layout of a pulled split manifest."""
+    columns = [f for f in manifest if f.name not in HF_DROPPED_COLUMNS]
+    schema = pa.schema(
+        [
+            ("audio", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+            *[(f.name, f.type) for f in columns],
+            ("turns", pa.list_(_HF_TURN)),
+        ]
     )
+    features: dict[str, Any] = {"audio": {"_type": "Audio"}}
+    features.update({f.name: _hf_value(f.name, f.type) for f in columns})
+    features["turns"] = {
+        "_type": "List",
+        "feature": {f.name: _hf_value(f.name, f.type) for f in _HF_TURN},
+    }
+    return schema, features
+
+
+def _licence_counts(pulled: Path, splits: Sequence[str]) -> dict[str, dict[str, int]]:
+    counts: dict[str, dict[str, int]] = {}
+    for split in splits:
+        path = pulled / f"{split}.parquet"
+        if "licence" not in pq.read_schema(path).names:  # a release from before licences
+            rows: Iterator[dict[str, Any]] = (
+                {} for _ in range(pq.ParquetFile(path).metadata.num_rows)
+            )
+        else:
+            rows = iter_rows(path, ["licence"])
+        for row in rows:
+            lic = str(row.get("licence") or UNDECLARED)
+            cell = counts.setdefault(lic, dict.fromkeys(splits, 0))
+            cell[split] += 1
+    return dict(sorted(counts.items()))
+
+
+def hf_decode(audio: Mapping[str, Any]) -> tuple[np.ndarray, int]:
+    """Decode one undecoded HF ``audio`` value (``{"bytes", "path"}``) with soundfile.
+
+    For ``datasets`` without a working ``torchcodec``: ``cast_column("audio",
+    Audio(decode=False))`` then ``hf_decode(example["audio"])`` → (float32 samples, rate).
+    """
+    data = audio.get("bytes")
+    if data is None:
+        raise ManifestError(f"HF audio value without bytes (path {audio.get('path')!r})")
+    samples, sr = sf.read(io.BytesIO(data), dtype="float32")
+    return samples, int(sr)
+
+
+def _hf_readme(pulled: Path, splits: Sequence[str], release_id: str | None) -> str:
+    files = "\n".join(f"  - split: {s}\n    path: data/{s}-*" for s in splits)
+    licences = _licence_counts(pulled, splits)
+    table = ["| licence | " + " | ".join(splits) + " |", "| --- |" + " ---: |" * len(splits)]
+    table += [f"| {lic} | " + " | ".join(str(n[s]) for s in splits) + " |"
+              for lic, n in licences.items()]  # fmt: skip
+    title = f"duetflow release {release_id}" if release_id else "duetflow release"
+    return (
+        f"---\nlicense: {hf_licence(licences)}\nconfigs:\n- config_name: default\n"
+        "  data_files:\n" + files + "\n---\n\n"
+        f"# {title} (Hugging Face datasets layout)\n\n"
+        "Two-speaker dialogues: `audio` holds the FLAC bytes, `turns` the rendered turn timing, "
+        "every other column is the release manifest's (`corpus`, `category`, `licence`, "
+        "`source_sample_rate`, ...). The full dataset card is `report/README.md` of the pulled "
+        "release.\n\n"
+        "Decoding `audio` needs `torchcodec` (`pip install duetflow[export]`); without it, "
+        'load with `cast_column("audio", datasets.Audio(decode=False))` and decode the bytes '
+        "with `soundfile`.\n\n"
+        "## Licences\n\nEach dialogue's licence is its `licence` column; dialogues per split:\n\n"
+        + "\n".join(table)
+        + "\n\n"
+        + "\n".join(f"- {t}" for t in release_terms(licences))
+        + "\n"
+    )
+
+
+def _non_empty(pulled: Path, names: Sequence[str]) -> list[str]:
+    """The splits of ``names`` with at least one dialogue (an empty split is left out: a
+    0-row Parquet file breaks ``datasets.load_dataset`` and lhotse's manifest loader)."""
+    keep = [s for s in names if pq.ParquetFile(pulled / f"{s}.parquet").metadata.num_rows > 0]
+    for s in names:
+        if s not in keep:
+            log.warning("%s: split %s has no dialogues; not exported", pulled, s)
+    if not keep:
+        raise ManifestError(
+            f"{pulled}: split(s) {list(names)} hold no dialogues; nothing to export"
+        )
+    return keep
+
+
+def _release_id(pulled: Path) -> str | None:
+    try:
+        rid = json.loads((pulled / "RELEASE.json").read_text(encoding="utf-8")).get("release_id")
+    except (FileNotFoundError, json.JSONDecodeError, AttributeError):
+        return None
+    return str(rid) if rid else None
 
 
 def export_hf(
@@ -227,28 +312,35 @@ def export_hf(
     *,
     shard_rows: int = 256,
 ) -> Path:
-    """Write a ``datasets``-loadable Parquet layout (audio bytes embedded); returns ``out``."""
+    """Write a ``datasets``-loadable Parquet layout (audio bytes embedded); returns ``out``.
+
+    Empty splits are left out (see :func:`_non_empty`); the README declares the others, the
+    licence(s) the dialogues carry and what they imply.
+    """
     src = Path(pulled).resolve()
     out = Path(out_dir)
     data = out / "data"
     data.mkdir(parents=True, exist_ok=True)
-    meta = {b"huggingface": json.dumps({"info": {"features": _HF_FEATURES}}).encode()}
-    schema = _HF_SCHEMA.with_metadata(meta)
-    names = _present_splits(src, splits)
+    names = _non_empty(src, _present_splits(src, splits))
+    for old in data.glob("*.parquet"):
+        old.unlink()
     for split in names:
-        total = pq.ParquetFile(src / f"{split}.parquet").metadata.num_rows
+        manifest = pq.ParquetFile(src / f"{split}.parquet")
+        total = manifest.metadata.num_rows
+        schema, features = hf_schema(manifest.schema_arrow)
+        meta = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
+        schema = schema.with_metadata(meta)
+        keep = [n for n in schema.names if n not in ("audio", "turns")]
         n_shards = max(1, math.ceil(total / shard_rows))
-        for old in data.glob(f"{split}-*.parquet"):
-            old.unlink()
         rows = iter_dialogues_with_turns(src, split)
         for shard in range(n_shards):
             batch = []
             for row, turns in rows:
-                path = src.joinpath(*row["audio_path"].split("/"))
+                path = pulled_audio_path(src, row)
                 batch.append(
                     {
                         "audio": {"bytes": path.read_bytes(), "path": Path(path).name},
-                        **{k: row[k] for k in _HF_SCHEMA.names if k not in ("audio", "turns")},
+                        **{k: row[k] for k in keep},
                         "turns": [{k: t[k] for k in _TURN_FIELDS} for t in turns],
                     }
                 )
@@ -256,6 +348,6 @@ def export_hf(
                     break
             dest = data / f"{split}-{shard:05d}-of-{n_shards:05d}.parquet"
             pq.write_table(pa.Table.from_pylist(batch, schema=schema), dest, compression="zstd")
-    (out / "README.md").write_text(_hf_readme(names), encoding="utf-8")
+    (out / "README.md").write_text(_hf_readme(src, names, _release_id(src)), encoding="utf-8")
     log.info("HF datasets layout for %s written to %s", ", ".join(names), out)
     return out

@@ -9,6 +9,7 @@ releases/<id>/manifests/rejections.parquet  what was dropped and why
 releases/<id>/splits.{json,md}              split report
 releases/<id>/report/...                    card + plots (copied from the report folder)
 releases/<id>/stats/...                     stats.json of each rendered work directory
+releases/<id>/CLAIM.json                    created first, exclusively: which content owns the id
 releases/<id>/RELEASE.json                  written last: counts, checksums, config, code version
 releases/LATEST                             id of the newest release, written after RELEASE.json
 ```
@@ -67,12 +68,30 @@ def release_json_key(release_id: str) -> str:
     return release_prefix(release_id) + "RELEASE.json"
 
 
+def claim_key(release_id: str) -> str:
+    """The object a publisher creates exclusively before writing anything of a release."""
+    return release_prefix(release_id) + "CLAIM.json"
+
+
 def manifest_key(release_id: str, name: str) -> str:
     return release_prefix(release_id) + f"manifests/{name}.parquet"
 
 
+def require_store(store: Store) -> None:
+    """Raise StorageError when a local store's folder does not exist (a reader's typo).
+
+    Readers (``releases list``, ``pull``, ``validate``) must not report an empty store for a
+    path that is not there. S3 reports a missing bucket on its own.
+    """
+    from duetflow.storage.local import LocalStore
+
+    if isinstance(store, LocalStore) and not store.root.is_dir():
+        raise StorageError(f"{store.uri}: no such store (the folder {store.root} does not exist)")
+
+
 def list_releases(store: Store) -> list[str]:
     """Ids of the complete (RELEASE.json present) releases in a store, sorted."""
+    require_store(store)
     ids = []
     for key in store.list(RELEASES):
         parts = key.split("/")
@@ -83,6 +102,7 @@ def list_releases(store: Store) -> list[str]:
 
 def resolve_release(store: Store, release: str = "latest") -> str:
     """``latest`` → the id in ``releases/LATEST``; an id is checked to be complete."""
+    require_store(store)
     if release.lower() == "latest":
         if not store.exists(LATEST_KEY):
             raise StorageError(f"{store.uri}: no release published yet ({LATEST_KEY} missing)")

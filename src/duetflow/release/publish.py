@@ -17,15 +17,20 @@ import hashlib
 import json
 import logging
 import tempfile
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from duetflow import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
 from duetflow.errors import ManifestError, StorageError
+from duetflow.leftovers import remove_stale_staging, staging_prefix
+from duetflow.licences import UNDECLARED
 from duetflow.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
@@ -36,12 +41,14 @@ from duetflow.manifest import (
     iter_rows,
 )
 from duetflow.model import Stage, safe_id
+from duetflow.progress import Progress
 from duetflow.release.layout import (
     LATEST_KEY,
     MANIFEST_NAMES,
     RELEASE_DIALOGUE_SCHEMA,
     RELEASE_FORMAT,
     check_release_id,
+    claim_key,
     manifest_key,
     release_json_key,
     release_prefix,
@@ -54,9 +61,11 @@ from duetflow.release.splits import (
 )
 from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
 from duetflow.schemas.tables import SPLITS
-from duetflow.storage import Store, audio_key, open_store, sha256_file
+from duetflow.storage import Store, audio_key, open_store, sha256_bytes, sha256_file
 
 log = logging.getLogger(__name__)
+
+_STAGING = "duetflow-publish"
 
 
 @dataclass(frozen=True)
@@ -82,7 +91,26 @@ def _json_bytes(obj: Any) -> bytes:
     return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
 
 
+def check_rendered(workdir: Path) -> None:
+    """Raise ManifestError unless ``workdir`` holds rendered tables (not intake ones)."""
+    path = workdir / DIALOGUES
+    if not path.is_file():
+        raise ManifestError(
+            f"{workdir}: not a work directory (no {DIALOGUES}); publish the output of "
+            "`duetflow process` or `duetflow synthesize`"
+        )
+    names = set(pq.read_schema(path).names)
+    if "audio_path" not in names:
+        hint = " (it holds intake tables from `duetflow ingest`)" if "source" in names else ""
+        raise ManifestError(
+            f"{workdir}: not a rendered work directory{hint}; run `duetflow process` on it "
+            "first and publish that"
+        )
+
+
 def _validate_all(workdirs: Sequence[Path], config: RunConfig) -> None:
+    for wd in workdirs:
+        check_rendered(wd)
     failures: list[Failure] = []
     for wd in workdirs:
         found = collect_workdir_failures(wd, config)
@@ -151,7 +179,8 @@ class _Publisher:
             recs[key] = {"key": key, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
         return [recs[k] for k in sorted(recs)]
 
-    def _count(self, sent: bool) -> None:
+    def count(self, sent: bool) -> None:
+        """Count one object as uploaded (True) or already present (False)."""
         if sent:
             self.uploaded += 1
         else:
@@ -163,6 +192,7 @@ class _Publisher:
         The first failure cancels the uploads not yet started and is raised; what was sent
         stays, so the next publish only sends the rest.
         """
+        bar = Progress("publish", "", len(self.files) + len(self.blobs))
         if self.files:
             pool = ThreadPoolExecutor(max_workers=self.workers)
             try:
@@ -170,21 +200,30 @@ class _Publisher:
                     pool.submit(self.store.put_file, u.key, u.path, u.sha256) for u in self.files
                 ]
                 for fut in as_completed(futures):
-                    self._count(fut.result())
+                    self.count(fut.result())
+                    bar.advance()
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
         for key, data in self.blobs:
-            self._count(self.store.put_bytes(key, data))
+            self.count(self.store.put_bytes(key, data))
+            bar.advance()
         self.files, self.blobs = [], []
 
     def put_bytes(self, key: str, data: bytes) -> None:
-        self._count(self.store.put_bytes(key, data))
+        self.count(self.store.put_bytes(key, data))
 
 
 def _stage_manifests(
-    workdirs: Sequence[Path], staging: Path, splits: Mapping[str, str], dropped: Mapping[str, str]
+    workdirs: Sequence[Path],
+    staging: Path,
+    splits: Mapping[str, str],
+    dropped: Mapping[str, str],
+    licences: Counter[tuple[str, str]],
 ) -> tuple[dict[str, int], list[_Upload]]:
-    """Write the release manifests into ``staging``; return row counts and the audio uploads."""
+    """Write the release manifests into ``staging``; return row counts and the audio uploads.
+
+    ``licences`` receives the number of dialogues per (licence, split).
+    """
     writers = {
         name: TableWriter(staging / f"{name}.parquet", RELEASE_DIALOGUE_SCHEMA, 1024)
         for name in (*SPLITS, "dialogues")
@@ -204,6 +243,7 @@ def _stage_manifests(
                     path = wd / row["audio_path"]
                     uploads[key] = _Upload(key, path, row["sha256"], path.stat().st_size)
                 out = {**row, "split": splits[did], "audio_key": key, "audio_path": key}
+                licences[(str(row.get("licence") or UNDECLARED), splits[did])] += 1
                 writers["dialogues"].write([out])
                 writers[splits[did]].write([out])
             for trow in iter_rows(wd / TURNS):
@@ -237,6 +277,16 @@ def _stage_manifests(
     return counts, sorted(uploads.values(), key=lambda u: u.key)
 
 
+def licence_counts(by: Mapping[tuple[str, str], int]) -> dict[str, dict[str, int]]:
+    """``{licence: {"dialogues": n, "train": n, "val": n, "test": n}}`` (RELEASE.json)."""
+    out: dict[str, dict[str, int]] = {}
+    for (lic, split), n in sorted(by.items()):
+        cell = out.setdefault(lic, {"dialogues": 0, **dict.fromkeys(SPLITS, 0)})
+        cell[split] += n
+        cell["dialogues"] += n
+    return out
+
+
 def content_config_hash(config: RunConfig) -> str:
     """Config hash without where and how the release travels (store, endpoint, retries...).
 
@@ -256,6 +306,31 @@ def default_release_id(manifest_digests: Mapping[str, str], config: RunConfig) -
         sort_keys=True,
     )
     return "rel-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _claim_release(store: Store, rid: str, doc: bytes) -> bool:
+    """Make this content the only one that may be written under release id ``rid``.
+
+    The claim object is created exclusively (S3 ``If-None-Match: *``, ``link()`` locally): of
+    publishers racing on one id exactly one creates it. A publisher whose claim is already
+    there continues only when it claims the same content (a re-run, or a twin publishing the
+    same bytes; both write identical objects); any other one fails before writing anything.
+    Returns True when this call created the claim.
+    """
+    claim = _json_bytes({"release_id": rid, "release_json_sha256": sha256_bytes(doc)})
+    key = claim_key(rid)
+    if store.create_exclusive(key, claim):
+        return True
+    try:
+        held = store.get_bytes(key)
+    except StorageError:
+        held = b""
+    if held != claim:
+        raise StorageError(
+            f"{store.uri}: release id {rid} is taken by another publish with different content "
+            f"(see {key}); publish under another release id"
+        )
+    return False
 
 
 def publish(
@@ -285,10 +360,13 @@ def publish(
     plan = plan_splits(items, cfg.release)
     st = store or open_store(store_uri, cfg.release)
     pub = _Publisher(st, workers)
+    st.remove_stale_temporaries()  # what a killed publish left (never a live writer's)
+    remove_stale_staging(_STAGING)
 
-    with tempfile.TemporaryDirectory(prefix="duetflow-publish-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=staging_prefix(_STAGING)) as tmp:
         staging = Path(tmp)
-        counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped)
+        by_licence: Counter[tuple[str, str]] = Counter()
+        counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped, by_licence)
         digests = {
             name: sha256_file(staging / f"{name}.parquet")
             for name in ("dialogues", "turns", "rejections")
@@ -331,6 +409,8 @@ def publish(
                 s: round(sum(r.hours for r in report_rows if r.split == s), 6) for s in SPLITS
             },
             "audio_objects": len(audio),
+            # trainers (issue 16): dialogues per licence and split
+            "by_licence": licence_counts(by_licence),
         }
         doc = _json_bytes(
             {
@@ -342,8 +422,10 @@ def publish(
                     mode="json", exclude=set(TRANSPORT_FIELDS)
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
+                "window_config": cfg.window.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
                 "counts": full_counts,
+                "licences": sorted({lic for lic, _ in by_licence}),
                 "manifests": {n: manifest_key(rid, n) for n in MANIFEST_NAMES},
                 "objects": pub.records(),
             }
@@ -354,6 +436,7 @@ def publish(
                 f"{st.uri}: release {rid} already exists with different content; "
                 "publish under another release id"
             )
+        pub.count(_claim_release(st, rid, doc))  # before any object of the release is written
         pub.upload()  # audio, manifests, reports: everything RELEASE.json lists
         pub.put_bytes(key, doc)  # the release becomes visible ...
         pub.put_bytes(LATEST_KEY, f"{rid}\n".encode())  # ... and then the newest

@@ -3,9 +3,13 @@
 ``pull`` lays out a folder that mirrors the store::
 
     DEST/<split>.parquet      the split's dialogue rows, byte-identical to the published manifest
-    DEST/turns.parquet        all turn rows of the release (join on dialogue_id)
+    DEST/turns.parquet        the turn rows of the splits pulled into DEST (join on dialogue_id)
     DEST/RELEASE.json         the release's record
+    DEST/report/              the dataset card (README.md), the HTML report and its plots
     DEST/audio/<aa>/<sha256>.flac
+
+``turns.parquet`` holds only the turns of the splits present in DEST: a train-only pull carries
+no test transcripts. Pulling another split into the same DEST adds its turns.
 
 Each row's ``audio_path`` equals its ``audio_key``, i.e. the audio's path relative to DEST, so
 the pulled manifests stay byte-identical to what was published and still point at the local
@@ -24,7 +28,7 @@ import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pandas as pd
@@ -33,16 +37,20 @@ import pyarrow.parquet as pq
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError, StorageError
-from duetflow.manifest import iter_rows
+from duetflow.leftovers import remove_stale_temp_files, temp_file
+from duetflow.manifest import TableWriter, iter_rows
+from duetflow.progress import Progress
 from duetflow.release.layout import (
     manifest_key,
     object_index,
     read_release_json,
     release_json_key,
+    release_prefix,
     resolve_release,
 )
 from duetflow.schemas.tables import SPLITS
 from duetflow.storage import Store, open_store, sha256_file
+from duetflow.storage.base import checked_audio_key
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +67,7 @@ class PullResult:
     dialogues: int
     downloaded: int
     skipped: int
+    report: Path | None = None  # DEST/report (card + HTML) when the release carries one
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,22 +132,27 @@ def pull(
     objects = object_index(doc)
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(out)  # what a killed pull left
 
-    fetched = 0
-    for key, local in ((manifest_key(rid, split), out / f"{split}.parquet"),
-                       (manifest_key(rid, "turns"), out / "turns.parquet")):  # fmt: skip
+    split_key, turns_key = manifest_key(rid, split), manifest_key(rid, "turns")
+    for key in (split_key, turns_key):
         if key not in objects:
             raise StorageError(f"{st.uri}: {key} is not listed in {release_json_key(rid)}")
-        fetched += _fetch(st, key, local, objects[key]["sha256"])
+    fetched = int(_fetch(st, split_key, out / f"{split}.parquet", objects[split_key]["sha256"]))
+    _pull_turns(st, turns_key, objects, out)
+    report = _pull_report(st, release_prefix(rid), objects, out)
     record = st.get_bytes(release_json_key(rid))
     if not (out / "RELEASE.json").is_file() or (out / "RELEASE.json").read_bytes() != record:
-        tmp = out / f".RELEASE.json.{os.getpid()}.tmp"
+        tmp = temp_file(out / "RELEASE.json")
         tmp.write_bytes(record)
         os.replace(tmp, out / "RELEASE.json")
 
     jobs: dict[str, str] = {}
     for row in iter_rows(out / f"{split}.parquet", ["dialogue_id", "audio_key", "sha256"]):
-        key = row["audio_key"]
+        try:  # the only thing a local path is derived from: checked before anything is written
+            key = checked_audio_key(row["audio_key"], row["sha256"])
+        except StorageError as e:
+            raise StorageError(f"{st.uri}: dialogue {row['dialogue_id']}: {e}") from None
         obj = objects.get(key)
         if obj is None or obj["sha256"] != row["sha256"]:
             raise StorageError(
@@ -156,8 +170,10 @@ def pull(
 
     errors: list[str] = []
     downloaded = skipped = 0
+    bar = Progress("pull", split, len(jobs))
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for _key, res in pool.map(job, sorted(jobs.items())):
+            bar.advance()
             if isinstance(res, Exception):
                 errors.append(str(res))
             elif res:
@@ -182,8 +198,57 @@ def pull(
     )
     return PullResult(
         rid, split, out, out / f"{split}.parquet", out / "turns.parquet", n, downloaded + fetched,
-        skipped,
+        skipped, report,
     )  # fmt: skip
+
+
+def pulled_audio_path(root: Path, row: Mapping[str, Any]) -> Path:
+    """Local path of a release row's audio under ``root`` (a pulled folder or a store root).
+
+    Derived only from the row's ``audio_key``, checked to be the content address of its
+    ``sha256``; the row's ``audio_path`` is never trusted (StorageError on a bad key).
+    """
+    return root.joinpath(*checked_audio_key(row.get("audio_key"), row.get("sha256")).split("/"))
+
+
+def _pull_turns(st: Store, key: str, objects: Mapping[str, Mapping[str, Any]], out: Path) -> None:
+    """``out/turns.parquet``: the release's turn rows of the splits whose manifest is in ``out``.
+
+    The published file is fetched (checksum-verified) to a temporary name, filtered by streaming
+    row groups and deleted, so no other split's transcripts stay on disk.
+    """
+    tmp = temp_file(out / ".turns.all")
+    try:
+        st.get_file(key, tmp, objects[key]["sha256"])
+        wanted = {
+            str(r["dialogue_id"])
+            for s in SPLITS
+            if (out / f"{s}.parquet").is_file()
+            for r in iter_rows(out / f"{s}.parquet", ["dialogue_id"])
+        }
+        pf = pq.ParquetFile(tmp)
+        with TableWriter(out / "turns.parquet", pf.schema_arrow, 8192) as w:
+            for g in range(pf.num_row_groups):
+                w.write(r for r in pf.read_row_group(g).to_pylist() if r["dialogue_id"] in wanted)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _pull_report(
+    st: Store, prefix: str, objects: Mapping[str, Mapping[str, Any]], out: Path
+) -> Path | None:
+    """The release's ``report/`` objects (card, HTML, plots) into ``out/report``; None if none."""
+    base = prefix + "report/"
+    keys = sorted(k for k in objects if k.startswith(base))
+    if not keys:
+        return None
+    dest = out / "report"
+    for key in keys:
+        rel = PurePosixPath(key[len(base) :])
+        if rel.is_absolute() or not rel.parts or any(p in ("", ".", "..") for p in rel.parts):
+            raise StorageError(f"{st.uri}: refusing report object {key!r} (not a plain path)")
+        _fetch(st, key, dest.joinpath(*rel.parts), objects[key]["sha256"])
+    return dest
 
 
 def default_cache_dir() -> Path:
@@ -214,7 +279,10 @@ def open_release(
     for split in splits:
         res = pull(uri, rid, split, root, cfg, store=st)
         df = pd.read_parquet(res.manifest)
-        df["audio_path"] = [str(root.joinpath(*k.split("/"))) for k in df["audio_key"]]
+        df["audio_path"] = [
+            str(pulled_audio_path(root, {"audio_key": k, "sha256": h}))
+            for k, h in zip(df["audio_key"], df["sha256"], strict=True)
+        ]
         frames[split] = df
     turns = pd.read_parquet(root / "turns.parquet")
     info = read_release_json(st, rid)

@@ -14,13 +14,18 @@ Group keys (``release.group_by``):
   speaker; a new dialogue that joins two components can move the smaller-named one — the price
   of speaker-disjointness, reported in the log.
 
-A group that mixes categories follows the ratios that put the most mass on test, so test-only
-material (PH by default) never leaks into train.
+A PH dialogue made from an HH transcript carries its source recording's ``source_id``, so it
+is in its source's group: with ``source`` grouping by construction, with ``speaker`` grouping
+because it takes the group of the non-PH dialogues of that recording (its own speakers are
+the cloned voices, not the source's). A group that mixes categories follows the ratios that put
+the most mass on test, so test-only material (PH by default) never leaks into train — and
+neither does the HH recording a PH dialogue was rewritten from (:func:`leakage_problems`).
 
-``balance_test`` makes the test set 1:1:1 over the categories present: each category keeps the
-test groups with the smallest hash until it has as many dialogues as the smallest category, and
-the surplus is left out of the release (a ``test_balance_surplus`` rejection), never moved into
-train — a dialogue that was test never becomes train in a later release.
+``balance_test`` makes the test set 1:1:1 over the categories present, per language: in each
+language, each category keeps the test groups with the smallest hash until it has as many
+dialogues as that language's smallest category, and the surplus is left out of the release (a
+``test_balance_surplus`` rejection), never moved into train — a dialogue that was test never
+becomes train in a later release.
 """
 
 from __future__ import annotations
@@ -128,11 +133,54 @@ def group_keys(items: Sequence[SplitItem], group_by: str) -> dict[str, str]:
     if group_by == "source":
         return {it.dialogue_id: f"src:{it.source_id or it.dialogue_id}" for it in items}
     if group_by == "speaker":
+        derived = _derived_from_source(items)
         uf = _UnionFind()
         for it in items:
-            uf.union(f"{it.corpus}:{it.speaker_a}", f"{it.corpus}:{it.speaker_b}")
-        return {it.dialogue_id: f"spk:{uf.find(f'{it.corpus}:{it.speaker_a}')}" for it in items}
+            if it.dialogue_id not in derived:
+                uf.union(f"{it.corpus}:{it.speaker_a}", f"{it.corpus}:{it.speaker_b}")
+        out: dict[str, str] = {}
+        for it in items:
+            node = derived.get(it.dialogue_id, f"{it.corpus}:{it.speaker_a}")
+            out[it.dialogue_id] = f"spk:{uf.find(node)}"
+        return out
     raise ConfigError(f"release.group_by must be 'source' or 'speaker', got {group_by!r}")
+
+
+def _derived_from_source(items: Sequence[SplitItem]) -> dict[str, str]:
+    """PH dialogue id → a speaker node of the non-PH recording it shares ``source_id`` with."""
+    source_node: dict[str, str] = {}
+    for it in items:
+        if it.category != "PH":
+            source_node.setdefault(it.source_id, f"{it.corpus}:{it.speaker_a}")
+    return {
+        it.dialogue_id: source_node[it.source_id]
+        for it in items
+        if it.category == "PH" and it.source_id in source_node
+    }
+
+
+def leakage_problems(items: Sequence[SplitItem], splits: Mapping[str, str]) -> list[str]:
+    """PH dialogues whose source HH recording is in another split (empty list: no leakage).
+
+    A PH dialogue made from an HH transcript shares the HH's ``source_id``; every non-PH
+    dialogue of that recording must be in the PH dialogue's split (test, with the default
+    ratios), else a model trained on train would have heard the content of a test item.
+    """
+    by_source: dict[str, list[SplitItem]] = defaultdict(list)
+    for it in items:
+        if it.category != "PH" and it.dialogue_id in splits:
+            by_source[it.source_id].append(it)
+    out: list[str] = []
+    for it in items:
+        if it.category != "PH" or it.dialogue_id not in splits:
+            continue
+        for src in by_source.get(it.source_id, []):
+            if splits[src.dialogue_id] != splits[it.dialogue_id]:
+                out.append(
+                    f"{it.dialogue_id} ({splits[it.dialogue_id]}) is made from recording "
+                    f"{it.source_id!r}, whose {src.dialogue_id} is in {splits[src.dialogue_id]}"
+                )
+    return out
 
 
 def plan_splits(items: Iterable[SplitItem], config: ReleaseConfig) -> SplitPlan:
@@ -158,28 +206,35 @@ def plan_splits(items: Iterable[SplitItem], config: ReleaseConfig) -> SplitPlan:
 def _balance_test(
     items: Sequence[SplitItem], keys: Mapping[str, str], splits: Mapping[str, str]
 ) -> dict[str, str]:
-    """Dialogues to leave out so test holds equal dialogue counts per category."""
-    per_cat: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    """Dialogues to leave out so test holds equal dialogue counts per category, per language."""
+    per_lang: dict[str, dict[str, dict[str, list[str]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list))
+    )
     for it in items:
         if splits[it.dialogue_id] == "test":
-            per_cat[it.category][keys[it.dialogue_id]].append(it.dialogue_id)
-    if len(per_cat) < 2:
-        return {}
-    counts = {c: sum(len(v) for v in g.values()) for c, g in per_cat.items()}
-    target = min(counts.values())
+            per_lang[it.language][it.category][keys[it.dialogue_id]].append(it.dialogue_id)
     dropped: dict[str, str] = {}
-    for cat, groups in per_cat.items():
-        kept = 0
-        for key in sorted(groups, key=lambda k: (unit_hash(k), k)):
-            ids = groups[key]
-            if kept < target:
-                kept += len(ids)
-                continue
-            for did in ids:
-                dropped[did] = (
-                    f"test set balanced to {target} dialogues per category; {cat} had {counts[cat]}"
-                )
-    log.info("balance_test: %d dialogue(s) left out of test (target %d)", len(dropped), target)
+    for lang in sorted(per_lang):
+        per_cat = per_lang[lang]
+        if len(per_cat) < 2:
+            continue
+        counts = {c: sum(len(v) for v in g.values()) for c, g in per_cat.items()}
+        target = min(counts.values())
+        for cat in sorted(per_cat):
+            groups = per_cat[cat]
+            kept = 0
+            for key in sorted(groups, key=lambda k: (unit_hash(k), k)):
+                ids = groups[key]
+                if kept < target:
+                    kept += len(ids)
+                    continue
+                for did in ids:
+                    dropped[did] = (
+                        f"test set balanced to {target} dialogues per category for {lang}; "
+                        f"{cat} had {counts[cat]}"
+                    )
+        log.info("balance_test %s: target %d per category (%s)", lang, target, counts)
+    log.info("balance_test: %d dialogue(s) left out of test", len(dropped))
     return dropped
 
 

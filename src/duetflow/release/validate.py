@@ -4,8 +4,9 @@ What is checked: RELEASE.json parses; every object it lists exists with the reco
 — reading the bytes, not trusting metadata — the recorded sha256; the manifests pass the
 release schemas and the cross-table checks of a work directory (turns inside their dialogue,
 speaker B has turns, gaps in the window...); every dialogue's ``audio_key`` is listed with its
-sha256; split files agree with ``dialogues.parquet``; split groups are disjoint; counts match;
-on a sample of dialogues the acoustic gaps and digital holes measured on the audio
+sha256; split files agree with ``dialogues.parquet``; split groups are disjoint; no PH dialogue
+is in another split than the HH recording it was made from; counts match; on a sample of
+dialogues the acoustic gaps and digital holes measured on the audio
 (:func:`duetflow.schemas.checks.acoustic_failures`).
 """
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duetflow.config import ReleaseConfig, RenderConfig, RunConfig
+from duetflow.config import ReleaseConfig, RenderConfig, RunConfig, WindowConfig
 from duetflow.errors import DuetflowError, StorageError
 from duetflow.manifest import iter_rows
 from duetflow.release.layout import (
@@ -29,7 +30,7 @@ from duetflow.release.layout import (
     release_json_key,
     resolve_release,
 )
-from duetflow.release.splits import SplitItem, group_keys
+from duetflow.release.splits import SplitItem, group_keys, leakage_problems
 from duetflow.schemas.checks import (
     AUDIO_SAMPLE,
     AudioSample,
@@ -73,9 +74,10 @@ def _config_from(doc: dict[str, Any], config: RunConfig | None) -> RunConfig:
     try:
         release = ReleaseConfig.model_validate(doc.get("release_config", {}))
         render = RenderConfig.model_validate(doc.get("render_config", {}))
+        window = WindowConfig.model_validate(doc.get("window_config", {}))
     except ValueError:
         return RunConfig()
-    return RunConfig(release=release, render=render)
+    return RunConfig(release=release, render=render, window=window)
 
 
 def _check_objects(
@@ -125,7 +127,7 @@ def _audio_problems(
         if t["dialogue_id"] in turns and t["kind"] == "turn":
             turns[t["dialogue_id"]].append((str(t["speaker"]), t["start_s"], t["end_s"]))
     problems: list[Problem] = []
-    for did, (key, tone) in sorted(chosen.items()):
+    for did, (key, level) in sorted(chosen.items()):
         obj = objects.get(key)
         if obj is None:
             continue  # reported with the dialogue rows
@@ -135,7 +137,7 @@ def _audio_problems(
         except DuetflowError as e:  # a missing or corrupt object is the object check's report
             log.info("audio sample: %s not measured: %s", key, e)
             continue
-        for f in acoustic_failures(did, dest, turns[did], tone, cfg):
+        for f in acoustic_failures(did, dest, turns[did], level, cfg):
             problems.append(Problem(key, f"{f.row_id}: {f.check} (value {f.value})"))
         dest.unlink(missing_ok=True)
     return problems
@@ -203,6 +205,7 @@ def _manifest_problems(
                 row["duration_s"],
             )
         )
+    problems += [Problem(dkey, f"leakage: {p}") for p in leakage_problems(items, split_of)]
     groups = group_keys(items, cfg.release.group_by)
     group_split: dict[str, str] = {}
     for did, key in groups.items():

@@ -30,7 +30,10 @@ from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import SILENCE_LUFS, measure
 from duetflow.config import RunConfig
 from duetflow.errors import DuetflowError
+from duetflow.licences import UNDECLARED, release_terms
+from duetflow.licences import terms as terms_of
 from duetflow.manifest import iter_grouped, iter_rows
+from duetflow.mixdown import floor_in_file_db
 from duetflow.model import Category, Stage
 from duetflow.report.sources import ReportInput
 from duetflow.seeding import seed_for
@@ -45,7 +48,9 @@ _EDGE_RES_MS = 2.5  # resolution of an acoustic edge (the envelope's hop)
 #: A run of exact digital zeros longer than this in a pause is a hole in the room tone (ms).
 ZERO_RUN_MS = 1.0
 
-#: Licences of the sources and models a release can draw on (shown in the card's provenance).
+#: Names and licences of the sources and models a release can draw on. Only the *names* are
+#: shown for corpora: a dialogue's licence is its own ``licence`` column, so the card reports what
+#: the data holds (the licences here are the fallback for TTS backends that record none).
 LICENCES: dict[str, tuple[str, str]] = {
     "dailytalk": ("DailyTalk", "CC BY-SA 4.0"),
     "iemocap": ("IEMOCAP", "USC SAIL academic EULA (non-commercial, by request)"),
@@ -192,6 +197,30 @@ class CountRow:
 
 
 @dataclass(frozen=True)
+class DesignRow:
+    """Dialogues and hours of one category × language × topic × system × strategy × backend cell.
+
+    The Turing-test design at a glance (the layout of the seed study's dataset table): topics
+    per category and language, HM dialogues per S2S system and elicitation strategy, PH
+    dialogues per TTS backend. ``system`` is ``"<name> <version>"`` (HM), else empty; so are
+    ``strategy`` (studio sessions) and ``tts_backend`` (PH).
+    """
+
+    category: str
+    language: str
+    topic: str
+    system: str
+    strategy: str
+    tts_backend: str
+    dialogues: int
+    seconds: float
+
+    @property
+    def hours(self) -> float:
+        return self.seconds / 3600.0
+
+
+@dataclass(frozen=True)
 class RejectionRow:
     stage: str
     reason: str
@@ -236,6 +265,17 @@ class PhStats:
 
 
 @dataclass(frozen=True)
+class LicenceRow:
+    """One licence the report's dialogues carry, with how much of the data it covers."""
+
+    licence: str
+    name: str
+    corpora: tuple[str, ...]
+    dialogues: int
+    seconds: float
+
+
+@dataclass(frozen=True)
 class Provenance:
     code_version: str
     code_versions_in_data: tuple[str, ...]
@@ -245,6 +285,8 @@ class Provenance:
     release_id: str | None
     release_meta: Mapping[str, Any]
     sources: tuple[tuple[str, str, str], ...]  # (key, name, licence)
+    licences: tuple[LicenceRow, ...] = ()  # from the rows' ``licence`` column
+    terms: tuple[str, ...] = ()  # what those licences imply (duetflow.licences.release_terms)
 
 
 @dataclass(frozen=True)
@@ -261,6 +303,8 @@ class ReportData:
     ph: PhStats
     provenance: Provenance
     notes: tuple[str, ...] = field(default_factory=tuple)
+    design: tuple[DesignRow, ...] = field(default_factory=tuple)
+    unmapped_topic: str = "other"
 
     @property
     def total_dialogues(self) -> int:
@@ -413,11 +457,13 @@ class _Collector:
             "ph_similarity": _Acc(-1, 1.0001, 0.02),
         }
         self.counts: dict[tuple[str, str, str, str], list[float]] = {}
+        self.design: dict[tuple[str, str, str, str, str, str], list[float]] = {}
         self.rej: dict[tuple[str, str], tuple[int, Counter[str], list[str]]] = {}
         self.ph_n = 0
         self.ph_backends: Counter[str] = Counter()
         self.ph_cloning: Counter[str] = Counter()
         self.ph_licences: dict[str, str] = {}
+        self.licences: dict[str, tuple[int, float, set[str]]] = {}
         self.code_versions: Counter[str] = Counter()
         self.sample_size = audio_sample
         self.heap: list[tuple[int, str, dict[str, Any], list[dict[str, Any]], ReportInput]] = []
@@ -434,6 +480,11 @@ class _Collector:
         cell[0] += 1
         cell[1] += dur
         cell[2] += len(turns)
+        self._design(row, dur)
+        lic = str(row.get("licence") or UNDECLARED)
+        n_lic, s_lic, corpora = self.licences.get(lic, (0, 0.0, set()))
+        corpora.add(str(row["corpus"]))
+        self.licences[lic] = (n_lic + 1, s_lic + dur, corpora)
         a = self.acc
         a["duration_s"].add(dur)
         a["turns_per_dialogue"].add(len(turns))
@@ -452,6 +503,20 @@ class _Collector:
         if str(row["category"]) == Category.PH:
             self._ph(prov)
         self._maybe_sample(inp, row, turns)
+
+    def _design(self, row: Mapping[str, Any], dur: float) -> None:
+        system = " ".join(str(row.get(k) or "") for k in ("system_name", "system_version"))
+        key = (
+            str(row["category"]),
+            str(row["language"]),
+            str(row.get("topic") or ""),
+            system.strip(),
+            str(row.get("strategy") or ""),
+            str(row.get("tts_backend") or ""),
+        )
+        cell = self.design.setdefault(key, [0, 0.0])
+        cell[0] += 1
+        cell[1] += dur
 
     def _turn_stats(self, row: Mapping[str, Any], turns: Sequence[Mapping[str, Any]]) -> None:
         spk_a = row["speaker_a"]
@@ -546,16 +611,19 @@ class _Collector:
             for t in turns
             if t["kind"] == "turn"
         ]
-        tone = _json_obj(_json_obj(row.get("provenance")).get("room_tone")).get("used")
+        level = floor_in_file_db(_json_obj(row.get("provenance")))
+        digital = level is not None and math.isinf(level)
         mono = np.asarray(data2.mean(axis=1), dtype=np.float32)
-        for m in change_gaps(mono, sr, floor_turns, digital=tone is False):
+        for m in change_gaps(
+            mono, sr, floor_turns, digital=digital, floor_db=None if digital else level
+        ):
             if m is None:
                 continue
             self.acc["gap_ms_audio"].add(m.gap / sr * 1000.0)
             if not m.floor.digital:
                 self.acc["floor_step_db"].add(m.step_db)
                 self.acc["floor_dip_db"].add(m.dip_db)
-            if m.zero_run > ZERO_RUN_MS / 1000.0 * sr:
+            if not digital and m.zero_run > ZERO_RUN_MS / 1000.0 * sr:
                 self.zero_gaps.append(str(row["dialogue_id"]))
         lufs = [_speaker_loudness(track(s), sr, turns, s, data2.shape[1] >= 2) for s in spk]
         if lufs[0] is not None:
@@ -741,7 +809,7 @@ def _config_from_release(meta: Mapping[str, Any] | None) -> RunConfig | None:
     data: dict[str, Any] = {}
     if isinstance(meta.get("config"), Mapping):
         data = dict(meta["config"])
-    for section in ("render", "release", "filters", "turns"):
+    for section in ("render", "release", "filters", "turns", "window"):
         v = meta.get(f"{section}_config")
         if isinstance(v, Mapping):
             data[section] = dict(v)
@@ -805,12 +873,19 @@ def collect(
         failures=failures,
     )
     corpora = sorted({r.corpus for r in counts} | {x for r in rejections for x in r.corpora})
+    by_corpus: dict[str, set[str]] = {}
+    for lic, (_, _, names) in c.licences.items():
+        for name in names:
+            by_corpus.setdefault(name, set()).add(lic)
     src: list[tuple[str, str, str]] = []
     for name in corpora:
-        known = LICENCES.get(name)
-        src.append(
-            (name, known[0], known[1]) if known else (name, name, "unknown: check the source")
-        )
+        label = LICENCES[name][0] if name in LICENCES else name
+        held = " / ".join(sorted(by_corpus.get(name, ()))) or "(no dialogue kept)"
+        src.append((name, label, held))
+    licence_rows = tuple(
+        LicenceRow(lic, terms_of(lic).name, tuple(sorted(names)), n, secs)
+        for lic, (n, secs, names) in sorted(c.licences.items())
+    )
     for b in ph.backends:
         if b in c.ph_licences:  # what the backend itself recorded in the provenance
             known_name = LICENCES[b][0] if b in LICENCES else b
@@ -828,6 +903,8 @@ def collect(
         release_id=rid,
         release_meta={k: v for k, v in meta.items() if k not in ("objects", "config", "stats")},
         sources=tuple(src),
+        licences=licence_rows,
+        terms=tuple(release_terms(c.licences)),
     )
     if title is None:
         title = f"duetflow release {rid}" if rid else "duetflow dataset report"
@@ -838,6 +915,15 @@ def collect(
         holes = ", ".join(sorted(set(c.zero_gaps))[:MAX_EXAMPLES])
         notes.append(
             f"{len(c.zero_gaps)} pause(s) hold digital zeros although room tone was laid: {holes}"
+        )
+    design = tuple(
+        DesignRow(*k, dialogues=int(v[0]), seconds=float(v[1])) for k, v in sorted(c.design.items())
+    )
+    unmapped = sum(r.dialogues for r in design if r.topic == cfg.topics.unmapped)
+    if unmapped:
+        notes.append(
+            f"{unmapped} dialogue(s) have topic '{cfg.topics.unmapped}': their source label maps"
+            " to no taxonomy topic (see source_topic; extend topics.aliases)"
         )
     return ReportData(
         title=title,
@@ -850,4 +936,6 @@ def collect(
         ph=ph,
         provenance=prov,
         notes=tuple(notes),
+        design=design,
+        unmapped_topic=cfg.topics.unmapped,
     )

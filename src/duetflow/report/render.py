@@ -15,13 +15,15 @@ from typing import Any
 
 import yaml
 
-from duetflow.report.collect import CountRow, Distribution, ReportData, SourceStats
+from duetflow.licences import hf_licence
+from duetflow.report.collect import CountRow, DesignRow, Distribution, ReportData, SourceStats
 from duetflow.report.plots import Plot
 
 #: (id, heading) of every section, in page order.
 SECTIONS: tuple[tuple[str, str], ...] = (
     ("overview", "Overview"),
     ("counts", "Counts and hours"),
+    ("design", "Turing-test design: topics, systems, TTS backends"),
     ("rejections", "Rejections"),
     ("distributions", "Distributions measured on the rendered dialogues"),
     ("turn-taking", "Turn-taking in the sources (before filtering)"),
@@ -206,6 +208,59 @@ def _source_rows(s: SourceStats) -> dict[str, Any]:
     }
 
 
+def _cells(rows: Iterable[DesignRow]) -> tuple[int, float]:
+    rows = list(rows)
+    return sum(r.dialogues for r in rows), sum(r.seconds for r in rows)
+
+
+def topic_table(data: ReportData) -> list[dict[str, Any]]:
+    """Per language × topic: dialogues and hours of each category side by side.
+
+    HH next to HM shows whether HH ↔ HM matching mirrored the HM topics; the unmapped topic
+    (``other``) sorts last.
+    """
+    cats = sorted({r.category for r in data.design})
+    keys = sorted(
+        {(r.language, r.topic) for r in data.design},
+        key=lambda k: (k[0], k[1] == data.unmapped_topic, k[1]),
+    )
+    out: list[dict[str, Any]] = []
+    for lang, topic in keys:
+        row: dict[str, Any] = {"language": lang, "topic": topic or "–"}
+        for c in cats:
+            n, sec = _cells(r for r in data.design if (r.language, r.topic, r.category) ==
+                            (lang, topic, c))  # fmt: skip
+            row[f"{c} dialogues"] = n
+            row[f"{c} hours"] = fmt_hours(sec)
+        out.append(row)
+    return out
+
+
+def system_table(data: ReportData) -> list[dict[str, Any]]:
+    """HM dialogues and hours per S2S system × elicitation strategy × language."""
+    hm = [r for r in data.design if r.category == "HM"]
+    keys = sorted({(r.system, r.strategy, r.language) for r in hm})
+    out = []
+    for system, strategy, lang in keys:
+        n, sec = _cells(r for r in hm if (r.system, r.strategy, r.language) ==
+                        (system, strategy, lang))  # fmt: skip
+        out.append({"system": system or "–", "strategy": strategy or "–", "language": lang,
+                    "dialogues": n, "hours": fmt_hours(sec)})  # fmt: skip
+    return out
+
+
+def backend_table(data: ReportData) -> list[dict[str, Any]]:
+    """PH dialogues and hours per TTS backend × language."""
+    ph = [r for r in data.design if r.category == "PH"]
+    keys = sorted({(r.tts_backend, r.language) for r in ph})
+    out = []
+    for backend, lang in keys:
+        n, sec = _cells(r for r in ph if (r.tts_backend, r.language) == (backend, lang))
+        out.append({"TTS backend": backend or "–", "language": lang, "dialogues": n,
+                    "hours": fmt_hours(sec)})  # fmt: skip
+    return out
+
+
 def _languages(data: ReportData) -> list[str]:
     return sorted({r.language for r in data.counts})
 
@@ -311,6 +366,20 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         _figure(P.get("hours")),
     ]
 
+    unmapped = sum(r.dialogues for r in data.design if r.topic == data.unmapped_topic)
+    design = [
+        "<p>A Turing-test set compares categories that should differ only in who speaks."
+        " Topics are taxonomy topics (each dialogue keeps its source's own label in"
+        f" <code>source_topic</code>); {unmapped} dialogue(s) have the unmapped topic"
+        f" <code>{_esc(data.unmapped_topic)}</code>.</p>",
+        "<h3>Per language × topic: categories side by side</h3>",
+        _html_table(topic_table(data)),
+        "<h3>HM: per S2S system × strategy</h3>",
+        _html_table(system_table(data)),
+        "<h3>PH: per TTS backend × language</h3>",
+        _html_table(backend_table(data)),
+    ]
+
     rejections = [
         f"<p>{data.total_rejections} item(s) rejected; every rejection is kept in"
         " <code>rejections.parquet</code> with its detail.</p>",
@@ -410,6 +479,8 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         ),
         "<h3>Sources and licences</h3>",
         _html_table([{"source": k, "name": n, "licence": lic} for k, n, lic in pv.sources]),
+        _html_table(licence_table(data)),
+        "".join(f"<p>{_esc(t)}</p>" for t in pv.terms),
         "<h3>Configuration</h3>",
         f"<pre>{_esc(yaml.safe_dump(dict(pv.config), sort_keys=True, allow_unicode=True))}</pre>",
     ]
@@ -418,6 +489,7 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
     bodies = {
         "overview": overview,
         "counts": counts,
+        "design": design,
         "rejections": rejections,
         "distributions": dists,
         "turn-taking": tt,
@@ -438,6 +510,20 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
 # --- Markdown card -----------------------------------------------------------------------
 
 
+def licence_table(data: ReportData) -> list[dict[str, Any]]:
+    """Rows ``licence, terms, corpora, dialogues, hours`` of the licences the data carries."""
+    return [
+        {
+            "licence": r.licence,
+            "terms": r.name,
+            "corpora": ", ".join(r.corpora),
+            "dialogues": r.dialogues,
+            "hours": fmt_hours(r.seconds),
+        }
+        for r in data.provenance.licences
+    ]
+
+
 def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     """A Markdown dataset card; ``plot_files`` maps plot names to paths relative to the card."""
 
@@ -448,7 +534,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     front = {
         "pretty_name": data.title,
         "language": _languages(data),
-        "license": "other",
+        "license": hf_licence(r.licence for r in pv.licences),
         "task_categories": ["audio-to-audio", "automatic-speech-recognition"],
         "tags": ["spoken-dialogue", "two-speaker", "turn-taking", "duetflow"],
     }
@@ -484,6 +570,20 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         _md_table(_subtotals(data.counts, "category")),
         "",
         *img("hours"),
+        "## Turing-test design: topics, systems, TTS backends",
+        "",
+        "Per language × topic, categories side by side:",
+        "",
+        _md_table(topic_table(data)),
+        "",
+        "HM per S2S system × strategy:",
+        "",
+        _md_table(system_table(data)),
+        "",
+        "PH per TTS backend × language:",
+        "",
+        _md_table(backend_table(data)),
+        "",
         "## Rejections",
         "",
         _md_table(_rejection_rows(data)),
@@ -538,8 +638,11 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         "",
         _md_table([{"source": k, "name": n, "licence": lic} for k, n, lic in pv.sources]),
         "",
-        "The most restrictive licence above applies to the dataset as a whole: several sources are"
-        " non-commercial (NC) and MagicData-RAMC forbids derivatives (ND); check before use.",
+        "Licences the dialogues carry (each row's `licence` column):",
+        "",
+        _md_table(licence_table(data)),
+        "",
+        *(f"- {t}" for t in pv.terms),
         "",
         "<details><summary>Configuration</summary>",
         "",

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from duetflow.errors import InputError
+from duetflow.errors import InputError, StorageError
 from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS
+from duetflow.storage.base import checked_audio_key
 
 log = logging.getLogger(__name__)
 
@@ -72,16 +73,18 @@ class _StoreAudio:
     fetched: dict[str, Path] = field(default_factory=dict)
 
     def __call__(self, row: Mapping[str, Any]) -> Path:
-        key = row.get("audio_key") or row.get("audio_path")
-        if not key:
-            raise InputError(None, "release dialogue row has neither audio_key nor audio_path")
-        key = str(key)
+        try:  # never a path from the row's audio_path: only the verified content address
+            key = checked_audio_key(row.get("audio_key"), row.get("sha256"))
+        except StorageError as e:
+            raise InputError(
+                None, f"dialogue {row.get('dialogue_id')}: {e}", reason="bad_audio_key"
+            ) from None
         if self.root is not None:
-            return self.root / key
+            return self.root.joinpath(*key.split("/"))
         if self.store is None or self.tmp is None:  # pragma: no cover - constructed together
             raise InputError(key, "no store to read audio from")
         if key not in self.fetched:
-            dest = self.tmp / "audio" / key
+            dest = self.tmp.joinpath("audio", *key.split("/"))
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(_store_get(self.store, key))
             self.fetched[key] = dest

@@ -1,12 +1,13 @@
 """Sample corpora in the real on-disk layouts, with the ground truth used to write them.
 
 No real corpus can ship with the project, so ``make_samples`` writes small DailyTalk, IEMOCAP
-and MagicData-RAMC trees (plus ``studio/`` and ``scripts/`` when those optional generators are
-installed) with speech-like audio that VAD detects as speech, two distinguishable voices per
-dialogue, realistic gaps, backchannels, interruptions, an imbalanced dialogue per corpus and
-deliberately broken items. ``root/truth.json`` records, per source dialogue id (the ids the
-adapters produce), the turns, interruptions and backchannels the generator placed, and, under
-``broken``, the items ingest must quarantine with their expected reason codes.
+and MagicData-RAMC trees, studio sessions and scripts (every generator registered under the
+entry-point group ``duetflow.samples``, plug-ins included) with speech-like audio that VAD
+detects as speech, two distinguishable voices per dialogue, realistic gaps, backchannels,
+interruptions, an imbalanced dialogue per corpus and deliberately broken items.
+``root/truth.json`` records, per source dialogue id (the ids the adapters produce), the turns,
+interruptions and backchannels the generator placed, and, under ``broken``, the items ingest
+must quarantine with their expected reason codes.
 
 Same seed + scale → byte-identical files. ``scale`` multiplies the number of dialogues, never
 their shape (for memory benchmarks).
@@ -14,38 +15,64 @@ their shape (for memory benchmarks).
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-#: built-in generators: name -> (module, corpus folder under root)
-BUILTIN = {
-    "dailytalk": ("duetflow.samples.dailytalk", "dailytalk"),
-    "iemocap": ("duetflow.samples.iemocap", "IEMOCAP_full_release"),
-    "magicdata_ramc": ("duetflow.samples.magicdata_ramc", "MagicData-RAMC"),
-}
-#: optional generators owned by other areas; used when they import
-OPTIONAL = {
-    "studio": ("duetflow.samples.studio", "studio"),
-    "scripts": ("duetflow.samples.scripts", "scripts"),
-}
-ALL = (*BUILTIN, *OPTIONAL)
+#: Entry-point group of sample generators: ``name = "package.module"``, a module with
+#: ``generate(root, seed, scale) -> dict`` and ``FOLDER`` (its folder under the samples root;
+#: the entry-point name when absent). A corpus plug-in ships its generator the same way it
+#: ships its adapter (group ``duetflow.corpora``), so nothing in the core lists generators.
+ENTRY_POINT_GROUP = "duetflow.samples"
 
 
-def _generator(module: str) -> Callable[[Path, int, int], dict[str, Any]] | None:
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name is not None and module.startswith(e.name):
-            return None
-        raise
-    gen = getattr(mod, "generate", None)
-    return gen if callable(gen) else None
+@dataclass(frozen=True)
+class SampleGenerator:
+    """One registered sample generator."""
+
+    name: str
+    folder: str
+    generate: Callable[[Path, int, int], dict[str, Any]]
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[dict[str, SampleGenerator], dict[str, str]]:
+    found: dict[str, SampleGenerator] = {}
+    errors: dict[str, str] = {}
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        try:
+            mod = ep.load()
+        except Exception as e:  # a broken plugin must not take the others down
+            log.warning("sample generator %s (%s) failed to load: %s", ep.name, ep.value, e)
+            errors[ep.name] = f"{type(e).__name__}: {e}"
+            continue
+        gen = getattr(mod, "generate", None)
+        if not callable(gen):
+            errors[ep.name] = f"{ep.value} has no generate(root, seed, scale)"
+            continue
+        found[ep.name] = SampleGenerator(ep.name, str(getattr(mod, "FOLDER", ep.name)), gen)
+    return found, errors
+
+
+def generators(refresh: bool = False) -> dict[str, SampleGenerator]:
+    """Registered sample generators that loaded, by name (sorted)."""
+    if refresh:
+        _load.cache_clear()
+    return dict(_load()[0])
+
+
+def generator_errors(refresh: bool = False) -> dict[str, str]:
+    """Registered sample generators that failed to load (name -> error)."""
+    if refresh:
+        _load.cache_clear()
+    return dict(_load()[1])
 
 
 def make_samples(
@@ -56,15 +83,18 @@ def make_samples(
 ) -> dict[str, Any]:
     """Write the sample corpora under ``root`` and ``root/truth.json``; return the truth.
 
-    ``include`` restricts the generators (names from :data:`ALL`); by default every built-in
-    one runs, and the optional ones run when their modules import.
+    ``include`` restricts the generators (names from :func:`generators`); by default every
+    registered one runs, in name order.
     """
     if scale < 1:
         raise ValueError(f"scale must be >= 1, got {scale}")
-    names = list(include) if include is not None else list(ALL)
-    unknown = [n for n in names if n not in BUILTIN and n not in OPTIONAL]
+    available = generators()
+    names = list(include) if include is not None else list(available)
+    unknown = [n for n in names if n not in available]
     if unknown:
-        raise ValueError(f"unknown sample corpora {unknown}; known: {list(ALL)}")
+        failed = generator_errors()
+        detail = "".join(f"; {n} failed to load: {failed[n]}" for n in unknown if n in failed)
+        raise ValueError(f"unknown sample corpora {unknown}; known: {list(available)}{detail}")
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     truth: dict[str, Any] = {
@@ -75,14 +105,9 @@ def make_samples(
         "broken": [],
     }
     for name in names:
-        module, folder = BUILTIN.get(name) or OPTIONAL[name]
-        gen = _generator(module)
-        if gen is None:
-            if name in BUILTIN:
-                raise RuntimeError(f"built-in sample generator {module} has no generate()")
-            log.info("optional sample generator %s not available; skipped", module)
-            continue
-        out = gen(root, seed, scale)
+        gen = available[name]
+        folder = gen.folder
+        out = gen.generate(root, seed, scale)
         dialogues = out.get("dialogues", {}) if isinstance(out, dict) else {}
         broken = out.get("broken", []) if isinstance(out, dict) else []
         truth["dialogues"].update(dialogues)
@@ -109,4 +134,11 @@ def load_truth(root: Path) -> dict[str, Any]:
     return data
 
 
-__all__ = ["ALL", "BUILTIN", "OPTIONAL", "load_truth", "make_samples"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "SampleGenerator",
+    "generator_errors",
+    "generators",
+    "load_truth",
+    "make_samples",
+]

@@ -23,6 +23,8 @@ from duetflow.samples.voice import random_voice, room_tone, speech
 from duetflow.seeding import rng_for
 
 CORPUS = "dailytalk"
+#: folder under the samples root (``duetflow samples make`` reads it via the entry point)
+FOLDER = "dailytalk"
 SR = 44100
 ROOM_DB = -56.0
 EMOTIONS = ("no emotion", "no emotion", "no emotion", "happiness", "surprise", "sadness")
@@ -140,6 +142,7 @@ def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
                 "turns": truth_turns,
                 "interruptions": [],
                 "backchannels": [],
+                "terminal_overlaps": [],
                 "imbalanced": kind == "imbalanced",
                 "utterance_share": {
                     str(s): round(main.count(s) / len(main), 4) for s in (seq[0], 1 - seq[0])

@@ -1,12 +1,15 @@
 """A small IEMOCAP_full_release in the real layout (see shared reference §2.9).
 
 Per scale unit one session (``Session<u+1>``) with four good dialogues of 70–130 s — one with
-backchannels (and an ``XX`` line and a non-``Ses`` line), one with a floor-taking interruption,
-one strongly imbalanced, one with its channels swapped and its transcript lines out of temporal
-order — plus five short broken ones. Dialogue WAVs are 16 kHz 16-bit stereo, one actor per
-channel with −14 dB crosstalk of the other and independent room tone; transcriptions use CRLF
-and ``[SSS.ssss-EEE.eeee]:`` times; EmoEvaluation has the header, tab-separated summary lines
-and C-/A- evaluator lines; ``lab/`` and ``sentences/wav/`` complete the layout.
+backchannels (and an ``XX`` line and a non-``Ses`` line), one with a mid-turn floor-taking
+interruption (the host talks on 0.5–0.9 s over the interrupter and its line ends in ``--``, the
+cut-off mark this project assumes for IEMOCAP-style text), one strongly imbalanced, one with its
+channels swapped, its transcript lines out of temporal order and terminal overlaps of 0.10–0.25 s at
+several speaker changes (kept: they are transitions) — plus five short broken ones. Dialogue WAVs
+are 16 kHz 16-bit stereo, one actor per channel with −14 dB crosstalk of the other and independent
+room tone; transcriptions use CRLF and ``[SSS.ssss-EEE.eeee]:`` times; EmoEvaluation has the header,
+tab-separated summary lines and C-/A- evaluator lines; ``lab/`` and ``sentences/wav/`` complete the
+layout.
 """
 
 from __future__ import annotations
@@ -23,10 +26,17 @@ from duetflow.samples.voice import Voice, db_to_amp, random_voice, room_tone, sp
 from duetflow.seeding import rng_for
 
 CORPUS = "iemocap"
+#: folder under the samples root (``duetflow samples make`` reads it via the entry point)
+FOLDER = "IEMOCAP_full_release"
 SR = 16000
 ROOM_DB = -55.0
 CROSSTALK_DB = -14.0
 EMOTIONS = ("neu", "hap", "sad", "ang", "exc", "fru", "sur", "neu", "neu")
+
+#: speaker changes planned as terminal overlaps, per dialogue name pattern
+TERMINAL = {"Ses{n:02d}M_impro05a": 4, "Ses{n:02d}F_impro01": 2}
+#: the mark an interrupted host's line ends with (IEMOCAP's own convention is unverified)
+CUT_OFF_MARK = "--"
 
 #: (dialogue name pattern, shape, target seconds, channels swapped, lines out of order)
 GOOD = (
@@ -189,6 +199,8 @@ def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
                 ENGLISH_BACKCHANNELS,
                 decimals=4,
                 start_s=float(rng.uniform(1.0, 3.0)),
+                terminal_overlaps=TERMINAL.get(pattern, 0),
+                cut_off_mark=CUT_OFF_MARK,
             )
             audio = _render(plan, voices, rng, swap)
             xx = None

@@ -2,11 +2,15 @@
 
 ``MagicData-RAMC/{DataPartition/*.tsv, KeywordList/, MDT2021S003/{README,SPKINFO,UTTERANCEINFO}.txt,
 MDT2021S003/TXT/<id>.txt, MDT2021S003/WAV/<id>.wav}``. TXT lines are
-``[start,end]<TAB>G-id<TAB>男|女,普通话<TAB>text`` with 3-decimal times. Per scale unit: three
-good recordings of 2–3 min (mono with backchannels, mono with an interruption, stereo with one
-speaker per channel), each opening with the spoken collection header, and three short broken
-ones. The first TXT carries a BOM, a ``G00000000`` ``[MUSIC]`` line, ``[+]``, ``[LAUGHTER]``,
-``[SONANT]``, an unintelligible ``[*]`` turn and a zero-length segment (start == end).
+``[start,end]<TAB>G-id<TAB>男|女,普通话<TAB>text`` with 3-decimal times. Per scale unit: three good
+recordings of 2–3 min (mono with backchannels and terminal overlaps, mono with a mid-turn
+interruption, stereo with one speaker per channel and terminal overlaps), each opening with the
+spoken collection header, and three short broken ones. The interrupted host stops only 0.15–0.25 s
+after the interrupter comes in, as a terminal overlap would, but its line is cut short and ends in
+``——`` (the Chinese dash for broken-off speech; RAMC's own convention is unverified): the
+transcript, not the timing, shows the interruption. The first TXT carries a BOM, a ``G00000000``
+``[MUSIC]`` line, ``[+]``, ``[LAUGHTER]``, ``[SONANT]``, an unintelligible ``[*]`` turn and a
+zero-length segment (start == end).
 """
 
 from __future__ import annotations
@@ -30,18 +34,24 @@ from duetflow.samples.voice import Voice, db_to_amp, random_voice, room_tone, sp
 from duetflow.seeding import rng_for
 
 CORPUS = "magicdata_ramc"
+#: folder under the samples root (``duetflow samples make`` reads it via the entry point)
+FOLDER = "MagicData-RAMC"
 SR = 16000
 ROOM_DB = -54.0
 HEADER = "爱数智慧语音采集二零一九年十一月十五日"
 TOPICS = ("职业发展", "环境治理", "休闲娱乐", "饮食", "交通出行")
 GENDER_ZH = {"M": "男", "F": "女"}
 
-#: offset -> (shape, target seconds, stereo)
+#: offset -> (shape, target seconds, stereo, terminal overlaps planned)
 GOOD = {
-    0: ("backchannels", 150.0, False),
-    1: ("interruption", 130.0, False),
-    2: ("balanced", 160.0, True),
+    0: ("backchannels", 150.0, False, 3),
+    1: ("interruption", 130.0, False, 0),
+    2: ("balanced", 160.0, True, 4),
 }
+CUT_OFF_MARK = "——"
+#: how long the interrupted host talks on over the interrupter (s): within the terminal-overlap
+#: tolerance, so only the transcript's mark tells the interruption apart
+INTERRUPTION_HOLD_S = (0.15, 0.25)
 BROKEN = {3: "malformed_line", 4: "wrong_sample_rate", 5: "truncated_audio"}
 PER_UNIT = 6
 
@@ -107,7 +117,7 @@ def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
             genders: dict[str, Literal["M", "F"]] = {s1: g1, s2: g2}
             voices = {s: random_voice(rng, genders[s], s) for s in (s1, s2)}
             topic = TOPICS[int(rng.integers(len(TOPICS)))]
-            shape, target, stereo = GOOD.get(i, ("balanced", 20.0, False))
+            shape, target, stereo, n_terminal = GOOD.get(i, ("balanced", 20.0, False, 0))
             h0 = float(rng.uniform(0.6, 1.2))
             header = PlannedTurn(
                 s1, round(h0, 3), round(h0 + float(rng.uniform(3.8, 5.0)), 3), HEADER
@@ -122,6 +132,9 @@ def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
                 CHINESE_BACKCHANNELS,
                 decimals=3,
                 start_s=header.end + float(rng.uniform(0.8, 1.5)),
+                terminal_overlaps=n_terminal,
+                interruption_hold_s=INTERRUPTION_HOLD_S,
+                cut_off_mark=CUT_OFF_MARK,
             )
             share = plan.utterance_share()
             for t in plan.turns:
@@ -195,7 +208,10 @@ def generate(root: Path, seed: int = 0, scale: int = 1) -> dict[str, Any]:
                 rel = f"MDT2021S003/{kind[0]}/{rid}.{kind[1]}"
                 broken.append({"corpus": CORPUS, "item_id": did, "reason": reason, "path": rel})
                 continue
-            full = Plan(shape, (s1, s2), turns, plan.interruptions, plan.backchannels)
+            full = Plan(
+                shape, (s1, s2), turns, plan.interruptions, plan.backchannels,
+                plan.terminal_overlaps,
+            )  # fmt: skip
             entry = truth_entry(
                 full,
                 CORPUS,

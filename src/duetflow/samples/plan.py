@@ -8,9 +8,16 @@ put every interruption and backchannel. Shapes:
 * ``backchannels`` — balanced, plus short listener vocalisations (0.3–0.7 s) well inside long
   host turns; the host talks on for at least 1 s, so each is a backchannel, never an
   interruption;
-* ``interruption`` — balanced, plus one floor-taking interruption: the listener starts inside
-  the host's turn, the host stops 0.2–0.3 s later, the listener talks on for 2–4 s;
+* ``interruption`` — balanced, plus one floor-taking interruption: the listener starts in the
+  middle of the host's turn (45–60 % into it), the host stops ``interruption_hold_s`` later
+  (default 0.5–0.9 s: past any terminal-overlap tolerance, so timing alone shows it) with its
+  text cut short and ending in ``cut_off_mark`` (if given), and the listener talks on;
 * ``imbalanced`` — speaker A takes three turns for every one of B's (B's share 0.25).
+
+Any shape can also carry ``terminal_overlaps``: that many speaker changes (at most) where the
+next speaker comes in 0.10–0.25 s before the current turn ends and the current speaker completes
+it, as in most natural transitions that overlap (TurnBench: ~151 ms). They are transitions and
+must be kept; ``truth.json`` lists them with their overlap.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ class Plan:
     turns: list[PlannedTurn]
     interruptions: list[dict[str, Any]]
     backchannels: list[dict[str, Any]]
+    terminal_overlaps: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def end(self) -> float:
@@ -60,6 +68,22 @@ def _r(x: float, decimals: int) -> float:
     return round(float(x), decimals)
 
 
+def cut_short(text: str, mark: str) -> str:
+    """``text`` broken off about half-way, ending in the transcript's cut-off ``mark``."""
+    if not mark:
+        return text
+    words = text.split()
+    if len(words) > 1:
+        head = " ".join(words[: max(1, len(words) // 2)])
+    else:
+        head = text[: max(1, len(text) // 2)]
+    return head.rstrip(",.?!;:，。？！；：、 ") + mark
+
+
+#: overlap of a planned terminal overlap (s): the next speaker's early start
+TERMINAL_OVERLAP_S = (0.10, 0.25)
+
+
 def plan_dialogue(
     rng: np.random.Generator,
     speakers: tuple[str, str],
@@ -70,8 +94,16 @@ def plan_dialogue(
     *,
     decimals: int = 3,
     start_s: float = 0.5,
+    terminal_overlaps: int = 0,
+    interruption_hold_s: tuple[float, float] = (0.5, 0.9),
+    cut_off_mark: str = "",
 ) -> Plan:
-    """A turn timeline of about ``target_s`` seconds in one of :data:`SHAPES`."""
+    """A turn timeline of about ``target_s`` seconds in one of :data:`SHAPES`.
+
+    ``terminal_overlaps``: up to that many speaker changes overlap by 0.10–0.25 s (see the
+    module docstring); ``interruption_hold_s``: how long an interrupted host talks on over the
+    interrupter; ``cut_off_mark``: appended to the interrupted host's (shortened) text.
+    """
     if shape not in SHAPES:
         raise ValueError(f"unknown shape {shape!r}; known: {SHAPES}")
     a, b = speakers
@@ -85,6 +117,8 @@ def plan_dialogue(
     forced_start: float | None = None
     n_bc_wanted = 3 if shape == "backchannels" else 0
     interrupt_turn = 3 if shape == "interruption" else -1
+    terminal: list[dict[str, Any]] = []
+    pending_terminal = False
 
     def text() -> str:
         return str(texts[int(rng.integers(len(texts)))])
@@ -99,6 +133,17 @@ def plan_dialogue(
         if end > target_s and len(turns) >= 6:
             break
         turn = PlannedTurn(cur, _r(start, decimals), _r(end, decimals), text())
+        if pending_terminal:
+            prev = max((x for x in turns if x.speaker != cur and not x.backchannel),
+                       key=lambda x: x.end)  # fmt: skip
+            terminal.append(
+                {
+                    "time": turn.start,
+                    "speaker": cur,
+                    "overlap_s": _r(prev.end - turn.start, decimals),
+                }
+            )
+            pending_terminal = False
         turns.append(turn)
         nxt = (a if (k + 1) % 4 != 3 else b) if shape == "imbalanced" else other[cur]
         if host_bc:
@@ -113,18 +158,30 @@ def plan_dialogue(
             n_bc_wanted -= 1
         if k == interrupt_turn:
             onset = start + dur * float(rng.uniform(0.45, 0.6))
-            turn.end = _r(onset + float(rng.uniform(0.2, 0.3)), decimals)
+            turn.end = _r(onset + float(rng.uniform(*interruption_hold_s)), decimals)
+            turn.text = cut_short(turn.text, cut_off_mark)
             forced_start = _r(onset, decimals)
-            interruptions.append({"time": forced_start, "interrupter": other[cur]})
+            interruptions.append(
+                {
+                    "time": forced_start,
+                    "interrupter": other[cur],
+                    "host_talks_on_s": _r(turn.end - forced_start, decimals),
+                    "cut_off_mark": cut_off_mark,
+                }
+            )
             nxt = other[cur]
             t = end
+        elif nxt != cur and len(terminal) < terminal_overlaps and k >= 1 and rng.random() < 0.6:
+            gap = -float(rng.uniform(*TERMINAL_OVERLAP_S))
+            pending_terminal = True
+            t = end + gap
         else:
             gap = float(rng.uniform(-0.04, 0.8)) if nxt != cur else float(rng.uniform(0.35, 0.9))
             t = end + gap
         cur = nxt
         k += 1
     turns.sort(key=lambda x: (x.start, x.end))
-    return Plan(shape, speakers, turns, interruptions, backchannels)
+    return Plan(shape, speakers, turns, interruptions, backchannels, terminal)
 
 
 def truth_entry(plan: Plan, corpus: str, source_id: str, **extra: Any) -> dict[str, Any]:
@@ -141,12 +198,14 @@ def truth_entry(plan: Plan, corpus: str, source_id: str, **extra: Any) -> dict[s
                 "start": t.start,
                 "end": t.end,
                 "backchannel": t.backchannel,
+                "text": t.text,
                 **({"labels": t.labels} if t.labels else {}),
             }
             for t in plan.turns
         ],
         "interruptions": plan.interruptions,
         "backchannels": plan.backchannels,
+        "terminal_overlaps": plan.terminal_overlaps,
         "imbalanced": plan.shape == "imbalanced",
         "utterance_share": plan.utterance_share(),
         **extra,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,8 @@ from duetflow.seeding import rng_for
 log = logging.getLogger(__name__)
 
 CORPUS = "studio"
+#: folder under the samples root (``duetflow samples make`` reads it via the entry point)
+FOLDER = "studio"
 SAMPLE_RATE = 16000
 LINE_OUT_RATE = 24000
 CROSSTALK_DB = -20.0
@@ -72,6 +75,17 @@ _ZH = [
     "太好了，就这么定了。",
 ]
 _BACKCHANNELS = {"en": ["mm-hm", "yeah", "right", "okay"], "zh": ["嗯", "对", "好的"]}
+#: sidecar topics must be taxonomy topics (duetflow.topics); sessions cycle through a few
+#: everyday ones (picked from the session id, no random draw) so that HH <-> HM matching of the
+#: demo finds corpus HH windows on the same topics
+TOPICS = ("tourism", "ordinary_life", "work")
+
+
+def session_topic(sid: str) -> str:
+    """The sample session's topic: stable per session id."""
+    return TOPICS[zlib.crc32(sid.encode()) % len(TOPICS)]
+
+
 DISCLOSURE_TEXT = "As an AI, I don't go on trips myself, but I can help you plan one."
 
 
@@ -179,7 +193,7 @@ def _sidecar(
         "session_id": sid,
         "date": "2025-03-14",
         "language": language,
-        "topic": "weekend plans",
+        "topic": session_topic(sid),
         "category": category,
         "strategy": strategy,
         "opening_line": opening,
@@ -321,7 +335,7 @@ def write_session(
         "category": category,
         "layout": layout,
         "language": language,
-        "topic": "weekend plans",
+        "topic": session_topic(sid),
         "speakers": list(ids),
         "duration_s": duration,
         "crosstalk_db": crosstalk_db if layout != "mono" else None,

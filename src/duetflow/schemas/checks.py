@@ -10,9 +10,9 @@ and every dialogue's audio exists with the recorded sha256, duration, sample rat
 
 Audio checks on a sample (``audio_sample`` dialogues, chosen by a hash of the seed and the id):
 every speaker-change gap measured on the file (:func:`duetflow.audio.edges.change_gaps`, the
-measure the renderer places gaps by) lies in the configured window within
-:data:`ACOUSTIC_GAP_TOL_MS`, and no pause holds a run of digital zeros longer than
-:data:`ZERO_RUN_MS` where the renderer laid room tone.
+measure the renderer places gaps by, against the floor it recorded laying) lies in the
+configured window within :data:`ACOUSTIC_GAP_TOL_MS`, and no pause holds a run of digital
+zeros longer than :data:`ZERO_RUN_MS` where the renderer laid room tone.
 
 Memory: tables are read one row group at a time; what is kept across row groups is a small
 record per dialogue (ids, duration, speakers), never audio or turn lists.
@@ -23,6 +23,7 @@ from __future__ import annotations
 import heapq
 import json
 import logging
+import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,7 @@ from duetflow.audio.io import audio_info, read_frames
 from duetflow.config import RunConfig
 from duetflow.errors import InputError, ManifestError
 from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS
+from duetflow.mixdown import floor_in_file_db
 from duetflow.schemas.tables import (
     CHECK_COLUMN,
     GAP_TOL_MS,
@@ -261,21 +263,24 @@ TurnSpan = tuple[str, float, float]  # (speaker, start_s, end_s) of a floor-hold
 
 
 def acoustic_failures(
-    did: str, path: Path, turns: list[TurnSpan], tone_used: bool | None, config: RunConfig
+    did: str, path: Path, turns: list[TurnSpan], floor_db: float | None, config: RunConfig
 ) -> list[Failure]:
     """Acoustic gaps and digital holes of one rendered dialogue, measured on its audio.
 
-    ``tone_used``: the renderer's record of laying room tone (provenance ``room_tone.used``):
-    False measures pauses against the absolute floor (they are meant to be digital silence),
-    True also checks them for digital holes, None (not recorded) only measures."""
+    ``floor_db``: the floor level the renderer recorded for the file's pauses
+    (:func:`duetflow.mixdown.floor_in_file_db`): -inf measures them against the absolute floor
+    (they are meant to be digital silence), a level also checks them for digital holes, None
+    (not recorded) measures against each pause's own floor."""
     try:
         x, sr = read_frames(path, mono=True)
     except InputError as e:
         return [Failure("audio", did, "audio_path", e.reason, str(path))]
     r = config.render
     lo, hi = r.gap_ms_min - ACOUSTIC_GAP_TOL_MS, r.gap_ms_max + ACOUSTIC_GAP_TOL_MS
+    digital = floor_db is not None and math.isinf(floor_db)
+    gaps = change_gaps(x, sr, turns, digital=digital, floor_db=None if digital else floor_db)
     out = []
-    for k, m in enumerate(change_gaps(x, sr, turns, digital=tone_used is False)):
+    for k, m in enumerate(gaps):
         if m is None:
             out.append(Failure("audio", f"{did}#change{k}", "audio_path", "acoustic_gap", "none"))
             continue
@@ -291,7 +296,7 @@ def acoustic_failures(
                     f"{gap:.1f} ms at {m.offset / sr:.3f} s",
                 )
             )
-        if tone_used is True and m.zero_run > ZERO_RUN_MS / 1000.0 * sr:
+        if floor_db is not None and not digital and m.zero_run > ZERO_RUN_MS / 1000.0 * sr:
             out.append(
                 Failure(
                     "audio",
@@ -310,33 +315,30 @@ class AudioSample:
 
     def __init__(self, size: int, seed: int) -> None:
         self.size, self.seed = size, seed
-        self.heap: list[tuple[int, str, str, bool | None]] = []  # (-hash, id, audio, tone)
+        self.heap: list[tuple[int, str, str, float | None]] = []  # (-hash, id, audio, floor)
 
     def offer(self, did: str, audio: str, provenance: Any) -> None:
         if self.size <= 0:
             return
         h = seed_for(self.seed, "validate-sample", did)
-        tone = _tone_used(provenance)
-        item = (-h, did, audio, tone)
+        item = (-h, did, audio, _floor_db(provenance))
         if len(self.heap) < self.size:
             heapq.heappush(self.heap, item)
         elif item[0] > self.heap[0][0]:
             heapq.heapreplace(self.heap, item)
 
-    def chosen(self) -> dict[str, tuple[str, bool | None]]:
-        """Sampled dialogue id -> (audio reference, room tone used)."""
-        return {did: (audio, tone) for _, did, audio, tone in self.heap}
+    def chosen(self) -> dict[str, tuple[str, float | None]]:
+        """Sampled dialogue id -> (audio reference, recorded floor level of its pauses)."""
+        return {did: (audio, level) for _, did, audio, level in self.heap}
 
 
-def _tone_used(provenance: Any) -> bool | None:
-    """``room_tone.used`` of a provenance JSON; None when it is not recorded."""
+def _floor_db(provenance: Any) -> float | None:
+    """The floor level a rendered file's pauses hold, from its provenance JSON."""
     try:
         prov = json.loads(provenance) if isinstance(provenance, str) else {}
     except json.JSONDecodeError:
         return None
-    tone = prov.get("room_tone") if isinstance(prov, dict) else None
-    used = tone.get("used") if isinstance(tone, dict) else None
-    return used if isinstance(used, bool) else None
+    return floor_in_file_db(prov) if isinstance(prov, dict) else None
 
 
 def collect_workdir_failures(
@@ -435,9 +437,9 @@ def collect_workdir_failures(
                 if did in sampled:
                     sampled[did].append((speaker, float(row["start_s"]), float(end)))
     close_group()
-    for did, (rel, tone) in sorted(chosen.items()):
+    for did, (rel, level) in sorted(chosen.items()):
         if (wd / rel).is_file():
-            failures += acoustic_failures(did, wd / rel, sampled[did], tone, cfg)
+            failures += acoustic_failures(did, wd / rel, sampled[did], level, cfg)
 
     for did, fact in facts.items():
         t = tally.get(did, _TurnTally())

@@ -11,21 +11,21 @@ Semantics the checks pin down (the renderer must follow them):
   ``gain_db_*``), so both must lie within ``render.loudness_tolerance_lu`` of each other.
 * ``gap_ms_min`` / ``gap_ms_max`` are the smallest / largest speaker-change gap of the rendered
   dialogue; null only when it has no speaker change without overlap.
+* ``duration_s`` is the rendered audio's length and lies in ``window.min_s``–``window.max_s``
+  (every category: HH, HM and PH).
 """
 
 from __future__ import annotations
-
-import re
 
 import pandas as pd
 import pandera.pandas as pa
 
 from duetflow.config import RunConfig
-from duetflow.model import Category, Stage, TurnKind
+from duetflow.model import DESIGN_COLUMNS, Category, Stage, TurnKind
+from duetflow.storage.base import AUDIO_KEY_RE
 
 SPLITS = ("train", "val", "test")
 SHA256_RE = r"^[0-9a-f]{64}$"
-AUDIO_KEY_RE = re.compile(r"^audio/([0-9a-f]{2})/([0-9a-f]{64})\.([a-z0-9]+)$")
 
 #: Rounding slack for times (seconds) and gaps (milliseconds): one frame at 1 kHz.
 TIME_TOL_S = 0.002
@@ -38,6 +38,7 @@ CHECK_COLUMN = {
     "gap_min_in_window": "gap_ms_min",
     "gap_max_in_window": "gap_ms_max",
     "gap_min_le_max": "gap_ms_max",
+    "duration_in_window": "duration_s",
     "start_lt_end": "end_s",
     "orig_start_le_end": "orig_end_s",
     "audio_key_matches_sha256": "audio_key",
@@ -72,6 +73,8 @@ def _dialogue_columns() -> dict[str, pa.Column]:
         "category": _str(False, pa.Check.isin([c.value for c in Category])),
         "language": _str(False, _NONEMPTY),
         "topic": _str(True),
+        # Turing-test design fields (duetflow.model.DesignFields): null where not applicable
+        **{c: _str(True) for c in DESIGN_COLUMNS},
         "speaker_a": _str(False, _NONEMPTY),
         "speaker_b": _str(False, _NONEMPTY),
         "audio_path": _str(False, pa.Check(_safe_relative, name="relative_path_inside_root")),
@@ -87,15 +90,23 @@ def _dialogue_columns() -> dict[str, pa.Column]:
         "gap_ms_min": pa.Column("float64", pa.Check.ge(0), nullable=True),
         "gap_ms_max": pa.Column("float64", pa.Check.ge(0), nullable=True),
         "provenance": _str(True),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        "licence": _str(False, _NONEMPTY),
+        "source_sample_rate": pa.Column("int32", pa.Check.in_range(1000, 384000)),
     }
 
 
 def _dialogue_checks(config: RunConfig) -> list[pa.Check]:
-    r = config.render
+    r, w = config.render, config.window
     lo, hi = r.gap_ms_min - GAP_TOL_MS, r.gap_ms_max + GAP_TOL_MS
     tol = r.loudness_tolerance_lu
     return [
         pa.Check(lambda df: df["speaker_a"] != df["speaker_b"], name="speakers_differ"),
+        pa.Check(
+            lambda df: df["duration_s"].between(w.min_s - TIME_TOL_S, w.max_s + TIME_TOL_S),
+            name="duration_in_window",
+            error=f"{w.min_s} s <= duration_s <= {w.max_s} s (window.min_s, window.max_s)",
+        ),
         pa.Check(
             lambda df: (df["loudness_lufs_a"] - df["loudness_lufs_b"]).abs() <= tol + 1e-9,
             name="loudness_within_tolerance",

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from duetflow.errors import StorageError
+from duetflow.errors import StorageError, brief_repr
 
 CHUNK = 1 << 20
 
@@ -43,9 +44,28 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: The content address of an audio object: ``audio/<first two hex digits>/<sha256>.<ext>``.
+AUDIO_KEY_RE = re.compile(r"^audio/([0-9a-f]{2})/([0-9a-f]{64})\.([a-z0-9]+)$")
+
+
 def audio_key(sha256: str, ext: str = "flac") -> str:
     """Content-addressed key of an audio object: ``audio/<aa>/<sha256>.<ext>``."""
     return f"audio/{sha256[:2]}/{sha256}.{ext.lstrip('.').lower()}"
+
+
+def checked_audio_key(key: object, sha256: object) -> str:
+    """``key`` when it is exactly the content address of ``sha256``; else StorageError.
+
+    Readers derive every local path from a key that passed this check, never from a manifest's
+    free-form ``audio_path``: a tampered release must not make them read or write elsewhere.
+    """
+    m = AUDIO_KEY_RE.match(key) if isinstance(key, str) else None
+    if m is None or m.group(2) != sha256 or m.group(1) != m.group(2)[:2]:
+        raise StorageError(
+            f"audio key {brief_repr(key)} is not the content address of sha256 "
+            f"{brief_repr(sha256)}; refusing it (tampered or corrupt manifest)"
+        )
+    return str(key)
 
 
 def check_key(key: str) -> str:
@@ -80,6 +100,15 @@ class Store(ABC):
         """Upload bytes under ``key`` unless an object with the same sha256 is there."""
 
     @abstractmethod
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """Create ``key`` with ``data`` only if no object is there, atomically.
+
+        True: this call created it. False: an object already existed (left untouched; read it
+        to see whose it is). Of any number of concurrent callers exactly one gets True, and a
+        reader never sees the object half-written. The basis of release claims.
+        """
+
+    @abstractmethod
     def get_file(self, key: str, dest: str | Path, sha256: str | None = None) -> Path:
         """Download ``key`` to ``dest`` atomically (temp file + rename), verifying its sha256."""
 
@@ -101,6 +130,10 @@ class Store(ABC):
 
     def exists(self, key: str) -> bool:
         return self.head(key) is not None
+
+    def remove_stale_temporaries(self) -> int:
+        """Remove what killed writers left in the store; returns how many (none by default)."""
+        return 0
 
     def verify(self, key: str, sha256: str) -> None:
         """Read the object's bytes and compare with ``sha256`` (deep check, not metadata)."""

@@ -1,8 +1,10 @@
 """A store in a local directory (the embedded default, and what tests and demos use).
 
 Writes go to a temp file in the destination folder and are renamed into place, so a reader never
-sees half an object and a killed publish leaves only complete objects behind. The checksum of an
-object is the sha256 of its bytes (computed when asked; there is no side metadata to go stale).
+sees half an object and a killed publish leaves only complete objects behind (its temp files,
+named after their owner, are removed by the next publish: :meth:`remove_stale_temporaries`).
+The checksum of an object is the sha256 of its bytes (computed when asked; there is no side
+metadata to go stale).
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 from duetflow.errors import StorageError
+from duetflow.leftovers import remove_stale_temp_files, temp_file
 from duetflow.storage.base import (
     ObjectInfo,
     Store,
@@ -39,7 +41,11 @@ class LocalStore(Store):
 
     @staticmethod
     def _tmp(path: Path) -> Path:
-        return path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        return temp_file(path)
+
+    def remove_stale_temporaries(self) -> int:
+        """Remove temp files of writers that were killed (see :mod:`duetflow.leftovers`)."""
+        return remove_stale_temp_files(self.root)
 
     def _present_with(self, path: Path, sha256: str | None) -> bool:
         return sha256 is not None and path.is_file() and sha256_file(path) == sha256
@@ -78,6 +84,22 @@ class LocalStore(Store):
             os.replace(tmp, dest)
         except OSError as e:
             raise StorageError(f"{self.uri}: cannot write {key}: {e}") from e
+        finally:
+            tmp.unlink(missing_ok=True)
+        return True
+
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        dest = self._path(key)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._tmp(dest)
+        try:
+            tmp.write_bytes(data)
+            # link() fails when dest exists, and dest appears with its full content at once
+            os.link(tmp, dest)
+        except FileExistsError:
+            return False
+        except OSError as e:
+            raise StorageError(f"{self.uri}: cannot create {key}: {e}") from e
         finally:
             tmp.unlink(missing_ok=True)
         return True

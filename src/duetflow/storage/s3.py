@@ -19,7 +19,6 @@ import hashlib
 import logging
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -40,6 +39,7 @@ from botocore.exceptions import (
 )
 
 from duetflow.errors import StorageError
+from duetflow.leftovers import temp_file
 from duetflow.storage.base import (
     CHUNK,
     ObjectInfo,
@@ -69,6 +69,7 @@ _RETRY_CODES = {
     "RequestTimeTooSkewed",
     "RequestLimitExceeded",
     "TooManyRequestsException",
+    "ConditionalRequestConflict",  # a concurrent conditional write: try again
 }
 _FATAL_HINTS = ("AccessDenied", "NoSuchBucket", "InvalidAccessKeyId", "SignatureDoesNotMatch")
 
@@ -170,7 +171,7 @@ class S3Store(Store):
 
     @staticmethod
     def _tmp(path: Path) -> Path:
-        return path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+        return temp_file(path)
 
     # --- Store -----------------------------------------------------------------------------
 
@@ -227,6 +228,27 @@ class S3Store(Store):
         )
         return True
 
+    def create_exclusive(self, key: str, data: bytes) -> bool:
+        """``PutObject`` with ``If-None-Match: *`` (S3 conditional writes, MinIO, moto >= 5.1)."""
+        k = self._key(key)
+        digest = sha256_bytes(data)
+
+        def call() -> bool:
+            try:
+                self.client.put_object(
+                    Bucket=self.bucket, Key=k, Body=data, Metadata={META_SHA: digest},
+                    IfNoneMatch="*",
+                )  # fmt: skip
+            except ClientError as e:
+                code = str(e.response.get("Error", {}).get("Code", ""))
+                status = int(e.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+                if code == "PreconditionFailed" or status == 412:
+                    return False
+                raise  # 409 ConditionalRequestConflict: a concurrent write, retried
+            return True
+
+        return self._retry(f"create {key}", call)
+
     def _expected(self, key: str, sha256: str | None) -> str | None:
         if sha256 is not None:
             return sha256
@@ -236,11 +258,11 @@ class S3Store(Store):
         return info.sha256
 
     def get_file(self, key: str, dest: str | Path, sha256: str | None = None) -> Path:
+        k = self._key(key)  # a bad key is refused before anything is created locally
         expected = self._expected(key, sha256)
         out = Path(dest)
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._tmp(out)
-        k = self._key(key)
         try:
             self._retry(
                 f"download {key}",

@@ -11,6 +11,7 @@ returns a result whose files are gone.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from prefect import task
@@ -112,3 +113,22 @@ def publish_release(
 def build_report(workdirs: Sequence[str], config: RunConfig) -> StepOutcome:
     """HTML report + dataset card of the rendered work directories (reused when unchanged)."""
     return pipeline.run_report(workdirs, config)
+
+
+@task(name="match-hh-hm", retries=0, cache_policy=NO_CACHE)
+def match_dialogues(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutcome]:
+    """HH ↔ HM matching: the work directories later steps read (``duetflow.matching``)."""
+    return pipeline.run_match(merged, config)
+
+
+@task(
+    name="write-scripts",
+    tags=[IO_TAG],
+    retries=1,
+    retry_delay_seconds=exponential_backoff(backoff_factor=5),
+    retry_condition_fn=transient_only,
+    cache_policy=NO_CACHE,
+)
+def write_scripts(config: RunConfig, hh_dirs: Sequence[str]) -> tuple[list[Path], list[Any]]:
+    """LLM scripts: generated per topic, rewritten from kept HH (only missing ones are asked)."""
+    return pipeline.run_scripts(config, hh_dirs)

@@ -11,10 +11,13 @@ Order of operations (each step exists because a listener would otherwise hear a 
    SNR (speech power in VAD regions over noise power, the same measure used on the reference);
    the utterances are trimmed again down to that floor, so the pauses laid are the pauses heard;
 4. lay the utterances end to end with pauses drawn from U[render.gap_ms_min, render.gap_ms_max]
-   by ``rng_for(seed, dialogue_id)``, over the ambience at one steady level, and confirm every
-   pause on the audio (:func:`duetflow.mixdown.mixdown`, the renderer's mixdown): the rows'
-   pauses are the acoustic pauses of the file;
-5. a true-peak ceiling (gain down, never clip), then FLAC.
+   by ``rng_for(seed, draws_key(script_id))`` (the same for every backend voicing the script),
+   over the ambience at one steady level, and confirm every pause on the audio
+   (:func:`duetflow.mixdown.mixdown`, the renderer's mixdown): the rows' pauses are the
+   acoustic pauses of the file;
+5. a true-peak ceiling (gain down, never clip), then FLAC; a dialogue that lasts less than
+   ``window.min_s`` or more than ``window.max_s`` is rejected instead (``rendered_too_short`` /
+   ``rendered_too_long``), before anything is written.
 
 Rows follow ``RENDERED_DIALOGUE_SCHEMA`` / ``RENDERED_TURN_SCHEMA`` with the same meaning as the
 process stage: loudness is the *output* loudness per speaker, gaps are speaker-change gaps.
@@ -39,10 +42,13 @@ from duetflow.audio.loudness import apply_gain, gain_to_target, measure
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
+from duetflow.licences import UNDECLARED, combine
 from duetflow.manifest import dumps
 from duetflow.mixdown import Bed, Change, Clip, mixdown
-from duetflow.model import Category, TurnKind
+from duetflow.model import Category, DesignFields, TurnKind, design_to_row, safe_id
+from duetflow.rendered_length import length_problem
 from duetflow.seeding import rng_for
+from duetflow.source_rate import resampling_record
 from duetflow.tts.base import Synthesis, Voice
 from duetflow.tts.script import Script
 from duetflow.tts.voices import speech_power
@@ -64,8 +70,15 @@ class AssembledDialogue:
     ambience_snr_db: float | None
 
 
-def ph_dialogue_id(script_id: str) -> str:
+def draws_key(script_id: str) -> str:
+    """Key of a script's random draws (pauses, ambience, TTS seeds): one per script, so every
+    backend that voices it gets the same plan and only the voices differ."""
     return f"ph__{script_id}"
+
+
+def ph_dialogue_id(script_id: str, backend: str) -> str:
+    """Id of a PH dialogue: the backend is part of it, so one script can be voiced by several."""
+    return f"ph__{safe_id(backend)}__{script_id}"
 
 
 def _fade(x: Audio, n: int) -> Audio:
@@ -94,17 +107,22 @@ def assemble(
     config: RunConfig,
     out_dir: Path,
     provenance: Mapping[str, Any],
+    backend: str,
 ) -> AssembledDialogue:
     """Build and write one PH dialogue from per-line syntheses (``syntheses[i]`` ↔ line ``i``).
 
-    Raises InputError (reason ``empty_synthesis``) when an utterance has no audible content.
+    ``backend`` names the TTS backend (part of the id, ``tts_backend`` column). Raises
+    InputError (reason ``empty_synthesis``) when an utterance has no audible content, and
+    (``rendered_too_short`` / ``rendered_too_long``) when the dialogue would last outside
+    ``window.min_s``–``window.max_s``.
     """
-    did = ph_dialogue_id(script.id)
+    did = ph_dialogue_id(script.id, backend)
     sr = config.sample_rate
     r = config.render
     fade_n = max(1, int(round(r.fade_ms / 1000 * sr)))
     spk_index = {"A": 0, "B": 1}
 
+    native = tuple(sorted({int(syn.sample_rate) for syn in syntheses}))
     # 1. resample + trim
     raw_pos = 0.0
     trimmed: list[Audio] = []
@@ -157,7 +175,7 @@ def assemble(
 
     # 4. timeline with seeded pauses between acoustic extents; the ambience bed under
     # everything at the reference's floor, every pause confirmed on the audio
-    rng = rng_for(config.seed, did)
+    rng = rng_for(config.seed, draws_key(script.id))
     lead = int(round(LEAD_S * sr))
     starts: list[int] = []
     pauses: list[float] = []
@@ -169,6 +187,15 @@ def assemble(
             pauses.append(float(rng.uniform(r.gap_ms_min, r.gap_ms_max)) / 1000)
             pos += int(round(pauses[-1] * sr))
     total = pos + lead
+    problem = length_problem(total / sr, config.window)
+    if problem is not None:
+        reason, _ = problem
+        raise InputError(
+            script.path or script.id,
+            f"assembled dialogue lasts {total / sr:.2f} s, outside "
+            f"[{config.window.min_s}, {config.window.max_s}] s ({len(gained)} lines)",
+            reason=reason,
+        )
     clips = [
         Clip(i, None, u, _fade(np.ones(len(u), dtype=np.float32), fade_n), s0, 0, len(u))
         for i, (s0, u) in enumerate(zip(starts, gained, strict=True))
@@ -185,7 +212,7 @@ def assemble(
         total / sr,
         sr,
         bed=bed,
-        rng=rng_for(config.seed, did, "ambience"),
+        rng=rng_for(config.seed, draws_key(script.id), "ambience"),
         ceiling_dbtp=r.true_peak_ceiling_dbtp,
         band_s=(r.gap_ms_min / 1000.0, r.gap_ms_max / 1000.0),
     )
@@ -234,6 +261,7 @@ def assemble(
         "script_id": script.id,
         "script_source": script.source,
         "script_path": script.path,
+        "script_provenance": dict(script.provenance) or None,
         "source_dialogue_id": script.source_dialogue_id,
         "seed": config.seed,
         "utterance_seeds": [s.seed for s in syntheses],
@@ -253,23 +281,34 @@ def assemble(
         ],
         "ambience": None
         if amb_snr is None or amb_voice is None
-        else {"from_clip_id": amb_voice.clip_id, "snr_db": amb_snr},
+        else {
+            "from_clip_id": amb_voice.clip_id,
+            "snr_db": amb_snr,
+            "floor_dbfs": round(10 * math.log10(noise_pow), 2),
+        },
         "peak_ceiling_gain_db": round(ceil, 3),
         "pauses_ms": [round(p * 1000, 3) for p in pauses],
         "pauses_measured_ms": [
             None if gm is None else round(gm.gap / sr * 1000, 3) for gm in mixed.measures
         ],
         "gap_corrections": mixed.corrected,
+        "resampling": resampling_record(native, sr),
     }
+    topic = config.topics.mapper("scripts").map(script.topic)
+    design = DesignFields(
+        source_topic=script.source_topic or topic.source_topic, tts_backend=backend
+    )
     row = {
         "dialogue_id": did,
-        "source_id": script.source_dialogue_id or script.id,
+        # a PH dialogue made from an HH transcript shares its source recording (split group)
+        "source_id": script.source_id or script.source_dialogue_id or script.id,
         "corpus": "ph",
         "category": str(Category.PH),
         "language": script.language,
-        "topic": script.topic,
+        "topic": topic.topic,
         "speaker_a": voices[0].speaker_id,
         "speaker_b": voices[1].speaker_id,
+        **design_to_row(design),
         "audio_path": rel,
         "sha256": _sha256(path),
         "duration_s": round(total / sr, 6),
@@ -283,5 +322,15 @@ def assemble(
         "gap_ms_min": round(min(gaps), 3) if gaps else None,
         "gap_ms_max": round(max(gaps), 3) if gaps else None,
         "provenance": dumps(prov),
+        # -- trainers (issue 16): licence and source sample rate per dialogue --
+        "licence": ph_licence(provenance, voices),
+        "source_sample_rate": max(native, default=sr),
     }
     return AssembledDialogue(row, turns, path, tuple(gained), sr, amb_snr)
+
+
+def ph_licence(backend_provenance: Mapping[str, Any], voices: Sequence[Voice]) -> str:
+    """What binds a PH dialogue: the backend's ``output_licence`` (its weights') and the
+    licences of the dialogues its voices (clips, ambience) came from."""
+    backend = backend_provenance.get("output_licence", UNDECLARED)
+    return combine(backend, *(v.licence or UNDECLARED for v in voices))

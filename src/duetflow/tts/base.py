@@ -70,6 +70,8 @@ class Voice:
     noise_path: str | None
     source_dialogue_id: str
     gender_source: str = "manifest"
+    #: licence of the source dialogue (its ``licence`` column); PH dialogues inherit it
+    licence: str = ""
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,13 @@ class TTSBackend(Protocol):
         ...
 
     def provenance(self) -> dict[str, Any]:
-        """JSON-able facts for the manifest: engine, model path + checksum, cloning, licence."""
+        """JSON-able facts for the manifest: engine, model path + checksum, cloning, licence.
+
+        ``output_licence`` is the licence that binds what the backend generates (its weights'
+        SPDX id, or None when the output is unrestricted); a PH dialogue's ``licence`` combines
+        it with the licences of the voices' source dialogues. A backend that leaves it out is
+        recorded as ``LicenseRef-undeclared``.
+        """
         ...
 
 

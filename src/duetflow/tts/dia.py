@@ -225,4 +225,5 @@ class DiaBackend:
             "generation": dict(GENERATION),
             "device": self.config.device,
             "license": "Dia-1.6B weights Apache-2.0; DAC MIT",
+            "output_licence": "Apache-2.0 AND MIT",
         }

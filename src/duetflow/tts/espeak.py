@@ -153,4 +153,5 @@ class EspeakBackend:
             "clones": False,
             "note": "stock eSpeak NG voice chosen by the reference's gender/pitch; no cloning",
             "license": "GPL-3.0-or-later (eSpeak NG); generated audio unrestricted",
+            "output_licence": None,  # the engine's GPL does not bind what it speaks
         }

@@ -32,8 +32,9 @@ from duetflow.manifest import (
     rejection_to_row,
 )
 from duetflow.model import Rejection, Stage
+from duetflow.progress import Progress
 from duetflow.seeding import seed_for
-from duetflow.tts.assemble import assemble, ph_dialogue_id
+from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
 from duetflow.tts.base import Synthesis, SynthesisError, TTSBackend, load_backend
 from duetflow.tts.qa import SpeakerEncoder, clone_qa
 from duetflow.tts.script import Script, load_scripts, scripts_from_workdir
@@ -87,14 +88,14 @@ def _synthesize_lines(
     script: Script, voices: tuple[Any, Any], backend: TTSBackend, config: RunConfig
 ) -> list[Synthesis]:
     """One backend call per speaker (so batching backends batch), results back in line order."""
-    did = ph_dialogue_id(script.id)
+    key = draws_key(script.id)
     out: list[Synthesis | None] = [None] * len(script.lines)
     for k, label in enumerate(("A", "B")):
         idx = [i for i, ln in enumerate(script.lines) if ln.speaker == label]
         if not idx:
             continue
         texts = [script.lines[i].text for i in idx]
-        res = backend.synthesize(texts, voices[k], _utterance_seed(config, did, label))
+        res = backend.synthesize(texts, voices[k], _utterance_seed(config, key, label))
         if len(res) != len(texts):
             raise SynthesisError(f"backend returned {len(res)} results for {len(texts)} texts")
         for i, r in zip(idx, res, strict=True):
@@ -116,7 +117,11 @@ def synthesize_scripts(
     ``qa``: None → measure clone similarity when Resemblyzer is installed; False → skip it
     (recorded as not measured). Speaking-rate QA always runs.
     """
-    be = load_backend(backend, config.synth) if isinstance(backend, str) else backend
+    be = (
+        load_backend(backend, config.synth.for_backend(backend))
+        if isinstance(backend, str)
+        else backend
+    )
     encoder = None if qa is False else SpeakerEncoder.get()
     if qa and encoder is not None and not encoder.available:
         log.warning("clone QA requested but unavailable: %s", encoder.error)
@@ -126,13 +131,13 @@ def synthesize_scripts(
     audio_s = synth_total = 0.0
     n_utt = 0
     for script in scripts:
-        did = ph_dialogue_id(script.id)
+        did = ph_dialogue_id(script.id, be.name)
         try:
             pair = choose_voices(script, voices, config)
             t0 = time.perf_counter()
             syn = _synthesize_lines(script, pair, be, config)
             synth_s = time.perf_counter() - t0
-            done = assemble(script, pair, syn, config, out_dir, be.provenance())
+            done = assemble(script, pair, syn, config, out_dir, be.provenance(), be.name)
         except InputError as e:
             rejections.append(_reject(did, e.reason, str(e), script.path))
             continue
@@ -186,6 +191,19 @@ def _shards(items: Iterable[Script | Rejection], size: int) -> Iterator[list[Scr
         yield buf
 
 
+def backend_rejection(script: Script, config: RunConfig) -> Rejection | None:
+    """A ``no_backend`` rejection when ``synth.backends`` names no backend for the language."""
+    if config.synth.backends_for(script.language):
+        return None
+    return _reject(
+        f"ph__{script.id}",
+        "no_backend",
+        f"synth.backends has no TTS backend for language {script.language!r} "
+        f"(configured: {sorted(config.synth.backends or {})})",
+        script.path,
+    )
+
+
 def synthesize(
     scripts: Path | None,
     voices_workdir: Path,
@@ -198,45 +216,76 @@ def synthesize(
 ) -> SynthReport:
     """Stage entry point: synthesize every script into a rendered PH work directory.
 
-    ``backend`` overrides ``config.synth.backend``; ``scripts`` overrides
-    ``config.synth.scripts``. Voice references are cached in ``cache_dir`` (default
-    ``out_dir/voice_cache``). Streams shard by shard (``runner.shard_size`` scripts).
+    Each script is voiced by every backend ``synth.backends`` lists for its language (one PH
+    dialogue per script and backend, ids ``ph__<backend>__<script id>``); ``backend``
+    overrides that with one backend for all. ``scripts`` overrides ``config.synth.scripts``.
+    Voice references are cached in ``cache_dir`` (default ``out_dir/voice_cache``). Streams
+    shard by shard (``runner.shard_size`` scripts), backend after backend. The report's
+    ``scripts`` counts synthesis jobs (script × backend) plus scripts rejected before any.
     """
-    name = backend or config.synth.backend
+    names = [backend] if backend else config.synth.all_backends()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     scripts = scripts if scripts is not None else config.synth.scripts
     pool = build_voice_pool(voices_workdir, config, cache_dir or out / VOICE_CACHE)
-    be = load_backend(name, config.synth)
     reasons: Counter[str] = Counter()
     n_scripts = kept = 0
     audio_s = synth_s = 0.0
     utterances = 0
+    # scripts are small text: one extra parsing pass gives the progress bar its total (jobs:
+    # a script per backend of its language; a rejected script once)
+    bar = Progress(
+        "synthesize",
+        "",
+        sum(
+            1
+            if isinstance(it, Rejection) or backend
+            else max(1, len(config.synth.backends_for(it.language)))
+            for it in iter_scripts(scripts, voices_workdir, config)
+        ),
+    )
     with (
         TableWriter(out / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, 256) as dw,
         TableWriter(out / TURNS, RENDERED_TURN_SCHEMA, 2048) as tw,
         TableWriter(out / REJECTIONS, REJECTION_SCHEMA, 2048) as rw,
     ):
-        for shard in _shards(
-            iter_scripts(scripts, voices_workdir, config), config.runner.shard_size
-        ):
-            todo = [s for s in shard if isinstance(s, Script)]
-            bad = [s for s in shard if isinstance(s, Rejection)]
-            n_scripts += len(shard)
-            res = synthesize_scripts(todo, pool, be, config, out, qa=qa)
-            for row, turns in zip(res.dialogues, res.turns, strict=True):
-                dw.write([row])
-                tw.write(turns)
-            for rej in [*bad, *res.rejections]:
-                rw.write([rejection_to_row(rej)])
-                reasons[rej.reason] += 1
-            kept += len(res.dialogues)
-            audio_s += res.audio_s
-            synth_s += res.synth_s
-            utterances += res.utterances
+        for k, name in enumerate(names):
+            be: TTSBackend | None = None
+            for shard in _shards(
+                iter_scripts(scripts, voices_workdir, config), config.runner.shard_size
+            ):
+                todo: list[Script] = []
+                bad: list[Rejection] = []
+                for item in shard:
+                    if isinstance(item, Rejection):
+                        bad += [item] if k == 0 else []
+                    elif backend or name in config.synth.backends_for(item.language):
+                        todo.append(item)
+                    elif k == 0 and (rej := backend_rejection(item, config)) is not None:
+                        bad.append(rej)
+                n_scripts += len(todo) + len(bad)
+                bar.advance(len(todo) + len(bad))
+                if todo and be is None:
+                    be = load_backend(name, config.synth.for_backend(name))
+                res = synthesize_scripts(todo, pool, be, config, out, qa=qa) if be else None
+                for rej in bad:
+                    rw.write([rejection_to_row(rej)])
+                    reasons[rej.reason] += 1
+                if res is None:
+                    continue
+                for row, turns in zip(res.dialogues, res.turns, strict=True):
+                    dw.write([row])
+                    tw.write(turns)
+                for rej in res.rejections:
+                    rw.write([rejection_to_row(rej)])
+                    reasons[rej.reason] += 1
+                kept += len(res.dialogues)
+                audio_s += res.audio_s
+                synth_s += res.synth_s
+                utterances += res.utterances
     report = SynthReport(
         out_dir=out,
-        backend=name,
+        backend=",".join(names),
         scripts=n_scripts,
         kept=kept,
         rejected=sum(reasons.values()),
@@ -246,5 +295,5 @@ def synthesize(
         synth_s=round(synth_s, 3),
         utterances=utterances,
     )
-    log.info("synthesize: %d scripts → %d kept, %d rejected", n_scripts, kept, report.rejected)
+    log.info("synthesize: %d jobs → %d kept, %d rejected", n_scripts, kept, report.rejected)
     return report

@@ -2,8 +2,13 @@
 
 A script file is a JSON object::
 
-    {"id": "coffee-01", "language": "en", "topic": "weekend", "source": "generated",
+    {"id": "coffee-01", "language": "en", "topic": "ordinary_life", "source": "generated",
      "lines": [{"speaker": "A", "text": "..."}, {"speaker": "B", "text": "..."}]}
+
+Optional keys: ``source_dialogue_id`` (the HH window a script was derived from), ``source_id``
+(that window's source recording: a PH dialogue made from it shares its split group),
+``source_topic`` (the source's own topic label) and ``provenance`` (an object: how the script was
+made, e.g. the LLM, prompt template hash and attempts of ``duetflow.scriptgen``).
 
 A bare JSON array of ``{"speaker", "text"}`` objects is accepted too (id = file stem, language
 guessed from the characters, source ``generated``). A ``.jsonl`` file holds one script object
@@ -19,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -45,6 +50,12 @@ BACKCHANNELS = frozenset(
 )  # fmt: skip
 
 
+_SCRIPT_KEYS = frozenset(
+    {"id", "language", "topic", "source", "lines", "source_dialogue_id", "source_id",
+     "source_topic", "provenance"}
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class ScriptLine:
     speaker: Literal["A", "B"]
@@ -62,6 +73,9 @@ class Script:
     source: ScriptSource = "generated"
     source_dialogue_id: str | None = None
     path: str = ""
+    source_id: str | None = None
+    source_topic: str | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -71,8 +85,11 @@ class Script:
             "source": self.source,
             "lines": [{"speaker": ln.speaker, "text": ln.text} for ln in self.lines],
         }
-        if self.source_dialogue_id:
-            data["source_dialogue_id"] = self.source_dialogue_id
+        for key in ("source_dialogue_id", "source_id", "source_topic"):
+            if getattr(self, key):
+                data[key] = getattr(self, key)
+        if self.provenance:
+            data["provenance"] = dict(self.provenance)
         return data
 
 
@@ -97,7 +114,7 @@ def parse_script(
     if isinstance(data, list):
         items, meta = data, {}
     elif isinstance(data, dict):
-        unknown = set(data) - {"id", "language", "topic", "source", "lines", "source_dialogue_id"}
+        unknown = set(data) - _SCRIPT_KEYS
         if unknown:
             raise bad(f"unknown keys {sorted(unknown)}")
         if "lines" not in data:
@@ -139,17 +156,26 @@ def parse_script(
     source = meta.get("source", "generated")
     if source not in SOURCES:
         raise bad(f"source must be one of {list(SOURCES)}, got {source!r}", "source")
-    src_dlg = meta.get("source_dialogue_id")
-    if src_dlg is not None and not isinstance(src_dlg, str):
-        raise bad("source_dialogue_id must be a string", "source_dialogue_id")
+    optional: dict[str, str | None] = {}
+    for key in ("source_dialogue_id", "source_id", "source_topic"):
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            raise bad(f"{key} must be a string", key)
+        optional[key] = value or None
+    provenance = meta.get("provenance", {})
+    if not isinstance(provenance, dict):
+        raise bad(f"provenance must be an object, got {type(provenance).__name__}", "provenance")
     return Script(
         id=safe_id(sid.strip()),
         language=language,
         lines=tuple(lines),
         topic=topic,
         source=source,
-        source_dialogue_id=src_dlg,
+        source_dialogue_id=optional["source_dialogue_id"],
         path=str(path),
+        source_id=optional["source_id"],
+        source_topic=optional["source_topic"],
+        provenance=provenance,
     )
 
 
@@ -250,6 +276,9 @@ def script_from_turns(
     speaker_a: str,
     turns: Sequence[Mapping[str, Any]],
     path: str = "",
+    *,
+    source_id: str | None = None,
+    source_topic: str | None = None,
 ) -> Script:
     """A script mirroring a real dialogue: turns only, tags stripped, backchannels dropped,
     consecutive same-speaker turns merged. Raises InputError when too little is left."""
@@ -273,6 +302,8 @@ def script_from_turns(
         "topic": topic,
         "source": "hh-transcript",
         "source_dialogue_id": dialogue_id,
+        "source_id": source_id,
+        "source_topic": source_topic,
         "lines": [{"speaker": ln.speaker, "text": ln.text} for ln in lines],
     }
     return parse_script(data, path or dialogue_id)
@@ -297,6 +328,8 @@ def scripts_from_workdir(workdir: str | Path) -> Iterator[Script | Rejection]:
                 row["speaker_a"],
                 rows,
                 path=str(wd / DIALOGUES),
+                source_id=row.get("source_id") or None,
+                source_topic=row.get("source_topic") or None,
             )
         except InputError as err:
             yield _reject(err, f"hh-{did}")

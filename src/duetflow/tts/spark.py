@@ -243,4 +243,5 @@ class SparkBackend:
             "generation": dict(GENERATION),
             "device": self.config.device,
             "license": LICENSE,
+            "output_licence": "CC-BY-NC-SA-4.0",
         }

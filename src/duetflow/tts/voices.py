@@ -1,7 +1,8 @@
 """Voice references: a clean 5–10 s clip (with transcript) per real speaker, and the pairing policy.
 
 Only human speakers are cloned (:func:`human_speakers`): never the machine side of an HM
-dialogue, never a PH dialogue. Input is a *rendered* work directory (``audio_path`` per
+dialogue, never a PH dialogue, and only from the categories in ``synth.voice_categories``
+(default: HM, the studio participants). Input is a *rendered* work directory (``audio_path`` per
 dialogue, turn times on that audio) or an *intake* one (``source`` JSON per dialogue, turn
 times on the source timeline). For every human speaker of every kept dialogue we build candidate
 clips from runs of the speaker's own turns (no overlap with the other speaker, backchannels and
@@ -24,7 +25,7 @@ import json
 import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -312,7 +313,7 @@ def _score(
 
 
 def _voice_from_meta(meta: Mapping[str, Any]) -> Voice:
-    return Voice(**{k: meta[k] for k in Voice.__dataclass_fields__})
+    return Voice(**{k: meta[k] for k in Voice.__dataclass_fields__ if k in meta})
 
 
 def references_for_dialogue(
@@ -436,7 +437,12 @@ class VoicePool:
 
 
 def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Path) -> VoicePool:
-    """Scan a rendered or intake work directory for reference speakers (streaming, cached)."""
+    """Scan a rendered or intake work directory for reference speakers (streaming, cached).
+
+    Only the human participants of dialogues whose category is in ``synth.voice_categories``
+    lend their voices: by default HM studio sessions, as in the seed study (the PH voices are
+    then the voices judges also hear in HM dialogues); add ``HH`` to use corpus speakers.
+    """
     wd = Path(workdir)
     if not (wd / DIALOGUES).exists():
         raise InputError(
@@ -445,16 +451,19 @@ def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Pa
     cache = Path(cache_dir)
     best: dict[str, tuple[float, Voice]] = {}
     problems: list[tuple[str, str, str]] = []
+    lenders = set(config.synth.voice_categories)  # never PH: never clone a clone
     for row, turns in _iter_grouped(wd):
-        if row["category"] == str(Category.PH):
-            continue  # never clone a clone
+        if row["category"] not in lenders:
+            continue
         try:
             found = references_for_dialogue(row, turns, wd, config, cache)
         except InputError as e:
             log.warning("voice reference skipped for %s: %s", row["dialogue_id"], e)
             problems.append((row["dialogue_id"], e.reason, str(e)))
             continue
+        licence = str(row.get("licence") or "")  # the voice carries its source's licence
         for score, voice in found:
+            voice = replace(voice, licence=licence)
             cur = best.get(voice.speaker_id)
             if cur is None or score > cur[0]:
                 best[voice.speaker_id] = (score, voice)
@@ -488,7 +497,7 @@ def choose_voices(script: Script, pool: VoicePool, config: RunConfig) -> tuple[V
             reason="no_voices",
         )
     i, j = rng.choice(len(cands), size=2, replace=False)
-    return cands[int(i)], cands[int(j)]
+    return cands[int(i)], cands[int(j)]  # distinct entries: the pool holds a speaker once
 
 
 def load_voice_audio(voice: Voice, sample_rate: int | None = None) -> tuple[Audio, int]:

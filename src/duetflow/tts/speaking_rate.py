@@ -1,0 +1,92 @@
+"""Speaking time of a script estimated from its text, at one conversational rate per language.
+
+The seed study's PH scripts run 40–50 s of speech (:data:`SCRIPT_SPEECH_S`). Whatever writes or
+checks a script (the sample scripts, ``duetflow scripts generate/rewrite``) estimates its length
+here, so there is one rate per language in the project:
+
+* English: words per second. Conversational English runs at roughly 160–190 words per minute
+  (Yuan, Liberman & Cieri 2006 measured about 170 wpm in telephone conversation); 2.8 words/s.
+* Mandarin (and other CJK text): characters per second, one character being one syllable.
+  Conversational Mandarin runs at roughly 4–5.5 syllables per second, read speech and most TTS
+  voices nearer 4; 4.0 characters/s, the slow end, so that a script estimated at 50 s does not
+  render past 60 s (the offline eSpeak NG voice speaks Mandarin at about 3.5 characters/s).
+
+Other languages written with spaces use the English word rate. Non-speech tags (``[laughter]``,
+``<noise>``, ``(laughs)``) and punctuation take no time. The estimate is of speech only: the
+rendered PH dialogue adds a 180–230 ms pause per line change and the edge silences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "SCRIPT_SPEECH_S",
+    "SPEAKING_RATES",
+    "SpeakingRate",
+    "rate_for",
+    "script_speaking_time_s",
+    "speaking_time_s",
+    "speech_units",
+]
+
+#: Speech time (s) the seed study's two-speaker scripts run to.
+SCRIPT_SPEECH_S = (40.0, 50.0)
+
+
+@dataclass(frozen=True)
+class SpeakingRate:
+    """How fast a language is spoken: ``per_s`` ``unit``s per second."""
+
+    unit: Literal["word", "char"]
+    per_s: float
+
+
+#: Conversational speaking rate per language (ISO 639-1; see the module docstring).
+SPEAKING_RATES: dict[str, SpeakingRate] = {
+    "en": SpeakingRate("word", 2.8),
+    "zh": SpeakingRate("char", 4.0),
+}
+
+_TAGS = re.compile(r"\[[^\]]*\]|<[^>]*>|\([^)]*\)|（[^）]*）|\{[^}]*\}")
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
+
+
+def rate_for(language: str) -> SpeakingRate:
+    """The rate of ``language`` (``zh-CN`` → ``zh``); unknown languages speak like English."""
+    base = language.lower().replace("_", "-").split("-")[0]
+    if base in SPEAKING_RATES:
+        return SPEAKING_RATES[base]
+    if base in ("cmn", "yue", "ja"):
+        return SPEAKING_RATES["zh"]
+    return SPEAKING_RATES["en"]
+
+
+def speech_units(text: str, language: str) -> float:
+    """Words (or CJK characters) of ``text`` that take time to say, in the language's unit.
+
+    Mixed text counts each part in its own unit, converted to the language's unit by the two
+    rates (a Latin word inside Chinese text takes as long as an English word).
+    """
+    clean = _TAGS.sub(" ", text)
+    chars = len(_CJK.findall(clean))
+    words = len(_WORD.findall(_CJK.sub(" ", clean)))
+    rate = rate_for(language)
+    en, zh = SPEAKING_RATES["en"].per_s, SPEAKING_RATES["zh"].per_s
+    if rate.unit == "char":
+        return chars + words * zh / en
+    return words + chars * en / zh
+
+
+def speaking_time_s(text: str, language: str) -> float:
+    """Estimated seconds of speech to say ``text`` in ``language``."""
+    return speech_units(text, language) / rate_for(language).per_s
+
+
+def script_speaking_time_s(texts: Iterable[str], language: str) -> float:
+    """Estimated seconds of speech of a whole script (its lines' texts)."""
+    return sum(speaking_time_s(t, language) for t in texts)
