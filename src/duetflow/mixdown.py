@@ -47,6 +47,7 @@ GAP_TOLERANCE_S = 0.002
 #: Audio either side of a pause that its measurement looks at (s).
 CONTEXT_S = 0.5
 _FILL_FADE_S = 0.01
+_FADE_SPAN = 8192  # a clip's fades lie within this many samples of its ends
 
 
 @dataclass(frozen=True)
@@ -121,10 +122,9 @@ def assemble(
         if n_stems and c.stem is not None:
             place(layers[c.stem], c.data, at)
         if noise is not None:
-            bg = np.square(c.env) * np.asarray(c.floor_power, dtype=np.float32)
-            place(lack[0], bg, at)
-            if n_stems and c.stem is not None:
-                place(lack[1 + c.stem], bg, at)
+            targets = [lack[0]] + ([lack[1 + c.stem]] if n_stems and c.stem is not None else [])
+            for have in targets:
+                _place_background(have, c, at)
     if noise is not None:
         for k, have in enumerate(lack):
             np.subtract(np.float32(floor_power), have, out=have)
@@ -134,6 +134,27 @@ def assemble(
             (out if k == 0 else layers[k - 1])[:] += have
     stems = np.stack(layers, axis=1).astype(np.float32) if n_stems else None
     return out, stems
+
+
+def _place_background(have: Audio, c: Clip, at: int) -> None:
+    """Add a clip's own background power (its floor power times its squared envelope)."""
+    if isinstance(c.floor_power, np.ndarray):
+        place(have, np.square(c.env) * c.floor_power, at)
+        return
+    fp = np.float32(c.floor_power)
+    if fp == 0:
+        return
+    n = len(c.env)
+    a, b = max(0, at), min(len(have), at + n)
+    if b <= a:
+        return
+    have[a:b] += fp  # the envelope is 1 but for its fades at both ends: correct those alone
+    m = min(n, _FADE_SPAN)
+    for lo in (0, n - m) if n > m else (0,):
+        part = c.env[lo : lo + m]
+        idx = lo + np.flatnonzero(part < 1.0)
+        idx = idx[(idx >= a - at) & (idx < b - at)]
+        have[at + idx] -= fp * (1.0 - np.square(c.env[idx]))
 
 
 def as_written(x: Audio, gain_db: float) -> Audio:
@@ -227,7 +248,8 @@ def mixdown(
     power = bed.power if bed is not None else 0.0
     shifts = [0] * len(spans)
     out, stems = assemble(clips, shifts, n0, noise, power, n_stems)
-    ceiling = bs1770.ceiling_gain_db(out, sr, ceiling_dbtp)
+    peak = bs1770.true_peak_dbtp(out, sr)
+    ceiling = min(0.0, ceiling_dbtp - peak - 0.05) if math.isfinite(peak) else 0.0
 
     def measure(c: Change, written: Audio) -> edges.GapMeasure | None:
         k = c.after
@@ -257,9 +279,17 @@ def mixdown(
         assert noise is None or len(noise) >= n0
         noise1 = _shift_bed(noise, spans, shifts, n1) if noise is not None else None
         out, stems = assemble(clips, shifts, n1, noise1, power, n_stems)
-        peak = bs1770.true_peak_dbtp(out, sr) + ceiling
-        if peak > ceiling_dbtp - 0.02:
-            extra = ceiling_dbtp - 0.05 - peak
+        # the clips moved whole: only the pauses around the moves hold new sums (room tone cut
+        # and joined anew), so the true peak is the old one or one found there
+        ctx = int(CONTEXT_S * sr)
+        for i in moved:
+            k = changes[i].after
+            a = max(0, spans[k][1] + shifts[k] - ctx)
+            b = min(len(out), spans[k + 1][0] + shifts[k + 1] + ctx)
+            if b > a:
+                peak = max(peak, bs1770.true_peak_dbtp(out[a:b], sr))
+        if peak + ceiling > ceiling_dbtp - 0.02:
+            extra = ceiling_dbtp - 0.05 - (peak + ceiling)
             log.info("true peak moved after re-timing: %.3f dB more reduction", extra)
             ceiling += extra
         written = as_written(out, ceiling)
