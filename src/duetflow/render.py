@@ -321,16 +321,21 @@ def _view(d: Dialogue, track: _Track, turns: Sequence[Turn], sr: int) -> source_
 
 
 def _floor(
-    track: _Track, v: source_acoustics.TrackView, sr: int, window: tuple[float, float]
+    track: _Track, v: source_acoustics.TrackView, sr: int
 ) -> tuple[edges.Floor | None, RecordingTone | None]:
     """A track's floor: its window's background, else the rest of its recording's."""
     floor = source_acoustics.track_floor(v)
     clear = v.clear if v.blocked is None else v.clear & ~v.blocked
     enough = np.count_nonzero(clear) * v.an.edge.hop >= 0.3 * sr
     if (floor is None or not enough) and track.recording is not None:
-        rec = recording_tone(*track.recording, sr, window)
+        rec = recording_tone(*track.recording, sr)
         return (rec.floor or floor), rec
     return floor, None
+
+
+def _tone_rng(config: RunConfig, d: Dialogue) -> np.random.Generator:
+    """The room tone's own draws (excerpts, synthesis): the gap draws never depend on them."""
+    return rng_for(config.seed, d.id, "room-tone")
 
 
 def _measure(chunks: Sequence[Audio], sr: int) -> ld.Loudness:
@@ -360,7 +365,6 @@ def _tone(
     extents: Sequence[tuple[float, float]],
     rec: RecordingTone | None,
     sr: int,
-    window: tuple[float, float],
     rng: np.random.Generator,
     *,
     annotated: bool = True,
@@ -376,7 +380,7 @@ def _tone(
         if tone is not None:
             return _Tone(tone, "window", who)
     else:
-        rec = rec or recording_tone(*track.recording, sr, window)
+        rec = rec or recording_tone(*track.recording, sr)
         if rec.tone is not None:
             parts = [t for t in (tone, rec.tone) if t is not None]
             fade_n = max(1, int(round(roomtone.XFADE_S * sr)))
@@ -495,13 +499,12 @@ def _render_separable(
             raise InputError(
                 d.id, f"turn speaker {t.speaker!r} is not a dialogue speaker", reason="bad_speaker"
             )
-    window = d.window or (min(t.start for t in turns), max(t.end for t in turns))
     views = {s: _view(d, tracks[s], turns, sr) for s in ids}
-    found = {s: _floor(tracks[s], views[s], sr, window) for s in ids}
+    found = {s: _floor(tracks[s], views[s], sr) for s in ids}
     if not isinstance(d.source, PerTurnSource) and len(ids) == 2:
         own = [_spans(tracks[s], [t for t in turns if t.speaker == s], sr) for s in ids]
         source_acoustics.mark_crosstalk([views[s] for s in ids], own, [found[s][0] for s in ids])
-        found = {s: _floor(tracks[s], views[s], sr, window) for s in ids}
+        found = {s: _floor(tracks[s], views[s], sr) for s in ids}
     speech = [i for i, t in enumerate(turns) if t.kind != TurnKind.NONSPEECH]
     by_speaker = {s: [i for i in speech if turns[i].speaker == s] for s in ids}
 
@@ -591,7 +594,7 @@ def _render_separable(
                 continue
             exts = [(coarse[i].start, coarse[i].end) for i in coarse]
             tone = _tone(
-                s, tracks[s], views[s], base, exts, found[s][1], sr, window, rng,
+                s, tracks[s], views[s], base, exts, found[s][1], sr, _tone_rng(config, d),
                 annotated=not isinstance(d.source, PerTurnSource),
             )  # fmt: skip
             if tone is not None:
@@ -641,7 +644,7 @@ def _render_separable(
     if out_floor is not None and tone is not None:
         bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0))
     mix = mixdown(
-        clips, spans, changes, tl.duration_s, sr, bed=bed, rng=rng,
+        clips, spans, changes, tl.duration_s, sr, bed=bed, rng=_tone_rng(config, d),
         ceiling_dbtp=cfg.true_peak_ceiling_dbtp, n_stems=len(ids) if cfg.stems else 0,
         band_s=(cfg.gap_ms_min / 1000.0, cfg.gap_ms_max / 1000.0),
     )  # fmt: skip
@@ -710,9 +713,8 @@ def _render_mixed(
     fade_n = max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
     track = _load_mixed(d, src, turns, sr, _CONTEXT_S)
     ids = [s.id for s in d.speakers]
-    window = d.window or (min(t.start for t in turns), max(t.end for t in turns))
     v = _view(d, track, turns, sr)
-    floor, rec = _floor(track, v, sr, window)
+    floor, rec = _floor(track, v, sr)
     floor = floor or edges.DIGITAL_FLOOR
 
     keep, dropped = mixed_speech_indices(turns, cfg)
@@ -774,7 +776,7 @@ def _render_mixed(
     tone: _Tone | None = None
     if cfg.room_tone and not floor.digital:
         exts = [(e.start, e.end) for e in coarse]
-        tone = _tone("mix", track, v, floor, exts, rec, sr, window, rng)
+        tone = _tone("mix", track, v, floor, exts, rec, sr, _tone_rng(config, d))
     post = [floor.gained(gains[s]) for s in ids]
     out_floor = _out_floor(cfg, post, tone)
     target = edges.ABSOLUTE_FLOOR_DB if out_floor is None else out_floor
@@ -819,7 +821,7 @@ def _render_mixed(
     if out_floor is not None and tone is not None:
         bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0))
     mix = mixdown(
-        clips, spans, changes, duration, sr, bed=bed, rng=rng,
+        clips, spans, changes, duration, sr, bed=bed, rng=_tone_rng(config, d),
         ceiling_dbtp=cfg.true_peak_ceiling_dbtp,
         band_s=(cfg.gap_ms_min / 1000.0, cfg.gap_ms_max / 1000.0),
     )  # fmt: skip

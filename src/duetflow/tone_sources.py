@@ -1,13 +1,15 @@
 """Room tone from the rest of a recording, when a window holds too little non-speech.
 
 A window cut at turn boundaries may hold no pause long enough to take the room's background
-from (dense talk, or annotations that leave no room), although the recording around it has
-plenty: a lead-in, pauses, the rest of a long session. :func:`recording_tone` reads the
-recording outward from the window, block by block (:data:`BLOCK_S`), before and after it in
-turn, until it has :data:`WANT_S` of background or has read :data:`MAX_READ_S`; each block is
-judged on its own energy (there are no annotations outside the window): its frames under the
-edge level of its own floor, in runs of at least :data:`~duetflow.audio.roomtone.MIN_PAUSE_S`.
-A channel's crosstalk from the other speaker is louder than its floor, so it is never taken.
+from (dense talk, or annotations that leave no room), although the recording has plenty: a
+lead-in, pauses, the rest of a long session. :func:`recording_tone` reads the recording from its
+start, block by block (:data:`BLOCK_S`), until it has :data:`WANT_S` of background or has read
+:data:`MAX_READ_S`; each block is judged on its own energy (there are no annotations outside
+the window): its frames under the edge level of its own floor, in runs of at least
+:data:`~duetflow.audio.roomtone.MIN_PAUSE_S`. A channel's crosstalk from the other speaker is
+louder than its floor, so it is never taken. Reading from the start, not from the window, keeps
+the result the same whichever window of the recording asks first (byte-identical output
+whatever order shards run in).
 
 Results are cached per (file, channel, rate) in the process (the windows of one recording are
 rendered one after another in a shard), so a recording is scanned once. The cache is bounded
@@ -47,23 +49,13 @@ class RecordingTone:
     read_s: float
 
 
-def _blocks(duration: float, window: tuple[float, float]) -> list[tuple[float, float]]:
-    """Blocks outward from the window: before, after, before, ... within the file."""
-    before, after = [], []
-    t = window[0]
-    while t > 0:
-        before.append((max(0.0, t - BLOCK_S), t))
-        t -= BLOCK_S
-    t = window[1]
-    while t < duration:
-        after.append((t, min(duration, t + BLOCK_S)))
-        t += BLOCK_S
+def _blocks(duration: float) -> list[tuple[float, float]]:
+    """Blocks from the start of the file, at most :data:`MAX_READ_S` of them."""
     out: list[tuple[float, float]] = []
-    for k in range(max(len(before), len(after))):
-        if k < len(before):
-            out.append(before[k])
-        if k < len(after):
-            out.append(after[k])
+    t = 0.0
+    while t < min(duration, MAX_READ_S):
+        out.append((t, min(duration, t + BLOCK_S)))
+        t += BLOCK_S
     return out
 
 
@@ -77,12 +69,12 @@ def _block_tone(x: Audio, sr: int) -> tuple[list[Audio], edges.Floor | None]:
     return [x[a:b] for a, b in runs], floor
 
 
-def _scan(path: str, channel: int | None, sr: int, window: tuple[float, float]) -> RecordingTone:
+def _scan(path: str, channel: int | None, sr: int) -> RecordingTone:
     info = audio_info(path)
     pieces: list[Audio] = []
     floors: list[edges.Floor] = []
     got = read = 0.0
-    for a, b in _blocks(info.duration_s, window):
+    for a, b in _blocks(info.duration_s):
         if got >= WANT_S or read >= MAX_READ_S:
             break
         i0 = int(math.floor(a * info.sample_rate))
@@ -112,19 +104,16 @@ def _scan(path: str, channel: int | None, sr: int, window: tuple[float, float]) 
     return RecordingTone(tone, floor, read)
 
 
-def recording_tone(
-    path: str, channel: int | None, sr: int, window: tuple[float, float]
-) -> RecordingTone:
-    """Background of the recording ``path`` (one ``channel``, or the mix) outside ``window``
-    (seconds), at ``sr``. Cached per file, channel and rate: the first window of a recording
-    decides where the scan starts, later windows reuse what it found."""
+def recording_tone(path: str, channel: int | None, sr: int) -> RecordingTone:
+    """Background of the recording ``path`` (one ``channel``, or the mix) at ``sr``, cached per
+    file, channel and rate."""
     st = os.stat(path)
     key = (path, channel, sr, st.st_mtime_ns, st.st_size)  # a rewritten file is scanned again
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
         return hit
-    found = _scan(path, channel, sr, window)
+    found = _scan(path, channel, sr)
     _CACHE[key] = found
     while len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)

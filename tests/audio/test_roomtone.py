@@ -146,14 +146,14 @@ def test_a_recording_s_lead_in_gives_tone_to_a_window_without_pauses(
         return real(*a, **k)
 
     monkeypatch.setattr(tone_sources, "read_frames", counting)
-    found = tone_sources.recording_tone(str(path), None, SR, (8.0, 20.0))
+    found = tone_sources.recording_tone(str(path), None, SR)
     assert found.tone is not None and len(found.tone) >= SR
     assert abs(_level(found.tone) - (-70.0)) < 2.0
     assert found.floor is not None and abs(found.floor.db - (-70.0)) < 2.0
     # 16-bit noise at -70 dBFS passes through zero now and then, never for a millisecond
     assert longest_zero_run(found.tone) < SR // 1000
     n_reads = len(reads)
-    again = tone_sources.recording_tone(str(path), None, SR, (14.0, 26.0))
+    again = tone_sources.recording_tone(str(path), None, SR)
     assert len(reads) == n_reads and again is found
 
 
