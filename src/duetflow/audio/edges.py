@@ -98,6 +98,7 @@ _FIT_RANGE_DB = 8.0  # a tail's rate is read over this range above the edge leve
 _FIT_FRAMES = 40
 _FLICKER_FRAMES = 21  # the neighbourhood (frames) flicker is measured against
 _QUIET_S = 0.04  # the quietest stretch of a pause that seeds its floor
+_DIP_S = 0.02  # a dip of the floor is judged over this long
 _CLUSTER_DB = 10.0  # a background's frames lie this close to its quietest ones
 _WARMUP_S = 0.05  # high-pass filter settling before an analysed range
 _SILENT_DB = -200.0  # the level given to a frame of exact zeros
@@ -504,8 +505,8 @@ class GapMeasure:
     """One pause between two speakers as measured on the audio (sample positions).
 
     ``floor``: the pause's own floor; ``step_db``: the change of its level from the first to
-    the second half of the pause (a join that jumps); ``dip_db``: how far the level sinks below
-    the floor anywhere in the pause (10 ms windows; a join that dips); ``zero_run``: the
+    the second half of the pause (a join that jumps); ``dip_db``: how far the level of its
+    quietest 20 ms sinks below the floor (a join that dips); ``zero_run``: the
     longest run of exact digital zeros between the two edges (samples).
     """
 
@@ -618,7 +619,15 @@ def measure_gap(
     if pause.size >= 2 * MIN_FLOOR_FRAMES and not floor.digital:
         half = pause.size // 2
         step = float(np.median(pause[half:]) - np.median(pause[:half]))
-        dip = max(0.0, floor.db - float(pause.min()))
+        # the quietest 20 ms of the pause (hop blocks averaged: a single 10 ms window of noise
+        # flickers by several dB on its own)
+        lv = analysis.level
+        j0 = int(math.ceil((offset - lv.start) / lv.hop)) + 2
+        j1 = int((onset - lv.start) / lv.hop) - 2
+        width = max(1, int(round(_DIP_S / HOP_S)))
+        if j1 - j0 >= width:
+            c = np.concatenate(([0.0], np.cumsum(lv.blocks[j0:j1])))
+            dip = max(0.0, floor.db - _db(float(np.min(c[width:] - c[:-width]) / width)))
     x = to_mono(samples)
     zeros = longest_zero_run(x[int(math.ceil(offset)) : int(math.floor(onset))])
     return GapMeasure(offset, onset, floor, step, dip, zeros)

@@ -394,8 +394,10 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         f" the audio of a sample of {len(data.audio_sample)} dialogue(s) from the acoustic end"
         " of one speaker's speech to the acoustic start of the other's, both against the floor"
         " of the pause between them (docs/turn-taking.md, <em>Gaps</em>). Floor continuity in"
-        " each pause: the step of its level from the first to the second half, and how far it"
-        " dips below its level (a join that jumps or dips by more than 3 dB is heard)."
+        " each pause: the step of its level from the first to the second half (a join that"
+        " jumps by more than 3 dB is heard), and how far its quietest 20 ms sink under its floor"
+        " (noise alone dips 2–4 dB over 20 ms; a hole or a crossfade that loses power dips"
+        " deeper)."
         " Loudness: from the manifest for every dialogue, and re-measured (ITU-R BS.1770) on the"
         " same sample.</p>",
         _html_table([dist_row(d[k]) for k in _DIST_ORDER]),
