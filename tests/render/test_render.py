@@ -260,3 +260,46 @@ def test_bad_audio_raises_input_error_naming_the_file(tmp_path: Path) -> None:
     assert not (tmp_path / "out" / "audio").exists() or not any(
         (tmp_path / "out" / "audio").iterdir()
     )
+
+
+def test_mono_mix_with_a_long_lead_in_and_no_pause_in_the_window(tmp_path: Path) -> None:
+    """A mono recording with a -70 dBFS floor and 6.7 s of lead-in, RTTM-like turns, and 60 ms
+    between the turns of the window (too short for room tone): the tone comes from the
+    recording's lead-in, and no pause of the file holds digital zeros."""
+    from duetflow.audio.edges import longest_zero_run
+    from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn
+    from duetflow.samples.voice import FEMALE, MALE, speech
+
+    rng = np.random.default_rng(4)
+    lead, n = 6.7, int(30 * SR)
+    spec = np.fft.rfft(rng.standard_normal(n)) / np.sqrt(np.maximum(np.fft.rfftfreq(n, 1 / SR), 20))
+    x = np.fft.irfft(spec, n)
+    x *= 10 ** (-70 / 20) / np.sqrt(np.mean(x**2))
+    turns, t = [], lead
+    for k in range(8):
+        d = float(rng.uniform(1.5, 2.5))
+        who = "A" if k % 2 == 0 else "B"
+        sig = speech(d, SR, MALE if who == "A" else FEMALE, rng, -20.0)
+        x[int(t * SR) : int(t * SR) + len(sig)] += sig
+        turns.append(Turn(who, round(t - 0.03, 3), round(t + d + 0.03, 3), text=f"t{k}"))
+        t += d + 0.06
+    p = tmp_path / "mix.wav"
+    sf.write(p, x.astype(np.float32), SR, subtype="PCM_16")
+    d = Dialogue(
+        id="rttm__mix", corpus="rttm", source_id="mix", category=Category.HH, language="en",
+        topic="", speakers=(Speaker("A"), Speaker("B")), turns=tuple(turns),
+        source=MixedMonoSource(str(p)), duration_s=30.0,
+        window=(turns[0].start, turns[-1].end),
+    )  # fmt: skip
+    r = render_dialogue(d, build_config({}), tmp_path / "out")
+    y = _read(tmp_path / "out", r.row)
+    tone = json.loads(r.row["provenance"])["room_tone"]
+    assert tone["used"] is True and tone["origin"] == "recording", tone
+    assert abs(tone["floor_dbfs"] - (-70 + r.row["gain_db_a"])) < 3.0, (tone, r.row["gain_db_a"])
+    pauses = change_pauses(r.turns)
+    assert len(pauses) == 7
+    for a, b in pauses:
+        gap = y[int(a["end_s"] * SR) : int(b["start_s"] * SR)]
+        assert longest_zero_run(gap) < SR // 1000
+    gaps = measured_change_gaps(y, SR, r.turns)
+    assert all(0.175 <= g <= 0.235 for g in gaps), gaps
