@@ -224,7 +224,7 @@ def assemble(
             {
                 "dialogue_id": did,
                 "turn_index": i,
-                "speaker": voices[k].speaker_id,
+                "speaker": voices[k].name,
                 "kind": str(TurnKind.TURN),
                 "start_s": round(s / sr, 6),
                 "end_s": round((s + len(u)) / sr, 6),
@@ -250,7 +250,7 @@ def assemble(
         "reference_snr_db": [voices[0].snr_db, voices[1].snr_db],
         "speakers": [
             {
-                "id": v.speaker_id,
+                "id": v.name,
                 "gender": v.gender,
                 "gender_source": v.gender_source,
                 "pitch_hz": v.pitch_hz,
@@ -275,8 +275,8 @@ def assemble(
         "category": str(Category.PH),
         "language": script.language,
         "topic": topic.topic,
-        "speaker_a": voices[0].speaker_id,
-        "speaker_b": voices[1].speaker_id,
+        "speaker_a": voices[0].name,
+        "speaker_b": voices[1].name,
         **design_to_row(design),
         "audio_path": rel,
         "sha256": _sha256(path),
