@@ -201,6 +201,12 @@ class Dialogue:
 #: Longest ``Rejection.detail`` kept (a readable line or two, never a dump of the input).
 MAX_DETAIL_CHARS = 2000
 
+#: Dialogue provenance key: speaker id -> who the speaker is beyond this dialogue. Corpus speaker
+#: ids (``Ses01_F``, ``G00001002``) name people corpus-wide; an adapter whose ids only name roles
+#: within one recording (studio sidecars: ``user``, ``system``) maps them to person ids here, so
+#: a voice pool never takes two people for one.
+PARTICIPANTS = "participants"
+
 
 @dataclass(frozen=True)
 class Rejection:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from release_fixtures import make_workdir, specs
+from s3_faults import FaultHook, FlakyProxy, attach, s3_config
 
-from conftest import FaultHook, FlakyProxy, attach, s3_config
 from duetflow.config import RunConfig
 from duetflow.release.layout import LATEST_KEY, list_releases
 from duetflow.release.publish import publish

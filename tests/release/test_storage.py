@@ -7,8 +7,8 @@ from pathlib import Path
 
 import boto3
 import pytest
+from s3_faults import FaultHook, attach
 
-from conftest import FaultHook, attach
 from duetflow.config import ReleaseConfig
 from duetflow.errors import StorageError
 from duetflow.storage import LocalStore, S3Store, Store, audio_key, open_store, sha256_bytes

@@ -315,3 +315,16 @@ def test_json_schema_is_published_in_docs() -> None:
     start = doc.index("```json\n", doc.index("## JSON Schema")) + len("```json\n")
     published = json.loads(doc[start : doc.index("```", start)])
     assert published == sidecar_json_schema()
+
+
+def test_speaker_ids_are_session_roles_unless_a_participant_is_named(tmp_path: Path) -> None:
+    write_session(tmp_path / "s1", "tracks", session_id="s1")
+    d = _one(tmp_path)
+    assert isinstance(d, Dialogue)
+    assert d.provenance["participants"] == {"user": "s1/user", "system": "s1/system"}
+    data = yaml.safe_load((tmp_path / "s1" / "session.yaml").read_text("utf-8"))
+    data["speakers"][0]["participant"] = "P0173"
+    _edit_sidecar(tmp_path / "s1", speakers=data["speakers"])
+    d = _one(tmp_path)
+    assert isinstance(d, Dialogue)
+    assert d.provenance["participants"]["user"] == "P0173"

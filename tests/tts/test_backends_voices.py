@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -113,3 +114,21 @@ def test_default_voice_pool_is_hm_participants_only(voices_workdir: Path, tmp_pa
     assert RunConfig().synth.voice_categories == ["HM"]
     both = build_voice_pool(wd, tts_config(), tmp_path / "c2")
     assert sorted(v.speaker_id for v in both.voices) == ["en_m", "zh_f", "zh_m"]
+
+
+def test_person_key_scopes_session_roles_and_follows_participants() -> None:
+    """Two studio sessions' ``user`` are two people unless the sidecar names one participant;
+    corpus speaker ids name people corpus-wide."""
+    from duetflow.tts.voices import person_key
+
+    def row(source: str, participants: dict[str, str] | None, corpus: str = "studio") -> dict:
+        prov = {"input": {"participants": participants}} if participants else {}
+        return {"corpus": corpus, "source_id": source, "provenance": json.dumps(prov)}
+
+    s1 = row("s1", {"user": "s1/user", "system": "s1/system"})
+    s2 = row("s2", {"user": "s2/user", "system": "s2/system"})
+    assert person_key(s1, "user") != person_key(s2, "user")
+    same = row("s3", {"user": "P0173"}), row("s4", {"user": "P0173"})
+    assert person_key(same[0], "user") == person_key(same[1], "user") == "studio:P0173"
+    iemocap = row("Ses01F_impro01", None, corpus="iemocap")
+    assert person_key(iemocap, "Ses01_F") == "iemocap:Ses01_F"

@@ -54,6 +54,7 @@ from duetflow.corpora.base import (
 from duetflow.diarize import DiarizationBackend, get_backend, segments_to_turns
 from duetflow.errors import BackendError, ConfigError, InputError, brief_repr
 from duetflow.model import (
+    PARTICIPANTS,
     AudioSource,
     Category,
     DesignFields,
@@ -135,6 +136,18 @@ class SpeakerEntry(_Strict):
     channel: int | None = Field(
         None, ge=0, description="channel inside `file` (stereo layout: required)"
     )
+    participant: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="the person's id across sessions (e.g. a consent-form id); without it the "
+        "speaker is known only within this session (`<session_id>/<id>`)",
+    )
+
+    def person(self, session_id: str) -> str:
+        """Who this speaker is beyond the session: the participant id, else session-scoped."""
+        return self.participant or f"{session_id}/{self.id}"
 
 
 class SystemInfo(_Strict):
@@ -839,6 +852,8 @@ class StudioAdapter(CorpusAdapter):
             "opening_line": meta.opening_line,
             "layout": meta.layout,
             "system": meta.system.model_dump() if meta.system else None,
+            # sidecar ids ("user", "system") name roles within a session, not people
+            PARTICIPANTS: {sp.id: sp.person(meta.session_id) for sp in meta.speakers},
         }
         if digest is not None:
             provenance["content_hash"] = digest

@@ -246,7 +246,7 @@ def assemble(
             {
                 "dialogue_id": did,
                 "turn_index": i,
-                "speaker": voices[k].speaker_id,
+                "speaker": voices[k].name,
                 "kind": str(TurnKind.TURN),
                 "start_s": round(edges_at[i][0] / sr, 6),
                 "end_s": round(edges_at[i][1] / sr, 6),
@@ -272,7 +272,7 @@ def assemble(
         "reference_snr_db": [voices[0].snr_db, voices[1].snr_db],
         "speakers": [
             {
-                "id": v.speaker_id,
+                "id": v.name,
                 "gender": v.gender,
                 "gender_source": v.gender_source,
                 "pitch_hz": v.pitch_hz,
@@ -306,8 +306,8 @@ def assemble(
         "category": str(Category.PH),
         "language": script.language,
         "topic": topic.topic,
-        "speaker_a": voices[0].speaker_id,
-        "speaker_b": voices[1].speaker_id,
+        "speaker_a": voices[0].name,
+        "speaker_b": voices[1].name,
         **design_to_row(design),
         "audio_path": rel,
         "sha256": _sha256(path),

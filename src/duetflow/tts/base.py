@@ -72,6 +72,15 @@ class Voice:
     gender_source: str = "manifest"
     #: licence of the source dialogue (its ``licence`` column); PH dialogues inherit it
     licence: str = ""
+    #: who the speaker is beyond its dialogue (``corpus:person``, see
+    #: :func:`duetflow.tts.voices.person_key`); the pool holds one voice per person, and a PH
+    #: dialogue's speakers are named by it (two sessions' ``user`` are two people)
+    person: str = ""
+
+    @property
+    def name(self) -> str:
+        """The id a PH dialogue gives this voice's speaker: the person, else the speaker id."""
+        return self.person or self.speaker_id
 
 
 @dataclass(frozen=True)

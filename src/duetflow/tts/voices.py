@@ -38,6 +38,7 @@ from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.manifest import DIALOGUES, TURNS, dumps, iter_grouped, source_from_json
 from duetflow.model import (
+    PARTICIPANTS,
     Category,
     MixedMonoSource,
     MultichannelSource,
@@ -228,6 +229,22 @@ def _speaker_gender(row: Mapping[str, Any], speaker: str) -> Literal["M", "F"] |
     return None
 
 
+def person_key(row: Mapping[str, Any], speaker: str) -> str:
+    """Who ``speaker`` of ``row`` is beyond the dialogue: the pool holds one voice per person.
+
+    The adapter's participant map (:data:`~duetflow.model.PARTICIPANTS` in the dialogue's
+    provenance, or in a rendered row's ``input`` provenance) when it has one, else the corpus
+    speaker id qualified by the corpus (corpus ids name people corpus-wide).
+    """
+    prov = json.loads(row["provenance"]) if row.get("provenance") else {}
+    for where in (prov, prov.get("input") if isinstance(prov, dict) else None):
+        if isinstance(where, dict) and isinstance(where.get(PARTICIPANTS), dict):
+            person = where[PARTICIPANTS].get(speaker)
+            if isinstance(person, str) and person:
+                return f"{row['corpus']}:{person}"
+    return f"{row['corpus']}:{speaker}"
+
+
 def human_speakers(row: Mapping[str, Any]) -> list[str]:
     """Speakers of a dialogue that may be cloned: humans only, never a machine.
 
@@ -408,6 +425,7 @@ def _select(
         gender = None if pitch is None else ("F" if pitch > GENDER_PITCH_SPLIT_HZ else "M")
     voice = Voice(
         speaker_id=speaker,
+        person=person_key(row, speaker),
         language=_lang(row["language"]),
         gender=gender,
         pitch_hz=None if pitch is None else round(pitch, 1),
@@ -426,7 +444,7 @@ def _select(
 
 @dataclass(frozen=True)
 class VoicePool:
-    """Best reference per speaker, in a stable order (sorted by speaker id)."""
+    """Best reference per person (:func:`person_key`), in a stable order (sorted by person)."""
 
     voices: tuple[Voice, ...]
     rejections: tuple[tuple[str, str, str], ...] = ()  # (dialogue id, reason, detail)
@@ -464,10 +482,10 @@ def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Pa
         licence = str(row.get("licence") or "")  # the voice carries its source's licence
         for score, voice in found:
             voice = replace(voice, licence=licence)
-            cur = best.get(voice.speaker_id)
+            cur = best.get(voice.person)
             if cur is None or score > cur[0]:
-                best[voice.speaker_id] = (score, voice)
-    voices = tuple(v for _, v in sorted(best.values(), key=lambda sv: sv[1].speaker_id))
+                best[voice.person] = (score, voice)
+    voices = tuple(v for _, v in sorted(best.values(), key=lambda sv: sv[1].person))
     log.info("voice pool: %d speakers from %s", len(voices), wd)
     return VoicePool(voices, tuple(problems))
 
