@@ -440,6 +440,7 @@ class _Collector:
             "gap_ms_audio": _Acc(-1000, 2000, 5, gap_band, _EDGE_RES_MS),
             "floor_step_db": _Acc(-20, 20, 0.5, (-3.0, 3.0)),
             "floor_dip_db": _Acc(0, 20, 0.5, (0.0, 6.0)),
+            "gap_corrections": _Acc(0, 50, 1, (0.0, 0.5)),
             "duration_s": _Acc(0, 120, 1),
             "turns_per_dialogue": _Acc(0, 200, 1),
             "utterance_share_a": _Acc(0, 1.0001, 0.02, (f.balance_min, f.balance_max)),
@@ -500,6 +501,9 @@ class _Collector:
         cv = prov.get("code_version")
         if isinstance(cv, str) and (cv in self.code_versions or len(self.code_versions) < 20):
             self.code_versions[cv] += 1
+        moved = _num(prov.get("gap_corrections"))
+        if moved is not None:
+            self.acc["gap_corrections"].add(moved)
         if str(row["category"]) == Category.PH:
             self._ph(prov)
         self._maybe_sample(inp, row, turns)
@@ -785,6 +789,7 @@ _DIST_META: dict[str, tuple[str, str]] = {
     "gap_ms_audio": ("acoustic gap at speaker changes (edges on the audio, audio sample)", "ms"),
     "floor_step_db": ("floor step across a pause, 2nd half − 1st half (audio sample)", "dB"),
     "floor_dip_db": ("quietest 20 ms of a pause under its floor (audio sample)", "dB"),
+    "gap_corrections": ("gaps moved after the confirmation on the audio, per dialogue", "gaps"),
     "duration_s": ("dialogue duration", "s"),
     "turns_per_dialogue": ("turns per dialogue", "turns"),
     "utterance_share_a": ("speaker A share of utterances", "share"),

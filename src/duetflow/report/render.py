@@ -36,6 +36,7 @@ _DIST_ORDER = (
     "gap_ms_audio",
     "floor_step_db",
     "floor_dip_db",
+    "gap_corrections",
     "loudness_a",
     "loudness_b",
     "loudness_diff",
