@@ -60,7 +60,7 @@ from duetflow.audio.retime import (
     merge_blocks,
     mixed_speech_indices,
 )
-from duetflow.audio.trim import frame_db
+from duetflow.audio.trim import frame_db, rms_db
 from duetflow.config import RenderConfig, RunConfig
 from duetflow.errors import InputError
 from duetflow.licences import UNDECLARED
@@ -382,7 +382,10 @@ def _tone(
     else:
         rec = rec or recording_tone(*track.recording, sr)
         if rec.tone is not None:
-            parts = [t for t in (tone, rec.tone) if t is not None]
+            more = rec.tone
+            if tone is not None:  # at the window's own level: the bed holds one level
+                more = more * np.float32(10 ** ((rms_db(tone) - rms_db(more)) / 20))
+            parts = [t for t in (tone, more) if t is not None]
             fade_n = max(1, int(round(roomtone.XFADE_S * sr)))
             return _Tone(roomtone.xfade_concat(parts, fade_n), "recording", who)
         if tone is not None:
