@@ -131,6 +131,25 @@ class TurnsConfig(_Section):
         "backchannel words (duetflow.cues); false: timing alone",
     )
     balance_excludes_backchannels: bool = True
+    acoustic_timing: bool = Field(
+        True,
+        description="before windows and filters, move every turn's start/end to the acoustic "
+        "extent of its speech within its annotation (duetflow.turn_timing); false: analyse the "
+        "annotated times as given",
+    )
+    timing_outward_s: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="acoustic timing moves an edge at most this far outside its annotation",
+    )
+    max_slack_s: float = Field(
+        0.3,
+        ge=0,
+        le=2,
+        description="mono mixes: the most a boundary inside an overlap is moved by the "
+        "dialogue's typical annotation slack",
+    )
 
 
 #: Longest excerpt a window may be (s): a bound, so a typo cannot ask for days of audio.

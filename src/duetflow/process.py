@@ -35,6 +35,7 @@ from duetflow.render import RenderedDialogue, render_dialogue
 from duetflow.rendered_length import length_problem
 from duetflow.selection import select
 from duetflow.stats import CorpusStats
+from duetflow.turn_timing import refine_timing
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,11 @@ def _process_one(
     writer: _Writer,
     keep_rows: ShardResult | None,
 ) -> tuple[int, int, int, float]:
-    """Select + render one source dialogue; returns (windows, rendered, rejected, audio_s)."""
+    """Time, select + render one source dialogue; returns (windows, rendered, rejected,
+    audio_s). Acoustic timing (:mod:`duetflow.turn_timing`) runs first, so windows, filters,
+    the length model and the renderer see where the speech is, not the annotation's slack."""
+    if config.turns.acoustic_timing:
+        d = refine_timing(d, config.turns)
     sel = select(d, config)
     rejected = list(sel.rejected)
     rendered = 0

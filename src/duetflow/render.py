@@ -126,7 +126,17 @@ def source_turns(d: Dialogue) -> tuple[Turn, ...]:
     if lo >= w0 - _WINDOW_TOL_S:
         return d.turns
     if hi <= (w1 - w0) + _WINDOW_TOL_S:
-        return tuple(replace(t, start=t.start + w0, end=t.end + w0) for t in d.turns)
+        return tuple(
+            replace(
+                t,
+                start=t.start + w0,
+                end=t.end + w0,
+                annotated=None
+                if t.annotated is None
+                else (t.annotated[0] + w0, t.annotated[1] + w0),
+            )
+            for t in d.turns
+        )
     raise InputError(
         d.id,
         f"turns span {lo:.3f}-{hi:.3f} s, neither inside window {w0:.3f}-{w1:.3f} s "
@@ -237,7 +247,9 @@ def _load_per_turn(
     """Per-speaker virtual tracks: each clip on its turn's speaker's track, silence elsewhere."""
     infos = [audio_info(p) for p in src.paths]
     if len(src.paths) == len(turns):
-        starts = [t.start for t in turns]  # one clip per turn: the turn says where it lies
+        # one clip per turn: the turn's annotation says where it lies (acoustic timing may
+        # have moved start/end inside the clip)
+        starts = [t.annotated_span[0] for t in turns]
     else:
         starts, pos = [], 0.0
         for inf in infos:
@@ -253,7 +265,7 @@ def _load_per_turn(
             continue
         if len(src.paths) == len(turns):
             who: str | None = turns[k].speaker
-            need = turns[k].end - turns[k].start
+            need = turns[k].annotated_span[1] - turns[k].annotated_span[0]
             if need > inf.duration_s + _END_TOL_S:
                 raise InputError(
                     path,
@@ -866,8 +878,8 @@ def _turn_row(d: Dialogue, index: int, hosted: bool, start: float, end: float) -
         "kind": str(TurnKind.BACKCHANNEL if hosted else TurnKind.TURN),
         "start_s": round(start, 6),
         "end_s": round(end, 6),
-        "orig_start_s": float(o.start),
-        "orig_end_s": float(o.end),
+        "orig_start_s": float(o.annotated_span[0]),
+        "orig_end_s": float(o.annotated_span[1]),
         "text": o.text,
     }
 
@@ -927,7 +939,7 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         "source_kind": d.source.kind,
         "source_files": files,
         "window": list(d.window) if d.window else None,
-        "orig_turns": [[t.speaker, str(t.kind), t.start, t.end] for t in d.turns],
+        "orig_turns": [[t.speaker, str(t.kind), *t.annotated_span] for t in d.turns],
         "dropped_turns": res.dropped,
         "gaps_ms": [round(g * 1000, 3) for g in res.gaps],
         "gaps_measured_ms": res.measured,

@@ -1,0 +1,186 @@
+"""Two-speaker recordings with speech edges known by construction, annotated with known slack,
+in the on-disk shapes of the real corpora (shared/reference/corpora.md):
+
+* ``iemocap``: one 16 kHz 16-bit stereo WAV, one speaker per channel, each channel holding the
+  other speaker's voice at -14 dB (crosstalk) over its own room tone;
+* ``ramc``: one 16 kHz 16-bit mono WAV, both speakers mixed (MagicData-RAMC), a non-party
+  ``G00000000`` noise segment;
+* ``dailytalk``: one 22.05 kHz mono WAV per turn, each clip padded with 100–400 ms of floor
+  before and after the speech (its turn is the whole clip, laid end to end);
+* ``studio``: one 48 kHz mono FLAC mix with hum under the room tone, turns as an RTTM would
+  give them.
+
+Speech is :func:`duetflow.samples.voice.speech` (voiced from its first sample to its last), so a
+turn's true extent is where its signal was placed. Annotations are the truth widened by slack:
+per boundary U[20, 250] ms in separable layouts; in mono mixes one typical slack per dialogue
+(drawn in [60, 200] ms) with ±30 ms of jitter per boundary, as one annotator's habit (the slack
+correction can only undo a dialogue's typical slack, docs/turn-taking.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from duetflow.model import (
+    AudioSource,
+    Category,
+    Dialogue,
+    MixedMonoSource,
+    MultichannelSource,
+    PerTurnSource,
+    Speaker,
+    Turn,
+    TurnKind,
+)
+from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
+
+LAYOUTS = ("iemocap", "ramc", "dailytalk", "studio")
+RATES = {"iemocap": 16000, "ramc": 16000, "dailytalk": 22050, "studio": 48000}
+LEVELS = {"A": -20.0, "B": -26.0}
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One turn: true speech ``[start, start + dur]`` (s) on the dialogue timeline."""
+
+    speaker: str
+    start: float
+    dur: float
+
+    @property
+    def end(self) -> float:
+        return self.start + self.dur
+
+
+def plan(
+    seed: int, *, terminal: int = 3, interruption: bool = False, n: int = 10
+) -> tuple[list[Planned], list[int]]:
+    """Alternating turns of 2.2–4 s with pauses of 0.35–0.9 s; ``terminal`` speaker changes are
+    true terminal overlaps of 80–250 ms; with ``interruption`` one change is a mid-turn
+    floor-taking interruption (the host talks on 0.6–1.0 s over the listener, then stops
+    mid-word). Returns the turns and the indices of the turns that start inside the previous
+    one."""
+    rng = np.random.default_rng(seed)
+    kinds = ["pause"] * (n - 1)
+    picks = rng.choice(np.arange(1, n - 1), size=terminal + int(interruption), replace=False)
+    for k in picks[:terminal]:
+        kinds[int(k)] = "terminal"
+    if interruption:
+        kinds[int(picks[-1])] = "interruption"
+    out = [Planned("A", 0.8, float(rng.uniform(2.2, 4.0)))]
+    overlapped = []
+    for k, kind in enumerate(kinds):
+        prev = out[-1]
+        who = "B" if prev.speaker == "A" else "A"
+        dur = float(rng.uniform(2.2, 4.0))
+        if kind == "pause":
+            start = prev.end + float(rng.uniform(0.35, 0.9))
+        elif kind == "terminal":
+            start = prev.end - float(rng.uniform(0.08, 0.25))
+            overlapped.append(k + 1)
+        else:  # the listener comes in; the host talks on 0.6–1.0 s, then stops mid-word
+            start = prev.end - float(rng.uniform(0.6, 1.0))
+            overlapped.append(k + 1)
+        out.append(Planned(who, round(start, 4), round(dur, 4)))
+    return out, overlapped
+
+
+def _slacks(layout: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n, 2) slack before / after each turn (s)."""
+    if layout in ("ramc", "studio"):
+        base = float(rng.uniform(0.06, 0.2))
+        return np.clip(base + rng.uniform(-0.03, 0.03, size=(n, 2)), 0.02, 0.25)
+    return rng.uniform(0.02, 0.25, size=(n, 2))
+
+
+def _floor(n: int, sr: int, level: float, rng: np.random.Generator, hum: bool) -> np.ndarray:
+    x = room_tone(n / sr, sr, level, rng)[:n].astype(np.float64)
+    if hum:
+        t = np.arange(n) / sr
+        x += 10 ** ((level - 4) / 20) * np.sqrt(2) * np.sin(2 * np.pi * 50 * t + 0.3)
+    return x
+
+
+@dataclass(frozen=True)
+class Built:
+    dialogue: Dialogue
+    truth: list[tuple[float, float]]  # true speech extent of each turn (dialogue timeline)
+
+
+def build(layout: str, items: list[Planned], root: Path, seed: int, did: str = "d") -> Built:
+    """Write ``items`` in ``layout``'s on-disk shape under ``root``; the dialogue as its
+    adapter would yield it (annotated turns) and the true extents."""
+    sr = RATES[layout]
+    rng = np.random.default_rng(seed + 101)
+    slack = _slacks(layout, len(items), rng)
+    voices = {"A": MALE, "B": FEMALE}
+    sigs = [speech(p.dur, sr, voices[p.speaker], rng, LEVELS[p.speaker]) for p in items]
+    root.mkdir(parents=True, exist_ok=True)
+    speakers = (Speaker("A"), Speaker("B"))
+    if layout == "dailytalk":
+        turns, truth, paths, pos = [], [], [], 0.0
+        for k, (p, sig) in enumerate(zip(items, sigs, strict=True)):
+            before, after = (float(v) for v in rng.uniform(0.1, 0.4, size=2))
+            nb, na = int(round(before * sr)), int(round(after * sr))
+            clip = _floor(nb + len(sig) + na, sr, -60.0, rng, False)
+            clip[nb : nb + len(sig)] += sig
+            path = root / f"{k}_{0 if p.speaker == 'A' else 1}_d{seed}.wav"
+            sf.write(path, clip.astype(np.float32), sr, subtype="PCM_16")
+            dur = len(clip) / sr
+            turns.append(Turn(p.speaker, round(pos, 6), round(pos + dur, 6), f"t{k}"))
+            truth.append((pos + nb / sr, pos + (nb + len(sig)) / sr))
+            paths.append(str(path))
+            pos += dur
+        source: AudioSource = PerTurnSource(tuple(paths))
+        total = pos
+    else:
+        total = max(p.end for p in items) + 1.5
+        n = int(round(total * sr))
+        own = {s: np.zeros(n) for s in "AB"}
+        for p, sig in zip(items, sigs, strict=True):
+            i = int(round(p.start * sr))
+            own[p.speaker][i : i + len(sig)] += sig
+        truth = [(int(round(p.start * sr)) / sr, (int(round(p.start * sr)) + len(s)) / sr)
+                 for p, s in zip(items, sigs, strict=True)]  # fmt: skip
+        turns = [
+            Turn(p.speaker, round(max(0.0, a - slack[k, 0]), 3), round(b + slack[k, 1], 3), f"t{k}")
+            for k, (p, (a, b)) in enumerate(zip(items, truth, strict=True))
+        ]
+        if layout == "iemocap":
+            x = np.stack(
+                [
+                    own["A"] + 10 ** (-14 / 20) * own["B"] + _floor(n, sr, -55.0, rng, False),
+                    own["B"] + 10 ** (-14 / 20) * own["A"] + _floor(n, sr, -55.0, rng, False),
+                ],
+                axis=1,
+            )
+            path = root / f"Ses01F_impro0{seed % 10}.wav"
+            sf.write(path, x.astype(np.float32), sr, subtype="PCM_16")
+            source = MultichannelSource(str(path), {"A": 0, "B": 1})
+        else:
+            hum = layout == "studio"
+            x = own["A"] + own["B"] + _floor(n, sr, -52.0, rng, hum)
+            if layout == "ramc":  # a non-party noise segment in a long pause, as RAMC marks
+                turns.append(Turn("G00000000", total - 1.2, total - 0.9, "[*]", TurnKind.NONSPEECH))
+                i = int((total - 1.15) * sr)
+                x[i : i + int(0.2 * sr)] += rng.normal(0, 0.01, int(0.2 * sr))
+            path = root / (f"CTS-CN-F2F-{seed}.wav" if layout == "ramc" else f"mix_{seed}.flac")
+            sf.write(path, x.astype(np.float32), sr, subtype="PCM_16")
+            source = MixedMonoSource(str(path))
+    d = Dialogue(
+        id=f"{layout}__{did}{seed}",
+        corpus=layout,
+        source_id=f"{did}{seed}",
+        category=Category.HH,
+        language="en",
+        topic="t",
+        speakers=speakers,
+        turns=tuple(turns),
+        source=source,
+        duration_s=total,
+    )
+    return Built(d, truth)
