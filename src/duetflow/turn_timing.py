@@ -92,6 +92,9 @@ MIN_SLACK_EDGES = 4
 MIN_SLACK_SIDE = 3
 #: A boundary inside an overlap moves by at most this share of its turn's annotated length.
 MAX_SLACK_SHARE = 0.25
+#: Separable tracks: an edge inside the other speaker's talk moves inward at most this quantile
+#: of the dialogue's slack at edges clear of overlap.
+MASKED_QUANTILE = 0.9
 #: Labels of a re-timed turn.
 LABEL_START = "timing_start"
 LABEL_END = "timing_end"
@@ -303,7 +306,7 @@ def _edges_of(
     """An extent in seconds; an edge cut at its bound is None (not measured); None: no speech."""
     if ext is None:
         return None
-    s0, s1 = span.t0 + ext.start / span.sr, span.t0 + ext.end / span.sr
+    s0, s1 = float(span.t0 + ext.start / span.sr), float(span.t0 + ext.end / span.sr)
     start = s0 if s0 > bounds[0] + _CUT_EPS_S else None
     end = s1 if s1 < bounds[1] - _CUT_EPS_S else None
     return start, end
@@ -364,8 +367,45 @@ def _measure_separable(
                 (span.at(t.start), span.at(t.end)),
                 (span.at(bounds[0]), span.at(bounds[1])),
             )
-            _record(res, i, _edges_of(ext, span, bounds))
+            got = _edges_of(ext, span, bounds)
+            _record(res, i, got)
+            if got is not None:  # edges clear of the other speaker: the dialogue's slack
+                if got[0] is not None and not _in_other(turns, speech, i, t.start):
+                    res.onset_slack.append(got[0] - t.start)
+                if got[1] is not None and not _in_other(turns, speech, i, t.end):
+                    res.offset_slack.append(t.end - got[1])
+    _limit_masked(turns, speech, res)
     return res
+
+
+def _in_other(turns: Sequence[Turn], speech: Sequence[int], i: int, at: float) -> bool:
+    """Whether time ``at`` lies inside another speaker's annotated turn."""
+    who = turns[i].speaker
+    return any(turns[j].speaker != who and turns[j].start < at < turns[j].end for j in speech)
+
+
+def _limit_masked(turns: Sequence[Turn], speech: Sequence[int], res: _Result) -> None:
+    """Separable tracks: an edge inside the other speaker's talk is heard over their leak, and a
+    quiet ending under the leak is not; such an edge moves inward no further than the dialogue's
+    edges clear of overlap do (their :data:`MASKED_QUANTILE`), so an exact annotation stays
+    exact. Labelled :attr:`EdgeSource.SLACK` where the limit applies."""
+    pooled = [*res.onset_slack, *res.offset_slack]
+    if len(pooled) < MIN_SLACK_EDGES:
+        return
+
+    def reach(v: Sequence[float]) -> float:
+        q = float(np.quantile(v if len(v) >= MIN_SLACK_SIDE else pooled, MASKED_QUANTILE))
+        return max(q, 0.0)
+
+    on, off = reach(res.onset_slack), reach(res.offset_slack)
+    for i in speech:
+        t = turns[i]
+        st = res.starts.get(i)
+        if st is not None and _in_other(turns, speech, i, t.start) and st.t > t.start + on:
+            res.starts[i] = _Edge(t.start + on, EdgeSource.SLACK)
+        en = res.ends.get(i)
+        if en is not None and _in_other(turns, speech, i, t.end) and en.t < t.end - off:
+            res.ends[i] = _Edge(t.end - off, EdgeSource.SLACK)
 
 
 def _record(res: _Result, i: int, got: tuple[float | None, float | None] | None) -> None:
@@ -507,7 +547,7 @@ def _apply(turns: Sequence[Turn], res: _Result, kind: str) -> tuple[tuple[Turn, 
         labels = {**t.labels, LABEL_START: str(st.source), LABEL_END: str(en.source)}
         out.append(
             replace(
-                t, start=round(st.t, 6), end=round(en.t, 6), labels=labels,
+                t, start=round(float(st.t), 6), end=round(float(en.t), 6), labels=labels,
                 annotated=t.annotated_span,
             )
         )  # fmt: skip

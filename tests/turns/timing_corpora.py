@@ -8,7 +8,9 @@ in the on-disk shapes of the real corpora (shared/reference/corpora.md):
 * ``dailytalk``: one 22.05 kHz mono WAV per turn, each clip padded with 100–400 ms of floor
   before and after the speech (its turn is the whole clip, laid end to end);
 * ``studio``: one 48 kHz mono FLAC mix with hum under the room tone, turns as an RTTM would
-  give them.
+  give them;
+* ``studio_tracks``: a 48 kHz FLAC per party (mic + system line-out), the mic picking up the
+  loudspeaker at -30 dB.
 
 Speech is :func:`duetflow.samples.voice.speech` (voiced from its first sample to its last), so a
 turn's true extent is where its signal was placed. Annotations are the truth widened by slack:
@@ -31,6 +33,7 @@ from duetflow.model import (
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
+    PerSpeakerSource,
     PerTurnSource,
     Speaker,
     Turn,
@@ -38,8 +41,12 @@ from duetflow.model import (
 )
 from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
 
-LAYOUTS = ("iemocap", "ramc", "dailytalk", "studio")
-RATES = {"iemocap": 16000, "ramc": 16000, "dailytalk": 22050, "studio": 48000}
+LAYOUTS = ("iemocap", "ramc", "dailytalk", "studio", "studio_tracks")
+#: the layouts whose timeline can hold overlaps (a clip-per-turn corpus lays clips end to end)
+OVERLAPPING = ("iemocap", "ramc", "studio", "studio_tracks")
+MONO = ("ramc", "studio")
+RATES = {"iemocap": 16000, "ramc": 16000, "dailytalk": 22050, "studio": 48000,
+         "studio_tracks": 48000}  # fmt: skip
 LEVELS = {"A": -20.0, "B": -26.0}
 
 
@@ -91,7 +98,7 @@ def plan(
 
 def _slacks(layout: str, n: int, rng: np.random.Generator) -> np.ndarray:
     """(n, 2) slack before / after each turn (s)."""
-    if layout in ("ramc", "studio"):
+    if layout in MONO:
         base = float(rng.uniform(0.06, 0.2))
         return np.clip(base + rng.uniform(-0.03, 0.03, size=(n, 2)), 0.02, 0.25)
     return rng.uniform(0.02, 0.25, size=(n, 2))
@@ -147,7 +154,12 @@ def build(layout: str, items: list[Planned], root: Path, seed: int, did: str = "
         truth = [(int(round(p.start * sr)) / sr, (int(round(p.start * sr)) + len(s)) / sr)
                  for p, s in zip(items, sigs, strict=True)]  # fmt: skip
         turns = [
-            Turn(p.speaker, round(max(0.0, a - slack[k, 0]), 3), round(b + slack[k, 1], 3), f"t{k}")
+            Turn(
+                p.speaker,
+                round(float(max(0.0, a - slack[k, 0])), 3),
+                round(float(b + slack[k, 1]), 3),
+                f"t{k}",
+            )
             for k, (p, (a, b)) in enumerate(zip(items, truth, strict=True))
         ]
         if layout == "iemocap":
@@ -161,11 +173,22 @@ def build(layout: str, items: list[Planned], root: Path, seed: int, did: str = "
             path = root / f"Ses01F_impro0{seed % 10}.wav"
             sf.write(path, x.astype(np.float32), sr, subtype="PCM_16")
             source = MultichannelSource(str(path), {"A": 0, "B": 1})
+        elif layout == "studio_tracks":
+            paths = {}
+            for s, o in (("A", "B"), ("B", "A")):
+                leak = 10 ** (-30 / 20) * own[o] if s == "A" else 0.0
+                y = own[s] + leak + _floor(n, sr, -58.0, rng, s == "A")
+                paths[s] = str(root / f"{'mic' if s == 'A' else 'system'}_{seed}.flac")
+                sf.write(paths[s], y.astype(np.float32), sr, subtype="PCM_16")
+            source = PerSpeakerSource(paths)
         else:
             hum = layout == "studio"
             x = own["A"] + own["B"] + _floor(n, sr, -52.0, rng, hum)
             if layout == "ramc":  # a non-party noise segment in a long pause, as RAMC marks
-                turns.append(Turn("G00000000", total - 1.2, total - 0.9, "[*]", TurnKind.NONSPEECH))
+                turns.append(
+                    Turn("G00000000", round(total - 1.2, 3), round(total - 0.9, 3), "[*]",
+                         TurnKind.NONSPEECH)
+                )  # fmt: skip
                 i = int((total - 1.15) * sr)
                 x[i : i + int(0.2 * sr)] += rng.normal(0, 0.01, int(0.2 * sr))
             path = root / (f"CTS-CN-F2F-{seed}.wav" if layout == "ramc" else f"mix_{seed}.flac")
