@@ -36,6 +36,8 @@ Memory: a dialogue's audio is read in chunks of at most :data:`CHUNK_S` of turns
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import logging
 import math
 import statistics
@@ -101,6 +103,7 @@ LABEL_END = "timing_end"
 #: Dialogue provenance key of the :class:`TimingReport`.
 PROVENANCE_KEY = "timing"
 
+_NEIGHBOURS = 3  # same-track annotations looked at either side of a turn for its bounds
 _CUT_EPS_S = 0.003  # an edge this close to its search bound was cut there, not measured
 
 
@@ -284,20 +287,44 @@ def _mixed_reader(src: MixedMonoSource) -> Reader:
 # --- measuring --------------------------------------------------------------------------------
 
 
-def _bounds(turns: Sequence[Turn], idx: Sequence[int], i: int, tol: float) -> tuple[float, float]:
-    """Where turn ``i``'s edges may lie (s): its annotation widened by ``tol``, never past the
-    middle of the pause to the neighbouring annotation among ``idx`` (the same track)."""
-    t = turns[i]
+def _bounds(turns: Sequence[Turn], idx: Sequence[int], pos: int, tol: float) -> tuple[float, float]:
+    """Where turn ``idx[pos]``'s edges may lie (s): its annotation widened by ``tol``, never past
+    the middle of the pause to a neighbouring annotation of ``idx`` (the same track, in time
+    order; the nearest :data:`_NEIGHBOURS` either side are looked at)."""
+    t = turns[idx[pos]]
     lo, hi = t.start - tol, t.end + tol
-    for j in idx:
-        if j == i:
-            continue
+    for j in idx[max(0, pos - _NEIGHBOURS) : pos + _NEIGHBOURS + 1]:
         o = turns[j]
+        if j == idx[pos]:
+            continue
         if o.end <= t.start:
             lo = max(lo, 0.5 * (o.end + t.start))
         elif o.start >= t.end:
             hi = min(hi, 0.5 * (t.end + o.start))
     return lo, hi
+
+
+class _Talk:
+    """Each speaker's annotated turns, to ask "is someone else talking at ``t``?" in log time."""
+
+    def __init__(self, turns: Sequence[Turn], speech: Sequence[int]) -> None:
+        self._by: dict[str, tuple[list[float], list[float]]] = {}
+        for who in {turns[i].speaker for i in speech}:
+            spans = sorted(
+                (turns[i].start, turns[i].end) for i in speech if turns[i].speaker == who
+            )
+            reach = list(itertools.accumulate((e for _, e in spans), max))
+            self._by[who] = ([a for a, _ in spans], reach)
+
+    def other_at(self, who: str, at: float) -> bool:
+        """Whether a speaker other than ``who`` has an annotated turn running at ``at``."""
+        for s, (starts, reach) in self._by.items():
+            if s == who:
+                continue
+            k = bisect.bisect_left(starts, at)
+            if k > 0 and reach[k - 1] > at:
+                return True
+        return False
 
 
 def _edges_of(
@@ -335,7 +362,12 @@ def _measure_separable(
     ids = [s.id for s in d.speakers]
     res = _Result()
     speech = [i for i in _speech_indices(turns) if turns[i].speaker in ids]
-    by_speaker = {s: [i for i in speech if turns[i].speaker == s] for s in ids}
+    by_speaker = {
+        s: sorted((i for i in speech if turns[i].speaker == s), key=lambda i: turns[i].start)
+        for s in ids
+    }
+    rank = {i: k for idx in by_speaker.values() for k, i in enumerate(idx)}
+    talk = _Talk(turns, speech)
     last: dict[str, edges.Floor | None] = {s: None for s in ids}
     tol = cfg.timing_outward_s
     for chunk in _chunks([(turns[i].start, turns[i].end) for i in speech]):
@@ -351,15 +383,16 @@ def _measure_separable(
             own = [
                 [(span.at(t.start), span.at(t.end)) for t in near if t.speaker == s] for s in ids
             ]
+            # (the floors stand: they are measured clear of every annotated turn, where the
+            # other speaker's leak is not)
             source_acoustics.mark_crosstalk(
                 [views[s] for s in ids], own, [floors[s] for s in ids], margin_db=edges.EDGE_DB
             )
-            floors = {s: _floor_for(views[s], last[s]) for s in ids}
         for s in ids:
             last[s] = floors[s] or last[s]
         for i in members:
             t = turns[i]
-            lo, hi = _bounds(turns, by_speaker[t.speaker], i, tol)
+            lo, hi = _bounds(turns, by_speaker[t.speaker], rank[i], tol)
             bounds = (max(lo, span.t0), min(hi, span.t0 + len(span.tracks[t.speaker]) / span.sr))
             ext = source_acoustics.extent(
                 views[t.speaker],
@@ -370,21 +403,15 @@ def _measure_separable(
             got = _edges_of(ext, span, bounds)
             _record(res, i, got)
             if got is not None:  # edges clear of the other speaker: the dialogue's slack
-                if got[0] is not None and not _in_other(turns, speech, i, t.start):
+                if got[0] is not None and not talk.other_at(t.speaker, t.start):
                     res.onset_slack.append(got[0] - t.start)
-                if got[1] is not None and not _in_other(turns, speech, i, t.end):
+                if got[1] is not None and not talk.other_at(t.speaker, t.end):
                     res.offset_slack.append(t.end - got[1])
-    _limit_masked(turns, speech, res)
+    _limit_masked(turns, speech, talk, res)
     return res
 
 
-def _in_other(turns: Sequence[Turn], speech: Sequence[int], i: int, at: float) -> bool:
-    """Whether time ``at`` lies inside another speaker's annotated turn."""
-    who = turns[i].speaker
-    return any(turns[j].speaker != who and turns[j].start < at < turns[j].end for j in speech)
-
-
-def _limit_masked(turns: Sequence[Turn], speech: Sequence[int], res: _Result) -> None:
+def _limit_masked(turns: Sequence[Turn], speech: Sequence[int], talk: _Talk, res: _Result) -> None:
     """Separable tracks: an edge inside the other speaker's talk is heard over their leak, and a
     quiet ending under the leak is not; such an edge moves inward no further than the dialogue's
     edges clear of overlap do (their :data:`MASKED_QUANTILE`), so an exact annotation stays
@@ -401,10 +428,10 @@ def _limit_masked(turns: Sequence[Turn], speech: Sequence[int], res: _Result) ->
     for i in speech:
         t = turns[i]
         st = res.starts.get(i)
-        if st is not None and _in_other(turns, speech, i, t.start) and st.t > t.start + on:
+        if st is not None and talk.other_at(t.speaker, t.start) and st.t > t.start + on:
             res.starts[i] = _Edge(t.start + on, EdgeSource.SLACK)
         en = res.ends.get(i)
-        if en is not None and _in_other(turns, speech, i, t.end) and en.t < t.end - off:
+        if en is not None and talk.other_at(t.speaker, t.end) and en.t < t.end - off:
             res.ends[i] = _Edge(t.end - off, EdgeSource.SLACK)
 
 
