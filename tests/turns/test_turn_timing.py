@@ -34,7 +34,16 @@ from duetflow.turn_timing import (
 )
 from duetflow.turns import OverlapClass, classify_overlaps
 
-from .timing_corpora import LAYOUTS, MONO, OVERLAPPING, build, plan
+from .timing_corpora import (
+    LAYOUTS,
+    MONO,
+    OVERLAPPING,
+    RATES,
+    build,
+    espeak_signals,
+    plan,
+    with_durations,
+)
 
 CFG = build_config({})
 OFF = build_config({"turns": {"acoustic_timing": False}})
@@ -236,3 +245,31 @@ def test_memory_stays_flat_with_recording_length(tmp_path: Path) -> None:
     # 8x the audio (a whole 16-minute recording is 61 MB of float32): the same peak
     assert peaks[16.0] < 1.3 * peaks[2.0], peaks
     assert peaks[16.0] < 40e6, peaks
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_real_speech_from_espeak(tmp_path: Path, layout: str) -> None:
+    """eSpeak NG sentences (real phonetics: fricatives, stops, quiet word endings) in each
+    layout; truth where the clean sentence's power reaches the layout's floor."""
+    clean: list[float] = []
+    for inter in (False, True) if layout in OVERLAPPING else (False,):
+        items, overlapped = plan(1, terminal=3, interruption=inter)
+        sigs = espeak_signals(items, RATES[layout])
+        items = with_durations(items, sigs, RATES[layout])
+        b = build(layout, items, tmp_path / f"{inter}", 1, signals=sigs)
+        r = refine_timing(b.dialogue, CFG.turns)
+        for k, (t, truth) in enumerate(zip(r.turns, b.truth, strict=False)):
+            for which, (got, label) in enumerate(
+                ((t.start, t.labels[LABEL_START]), (t.end, t.labels[LABEL_END]))
+            ):
+                if label == EdgeSource.ACOUSTIC and not _inside_overlap(b.truth, k, which):
+                    clean.append(abs(got - truth[which]))
+        sel = select(r, CFG)
+        assert [x.reason for x in sel.rejected] == (["interruption"] if inter else []), layout
+        if inter:
+            events = classify_overlaps(r.turns, CFG.turns)
+            [hit] = [e for e in events if e.klass is OverlapClass.INTERRUPTION]
+            assert hit.listener_turn_index == overlapped[-1]
+    assert float(np.median(clean)) <= 0.005, clean
+    assert float(np.quantile(clean, 0.9)) <= 0.015, clean
+    assert max(clean) <= 0.06, clean
