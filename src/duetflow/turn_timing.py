@@ -50,7 +50,7 @@ import numpy as np
 
 from duetflow import source_acoustics
 from duetflow.audio import edges
-from duetflow.audio.io import Audio, audio_info, read_frames
+from duetflow.audio.io import Audio, audio_info, read_frames, resample
 from duetflow.audio.retime import merge_blocks
 from duetflow.config import TurnsConfig
 from duetflow.errors import InputError
@@ -94,9 +94,13 @@ MIN_SLACK_EDGES = 4
 MIN_SLACK_SIDE = 3
 #: A boundary inside an overlap moves by at most this share of its turn's annotated length.
 MAX_SLACK_SHARE = 0.25
-#: Separable tracks: an edge inside the other speaker's talk moves inward at most this quantile
-#: of the dialogue's slack at edges clear of overlap.
-MASKED_QUANTILE = 0.9
+#: Separable tracks: an edge inside the other speaker's talk moves inward at most this multiple
+#: of the most the dialogue's annotations leave at edges clear of overlap, plus
+#: :data:`MASK_EXTRA_S` (an exact annotation stays within ~20 ms; a loose one is not held back).
+MASK_SCALE = 1.5
+MASK_EXTRA_S = 0.01
+#: ... where the measured edge lies within this of the other speaker's measured speech (s).
+MASK_REACH_S = 0.05
 #: Labels of a re-timed turn.
 LABEL_START = "timing_start"
 LABEL_END = "timing_end"
@@ -257,20 +261,19 @@ def _multichannel_reader(src: MultichannelSource, ids: Sequence[str]) -> Reader:
 
 
 def _per_speaker_reader(src: PerSpeakerSource, ids: Sequence[str]) -> Reader:
-    rates = {audio_info(src.paths[s]).sample_rate for s in ids}
-    if len(rates) != 1:
-        raise InputError(src.paths[ids[0]], f"speaker files at rates {sorted(rates)}")
+    """Each speaker's file over the same seconds; files at different rates (a 16 kHz mic, a
+    24 kHz system line-out) are brought to the highest, so their frames line up for crosstalk."""
+    rate = max(audio_info(src.paths[s]).sample_rate for s in ids)
 
     def read(a: float, b: float) -> _Span:
         out: dict[str, Audio] = {}
-        t0, sr, n = a, 0, -1
         for s in ids:
             start, stop, sr = _file_range(src.paths[s], a, b)
             x, sr = read_frames(src.paths[s], start, stop, channel=src.channels.get(s), mono=True)
-            t0 = start / sr
-            out[s] = x
-            n = len(x) if n < 0 else min(n, len(x))
-        return _Span({s: x[:n] for s, x in out.items()}, sr, t0)
+            out[s] = resample(x, sr, rate)
+        n = min(len(x) for x in out.values())
+        t0 = math.floor(a * rate) / rate
+        return _Span({s: x[:n] for s, x in out.items()}, rate, t0)
 
     return read
 
@@ -407,31 +410,41 @@ def _measure_separable(
                     res.onset_slack.append(got[0] - t.start)
                 if got[1] is not None and not talk.other_at(t.speaker, t.end):
                     res.offset_slack.append(t.end - got[1])
-    _limit_masked(turns, speech, talk, res)
+    _limit_masked(turns, speech, res)
     return res
 
 
-def _limit_masked(turns: Sequence[Turn], speech: Sequence[int], talk: _Talk, res: _Result) -> None:
+def _limit_masked(turns: Sequence[Turn], speech: Sequence[int], res: _Result) -> None:
     """Separable tracks: an edge inside the other speaker's talk is heard over their leak, and a
-    quiet ending under the leak is not; such an edge moves inward no further than the dialogue's
-    edges clear of overlap do (their :data:`MASKED_QUANTILE`), so an exact annotation stays
-    exact. Labelled :attr:`EdgeSource.SLACK` where the limit applies."""
+    quiet ending under the leak is not; such an edge moves inward no further than
+    :data:`MASK_SCALE` times the most the dialogue's edges clear of overlap do (plus
+    :data:`MASK_EXTRA_S`), so an exact annotation stays (nearly) exact. "Inside" is judged on
+    the measured extents (within :data:`MASK_REACH_S`): annotations that overlap only by their
+    slack leave an edge next to a pause alone. Labelled :attr:`EdgeSource.SLACK` where the
+    limit applies."""
     pooled = [*res.onset_slack, *res.offset_slack]
     if len(pooled) < MIN_SLACK_EDGES:
         return
 
     def reach(v: Sequence[float]) -> float:
-        q = float(np.quantile(v if len(v) >= MIN_SLACK_SIDE else pooled, MASKED_QUANTILE))
-        return max(q, 0.0)
+        most = max(v if len(v) >= MIN_SLACK_SIDE else pooled)
+        return MASK_SCALE * max(most, 0.0) + MASK_EXTRA_S
 
+    heard = list(turns)
+    for i in speech:
+        if i not in res.no_speech:
+            a = res.starts[i].t if i in res.starts else turns[i].start
+            b = res.ends[i].t if i in res.ends else turns[i].end
+            heard[i] = replace(turns[i], start=a - MASK_REACH_S, end=b + MASK_REACH_S)
+    talk = _Talk(heard, [i for i in speech if i not in res.no_speech])
     on, off = reach(res.onset_slack), reach(res.offset_slack)
     for i in speech:
         t = turns[i]
         st = res.starts.get(i)
-        if st is not None and talk.other_at(t.speaker, t.start) and st.t > t.start + on:
+        if st is not None and st.t > t.start + on and talk.other_at(t.speaker, st.t):
             res.starts[i] = _Edge(t.start + on, EdgeSource.SLACK)
         en = res.ends.get(i)
-        if en is not None and talk.other_at(t.speaker, t.end) and en.t < t.end - off:
+        if en is not None and en.t < t.end - off and talk.other_at(t.speaker, en.t):
             res.ends[i] = _Edge(t.end - off, EdgeSource.SLACK)
 
 

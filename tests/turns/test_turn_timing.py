@@ -18,8 +18,17 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from duetflow.audio.io import resample
 from duetflow.config import build_config
-from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, TurnKind
+from duetflow.model import (
+    Category,
+    Dialogue,
+    MixedMonoSource,
+    PerSpeakerSource,
+    Speaker,
+    Turn,
+    TurnKind,
+)
 from duetflow.process import process_dialogues
 from duetflow.rendered_length import predict_length
 from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
@@ -128,7 +137,8 @@ def test_a_mid_turn_interruption_is_still_rejected(tmp_path: Path, layout: str) 
 
 
 def test_exact_annotations_are_not_disturbed(tmp_path: Path) -> None:
-    """Annotations that are the speech (the sample corpora's): edges stay within a few ms."""
+    """Annotations that are the speech (the sample corpora's): edges stay within a few ms, and
+    within ~20 ms where a quiet ending lies under the other speaker's crosstalk."""
     items, _ = plan(4, terminal=3)
     b = build("iemocap", items, tmp_path, 4)
     exact = tuple(
@@ -138,7 +148,7 @@ def test_exact_annotations_are_not_disturbed(tmp_path: Path) -> None:
     d = replace(b.dialogue, turns=exact)
     r = refine_timing(d, CFG.turns)
     for t, o in zip(r.turns, exact, strict=True):
-        assert abs(t.start - o.start) <= 0.01 and abs(t.end - o.end) <= 0.01
+        assert abs(t.start - o.start) <= 0.025 and abs(t.end - o.end) <= 0.025
     before = [e.klass for e in classify_overlaps(exact, CFG.turns)]
     assert [e.klass for e in classify_overlaps(r.turns, CFG.turns)] == before
 
@@ -273,3 +283,19 @@ def test_real_speech_from_espeak(tmp_path: Path, layout: str) -> None:
     assert float(np.median(clean)) <= 0.005, clean
     assert float(np.quantile(clean, 0.9)) <= 0.015, clean
     assert max(clean) <= 0.06, clean
+
+
+def test_speaker_files_at_different_rates(tmp_path: Path) -> None:
+    """A studio session's mic at 48 kHz and its system line-out at 24 kHz are timed together."""
+    items, _ = plan(8, terminal=2)
+    b = build("studio_tracks", items, tmp_path, 8)
+    src = b.dialogue.source
+    assert isinstance(src, PerSpeakerSource)
+    x, sr = sf.read(src.paths["B"], dtype="float32")
+    sf.write(src.paths["B"], resample(x, sr, 24000), 24000, subtype="PCM_16")
+    r = refine_timing(b.dialogue, CFG.turns)
+    assert "error" not in r.provenance[PROVENANCE_KEY]
+    for k, (t, truth) in enumerate(zip(r.turns, b.truth, strict=True)):
+        for which, got in enumerate((t.start, t.end)):
+            if not _inside_overlap(b.truth, k, which):
+                assert abs(got - truth[which]) <= 0.015, (k, which, got, truth)
