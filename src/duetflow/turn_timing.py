@@ -637,6 +637,10 @@ def refine_timing(d: Dialogue, cfg: TurnsConfig) -> Dialogue:
     """
     if not d.turns or any(t.annotated is not None for t in d.turns):
         return d
+    if not all(math.isfinite(t.start) and math.isfinite(t.end) for t in d.turns) or any(
+        t.end < t.start for t in d.turns
+    ):
+        return d  # bad times: selection rejects the dialogue (``bad_turns``) with the cause
     try:
         turns, report = measure(d, cfg)
     except InputError as e:

@@ -299,3 +299,14 @@ def test_speaker_files_at_different_rates(tmp_path: Path) -> None:
         for which, got in enumerate((t.start, t.end)):
             if not _inside_overlap(b.truth, k, which):
                 assert abs(got - truth[which]) <= 0.015, (k, which, got, truth)
+
+
+def test_bad_turn_times_are_left_to_selection(tmp_path: Path) -> None:
+    items, _ = plan(9, terminal=1)
+    b = build("ramc", items, tmp_path, 9)
+    bad = replace(b.dialogue.turns[2], end=float("nan"))
+    d = replace(b.dialogue, turns=(*b.dialogue.turns[:2], bad, *b.dialogue.turns[3:]))
+    r = refine_timing(d, CFG.turns)
+    assert r is d
+    [rej] = select(r, CFG).rejected
+    assert rej.reason == "bad_turns"
