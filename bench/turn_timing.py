@@ -11,8 +11,9 @@ One command: ``.venv/bin/python bench/turn_timing.py`` (``--minutes 30 --repeat 
   shape, CPU seconds per source hour (``time.process_time``: per core);
 * **process, before / after**: :func:`duetflow.process.process_dialogues` (timing, windows,
   filters, render of every kept window; interruptions allowed, so both render about the same
-  windows) on a 3-minute recording of each shape with ``turns.acoustic_timing`` false and true, interleaved ``--repeat`` times, the best run of each
-  (the least disturbed on a shared machine); the ratio is the share timing adds;
+  windows) on a 3-minute recording of each shape with ``turns.acoustic_timing`` false and
+  true, interleaved ``--repeat`` times, the best run of each (the least disturbed on a shared
+  machine); the ratio is the share timing adds;
 * **memory**: the peak Python heap (tracemalloc, numpy included) of timing a 2-minute and a
   ``--minutes`` recording: flat when the ratio is about 1.
 

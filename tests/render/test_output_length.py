@@ -104,4 +104,6 @@ def test_acoustic_timing_sees_the_slack_before_windows_are_chosen(tmp_path: Path
     predicted = json.loads(rej.detail)["predicted_s"]
     # about 8 x 1.2 s of speech + 7 gaps + edges, as the renderer would make it
     assert 8 * 1.2 + 7 * 0.17 <= predicted[0] <= predicted[1] <= 8 * 1.2 + 7 * 0.24 + 1.0
-    assert not (tmp_path / "out" / "audio").exists() or not list((tmp_path / "out" / "audio").glob("*"))
+    assert not (tmp_path / "out" / "audio").exists() or not list(
+        (tmp_path / "out" / "audio").glob("*")
+    )
