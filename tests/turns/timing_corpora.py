@@ -102,9 +102,9 @@ def plan(
     return out, overlapped + ([interrupter] if interruption else [])
 
 
-def _slacks(layout: str, n: int, rng: np.random.Generator) -> np.ndarray:
+def _slacks(layout: str, n: int, rng: np.random.Generator, per_boundary: bool) -> np.ndarray:
     """(n, 2) slack before / after each turn (s)."""
-    if layout in MONO:
+    if layout in MONO and not per_boundary:
         base = float(rng.uniform(0.06, 0.2))
         return np.clip(base + rng.uniform(-0.03, 0.03, size=(n, 2)), 0.02, 0.25)
     return rng.uniform(0.02, 0.25, size=(n, 2))
@@ -188,14 +188,16 @@ def build(
     seed: int,
     did: str = "d",
     signals: list[np.ndarray] | None = None,
+    per_boundary_slack: bool = False,
 ) -> Built:
     """Write ``items`` in ``layout``'s on-disk shape under ``root``; the dialogue as its
     adapter would yield it (annotated turns) and the true extents. ``signals``: the speech of
     each item (default :func:`duetflow.samples.voice.speech`, voiced from its first sample to
-    its last; others are placed at the item's start, truth where they reach the floor)."""
+    its last; others are placed at the item's start, truth where they reach the floor).
+    ``per_boundary_slack``: mono layouts too get independent U[20, 250] ms slack per boundary."""
     sr = RATES[layout]
     rng = np.random.default_rng(seed + 101)
-    slack = _slacks(layout, len(items), rng)
+    slack = _slacks(layout, len(items), rng, per_boundary_slack)
     voices = {"A": MALE, "B": FEMALE}
     if signals is None:
         sigs = [speech(p.dur, sr, voices[p.speaker], rng, LEVELS[p.speaker]) for p in items]
