@@ -1,9 +1,11 @@
-"""Process stage: intake work directory → windows → filters → rendered work directory.
+"""Process stage: intake work directory → acoustic turn timing → windows → filters → rendered
+work directory.
 
 ``process_dialogues`` is the unit the Prefect tasks run per shard; ``process_workdir`` is the
 whole stage for the command line (``duetflow process --in WORKDIR --out WORKDIR2``). Both
-stream: one source dialogue is selected and its kept windows rendered before the next is read,
-and manifest rows go to row-group writers, so memory does not grow with the corpus.
+stream: one source dialogue is timed from its audio (:mod:`duetflow.turn_timing`, read in
+chunks), selected, and its kept windows rendered before the next is read, and manifest rows go
+to row-group writers, so memory does not grow with the corpus.
 
 Accounting: every window selection produces is either rendered or rejected (a render failure
 is an ``InputError`` → ``Stage.RENDER`` rejection, and the run goes on; so is rendered audio
