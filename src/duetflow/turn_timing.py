@@ -19,7 +19,9 @@ Rules (docs/turn-taking.md, *Acoustic turn timing*):
 * A turn with no audible speech keeps its annotation and is labelled ``no_speech``; nonspeech
   and zero-length turns are left alone.
 * **Separable sources** (a channel, file or clip per speaker) measure every edge on the
-  speaker's own track.
+  speaker's own track, the other speaker's leak blocked; an edge measured inside the other
+  speaker's talk (where a quiet ending can hide under the leak) moves inward no further than
+  the dialogue's clear edges allow (:func:`_limit_masked`).
 * **Mono mixes**: a boundary inside an annotated overlap cannot be measured (both voices are in
   one channel). Boundaries next to a pause can: their slack (annotated minus acoustic) over the
   dialogue gives its typical slack (the median, per side, capped at ``turns.max_slack_s``), and
