@@ -43,8 +43,10 @@ from duetflow import manifest, progress
 from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
 from duetflow.model import Dialogue, safe_id
+from duetflow.stats import mean_of, seconds_of
 
 if TYPE_CHECKING:
+    from duetflow.release.publish import ReportMaker, StagedRelease
     from duetflow.tts.script import Script
     from duetflow.tts.voices import VoicePool as VoicePoolLike
 
@@ -146,6 +148,11 @@ def dialogues_fingerprint(dialogues: Sequence[Dialogue]) -> str:
         for p in _source_paths(d):
             h.update(_file_stat(p).encode())
     return h.hexdigest()
+
+
+def text_digest(text: str) -> str:
+    """sha256 hex of a text (canonical JSON of a split plan, a drop list)."""
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def files_fingerprint(paths: Iterable[str | Path]) -> str:
@@ -644,7 +651,10 @@ def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Fold ``stats.json`` documents of shards into one, as if one run had counted them all.
 
     Counts add up, histogram ``counts`` add bin by bin, ``edges`` stay, ``min``/``max`` take
-    the extreme, a ``mean`` next to an ``n`` is re-weighted; anything else keeps the first value.
+    the extreme; sums kept in integer microseconds (``sum_us``, ``*_duration_us``) add exactly
+    and the means and durations derived from them are recomputed, so the merged document is
+    the same bytes whatever the shard borders. A ``mean`` without ``sum_us`` is re-weighted by
+    ``n``; anything else keeps the first value.
     """
     out: dict[str, Any] = {}
     for part in parts:
@@ -663,12 +673,18 @@ def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 out[k] = round(total, 6) if isinstance(total, float) else total
             elif isinstance(v, list) and isinstance(cur, list) and len(v) == len(cur):
                 out[k] = [a + b for a, b in zip(cur, v, strict=True)]
+    for k in list(out):
+        if k.endswith("_duration_us") and isinstance(out[k], int):
+            out[k.removesuffix("_us") + "_s"] = seconds_of(out[k])
     return out
 
 
 def _merge_hist(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     merged = merge_stats([{k: v for k, v in a.items() if k != "mean"},
                           {k: v for k, v in b.items() if k != "mean"}])  # fmt: skip
+    if isinstance(merged.get("sum_us"), int):
+        merged["mean"] = mean_of(merged["sum_us"], merged["n"])
+        return merged
     weighted = [
         (m, n) for m, n in ((a.get("mean"), a["n"]), (b.get("mean"), b["n"])) if m is not None
     ]
@@ -829,66 +845,78 @@ def voice_dirs(config: RunConfig, merged: Sequence[StepOutcome]) -> list[str]:
 # --- publish ------------------------------------------------------------------------------------
 
 
-def report_key(workdirs: Sequence[str | Path], config: RunConfig) -> str:
-    """Key of the report step: the merged tables' bytes and the sections the report reads."""
-    dirs = [Path(w) for w in workdirs]
+def report_key(staged: StagedRelease) -> str:
+    """Key of a release's report: its work directories' tables, its id and its split plan."""
+    dirs = staged.workdirs
     names = (manifest.DIALOGUES, manifest.TURNS, manifest.REJECTIONS, "stats.json")
     fp = files_fingerprint(d / n for d in dirs for n in names)
-    return stage_key("report", config, fp, *(d.name for d in dirs))
+    splits = text_digest(manifest.dumps(sorted(staged.splits.items())))
+    return stage_key("report", staged.config, fp, staged.release_id, splits,
+                     *(d.name for d in dirs))  # fmt: skip
 
 
-def run_report(workdirs: Sequence[str | Path], config: RunConfig) -> StepOutcome:
-    """The HTML report + dataset card of the rendered work directories (cached by content).
+def cached_report(config: RunConfig, done: list[StepOutcome]) -> ReportMaker:
+    """A :data:`~duetflow.release.publish.ReportMaker` that reuses a finished report.
 
-    Built before publishing so the release carries it; it re-measures a sample of the audio,
-    so an unchanged re-run reuses it like any other step.
+    The report is drawn from the staged release (its splits and id) into
+    ``<workdir>/cache/report/<key>/report``; re-publishing the same release re-measures
+    nothing. Each report step's outcome is appended to ``done``.
     """
-    from duetflow.report import build_report
 
-    dirs = [Path(w) for w in workdirs]
-    key = report_key(dirs, config)
+    def make(staged: StagedRelease) -> Path:
+        from duetflow.report import release_report
 
-    def build(out: Path) -> StepOutcome:
-        build_report(dirs, out, config)
-        return StepOutcome("report", "report", key, str(out))
+        key = report_key(staged)
 
-    return _build_cached(cache_dir(config, "report", key), build)
+        def build(out: Path) -> StepOutcome:
+            release_report(dataclasses.replace(staged, staging=out))
+            return StepOutcome("report", "report", key, str(out))
+
+        outcome = _build_cached(cache_dir(config, "report", key), build)
+        done.append(outcome)
+        return Path(outcome.path) / "report"
+
+    return make
 
 
 def run_publish(
     workdirs: Sequence[str | Path],
     config: RunConfig,
     release_id: str | None = None,
-    report: StepOutcome | None = None,
 ) -> ReleaseSummary:
-    """Validate, split and publish the rendered work directories; idempotent for equal content."""
+    """Validate, split and publish the rendered work directories with the release's report.
+
+    Idempotent for equal content. The report is drawn from the staged release (splits, id) and
+    copied to ``<workdir>/report`` as well, a stable place to open it from.
+    """
     from duetflow.release.publish import publish
 
+    reports: list[StepOutcome] = []
     info = publish(
         [Path(w) for w in workdirs],
         config.release.store,
         config,
         release_id=release_id or config.release.release_id,
-        report_dir=_report_files(report.path) if report else None,
+        report=cached_report(config, reports),
     )
-    data = _as_dict(info)
-    rid = str(data.get("release_id") or data.get("id") or getattr(info, "release_id", ""))
-    return ReleaseSummary(rid, str(config.release.store), data, report)
+    report = reports[-1] if reports else None
+    if report is not None:
+        expose_report(config, report)
+    return ReleaseSummary(info.release_id, str(config.release.store), _as_dict(info), report)
 
 
-def _report_files(report_dir: str | Path) -> Path:
-    """The report folder without the step's bookkeeping (``result.json`` is not the card)."""
-    src = Path(report_dir)
-    clean = src.with_name(src.name + ".publish")
-    if not clean.exists():
-        partial = src.with_name(src.name + ".publish.partial")
+def expose_report(config: RunConfig, step: StepOutcome) -> Path:
+    """Copy a cached report to ``<workdir>/report`` (a stable place to open it from)."""
+    dest = Path(config.workdir) / "report"
+    partial = dest.with_name(".report.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        shutil.copytree(Path(step.path) / "report", partial)
+        shutil.rmtree(dest, ignore_errors=True)
+        partial.rename(dest)
+    finally:
         shutil.rmtree(partial, ignore_errors=True)
-        try:
-            shutil.copytree(src, partial, ignore=shutil.ignore_patterns(RESULT))
-            os.replace(partial, clean)
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
-    return clean
+    return dest
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:
@@ -944,8 +972,7 @@ def run_pipeline(
         merged.append(merge_synth(synth_results, rejected, config))
     release = None
     if publish:
-        dirs = [m.path for m in merged]
-        report = run_report(dirs, config)
-        steps.append(report)
-        release = run_publish(dirs, config, release_id, report)
+        release = run_publish([m.path for m in merged], config, release_id)
+        if release.report is not None:
+            steps.append(release.report)
     return PipelineResult(tuple(steps), tuple(merged), release)

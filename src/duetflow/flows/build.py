@@ -8,7 +8,6 @@ summary and a table of kept/rejected counts by stage and reason.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,20 +98,6 @@ def _publish_artifacts(summary: BuildSummary, rows: list[dict[str, Any]]) -> Non
     )
 
 
-def _expose_report(cfg: RunConfig, step: StepOutcome) -> str:
-    """Copy the cached report to ``<workdir>/report`` (a stable place to open it from)."""
-    dest = Path(cfg.workdir) / "report"
-    partial = dest.with_name(".report.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    try:
-        shutil.copytree(step.path, partial, ignore=shutil.ignore_patterns(pipeline.RESULT))
-        shutil.rmtree(dest, ignore_errors=True)
-        partial.rename(dest)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return str(dest)
-
-
 @flow(name="build-dataset")
 def build_dataset(
     config: str | RunConfig | None = None,
@@ -165,7 +150,7 @@ def build_dataset(
     report = None
     if release is not None and release.report is not None:
         steps.append(release.report)
-        report = _expose_report(cfg, release.report)
+        report = str(Path(cfg.workdir) / "report")
     stage_names = ("ingest", "process", "synth", "report")
     summary = BuildSummary(
         release_id=release.release_id if release else None,

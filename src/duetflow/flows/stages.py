@@ -227,9 +227,11 @@ def publish(
         raise ConfigError(f"nothing to publish: no rendered work directories in {cfg.workdir}")
     logger = get_run_logger()
     paths = [str(Path(d)) for d in dirs]
-    # both run in the flow's process: store credentials live here, not on Dask workers
-    report = tasks.build_report(paths, cfg)
-    logger.info("report %s: %s", "reused" if report.reused else "built", report.path)
-    summary = tasks.publish_release(paths, cfg, release_id, report)
+    # runs in the flow's process: store credentials live here, not on Dask workers
+    summary = tasks.publish_release(paths, cfg, release_id)
+    if summary.report is not None:
+        logger.info(
+            "report %s: %s", "reused" if summary.report.reused else "built", summary.report.path
+        )
     logger.info("published release %s to %s", summary.release_id, summary.store)
     return summary

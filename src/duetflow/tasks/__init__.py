@@ -97,22 +97,13 @@ def synthesize_shard(shard: SynthShard, pool: VoicePool, config: RunConfig) -> S
     cache_policy=NO_CACHE,
 )
 def publish_release(
-    workdirs: Sequence[str],
-    config: RunConfig,
-    release_id: str | None = None,
-    report: StepOutcome | None = None,
+    workdirs: Sequence[str], config: RunConfig, release_id: str | None = None
 ) -> ReleaseSummary:
-    """Validate, split and upload; idempotent, so a retry after a dropped connection is safe.
+    """Validate, split, draw the report and upload; idempotent, so a retry is safe.
 
     Timeouts live in the store clients (a thread cannot be interrupted by ``timeout_seconds``).
     """
-    return pipeline.run_publish(workdirs, config, release_id, report)
-
-
-@task(name="build-report", retries=0, cache_policy=NO_CACHE)
-def build_report(workdirs: Sequence[str], config: RunConfig) -> StepOutcome:
-    """HTML report + dataset card of the rendered work directories (reused when unchanged)."""
-    return pipeline.run_report(workdirs, config)
+    return pipeline.run_publish(workdirs, config, release_id)
 
 
 @task(name="match-hh-hm", retries=0, cache_policy=NO_CACHE)
