@@ -15,8 +15,9 @@ Caching and resume are content-addressed directories in the work directory::
     <workdir>/scripts/{generated,rewritten}/   LLM scripts (one file each; resumable)
     <workdir>/rendered/ph/             merged PH work directory
 
-A key is ``sha256(input fingerprint + hash of the config sections the stage reads + code
-version)``. A step builds into ``<key>.partial`` and renames it when complete, so a killed run
+A key is ``sha256(input fingerprint + hash of the config sections the stage reads + hash of
+the code it imports)``, declared per stage in :mod:`duetflow.stages`. A step builds into
+``<key>.partial`` and renames it when complete, so a killed run
 leaves no half-written shard that looks finished; the re-run finds every finished shard by its
 key and only computes the rest. Changing a threshold changes only the keys of the stages that
 read its section.
@@ -33,7 +34,6 @@ import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -42,7 +42,9 @@ import pyarrow.parquet as pq
 from duetflow import manifest, progress
 from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
+from duetflow.keys import dialogues_fingerprint, files_fingerprint, text_digest, tree_fingerprint
 from duetflow.model import Dialogue, safe_id
+from duetflow.stages import INGEST, MATCH, PROCESS, REPORT, SCRIPTS, SYNTH
 from duetflow.stats import mean_of, seconds_of
 
 if TYPE_CHECKING:
@@ -54,119 +56,8 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-#: config sections each stage reads; a change elsewhere leaves that stage's cache valid
-#: (an empty tuple means all of them)
-STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
-    "ingest": ("seed", "sample_rate", "segment", "studio", "topics"),
-    "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
-    "match": ("seed", "match"),
-    "scripts": ("seed", "llm", "scripts", "filters", "topics"),
-    "synth": ("seed", "sample_rate", "synth", "render", "turns", "window", "topics"),
-    "report": (),  # every section: the report records the whole config it was built with
-    "publish": ("seed", "release", "window"),
-}
-
 RESULT = "result.json"
 PH_LABEL = "ph"
-
-
-# --- keys ---------------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """Hash of the library's source (not the Prefect shell): editing a stage invalidates caches.
-
-    The package version alone would keep stale shards after a bug fix in a development checkout.
-    """
-    root = Path(__file__).resolve().parent
-    skip = {"flows", "tasks", "cli"}
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
-        rel = p.relative_to(root)
-        if rel.parts[0] in skip or rel.name == "pipeline.py":
-            continue
-        h.update(str(rel).encode())
-        h.update(b"\0")
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def stage_key(stage: str, config: RunConfig, *fingerprints: str) -> str:
-    """Cache key of one step: input fingerprints + the stage's config sections + code version."""
-    h = hashlib.sha256()
-    for part in (stage, config.section_hash(*STAGE_SECTIONS[stage]), code_version(), *fingerprints):
-        h.update(part.encode())
-        h.update(b"\x1f")
-    return f"{stage}-{h.hexdigest()[:24]}"
-
-
-def tree_fingerprint(root: str | Path) -> str:
-    """(relative path, size, mtime) of every file under ``root``: cheap, catches new sessions.
-
-    Content hashing a corpus of hundreds of GB on every nightly run would cost more than the
-    ingest itself; size + nanosecond mtime is what make/rsync trust as well.
-    """
-    base = Path(root)
-    h = hashlib.sha256()
-    if not base.exists():
-        return "missing"
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = Path(dirpath) / name
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            h.update(f"{p.relative_to(base)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
-
-
-def _file_stat(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return f"{path}:missing"
-    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def _source_paths(d: Dialogue) -> list[str]:
-    src = d.source
-    if hasattr(src, "paths"):
-        paths = src.paths
-        return sorted(paths.values()) if isinstance(paths, Mapping) else list(paths)
-    return [src.path]
-
-
-def dialogues_fingerprint(dialogues: Sequence[Dialogue]) -> str:
-    """Content of a shard: its intake rows plus the stat of every audio file they point at."""
-    h = hashlib.sha256()
-    for d in dialogues:
-        row, turns = manifest.dialogue_to_rows(d)
-        h.update(manifest.dumps([row, turns]).encode())
-        for p in _source_paths(d):
-            h.update(_file_stat(p).encode())
-    return h.hexdigest()
-
-
-def text_digest(text: str) -> str:
-    """sha256 hex of a text (canonical JSON of a split plan, a drop list)."""
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def files_fingerprint(paths: Iterable[str | Path]) -> str:
-    """Content hash of small files (manifest tables), missing ones included by name."""
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(str(Path(p).name).encode())
-        try:
-            with open(p, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-        except FileNotFoundError:
-            h.update(b"missing")
-    return h.hexdigest()
 
 
 # --- records ------------------------------------------------------------------------------------
@@ -377,11 +268,14 @@ def preflight(config: RunConfig) -> None:
 
 
 def ingest_key(job: CorpusJob, config: RunConfig) -> str:
+    from duetflow.corpora import get_adapter
+
     spec = job.spec
     options = manifest.dumps(dict(sorted(spec.options.items())))
-    return stage_key(
-        "ingest", config, spec.name, str(Path(spec.root).resolve()), options,
+    return INGEST.key(
+        config, spec.name, str(Path(spec.root).resolve()), options,
         tree_fingerprint(spec.root), spec.licence or "",
+        plugins=(get_adapter(spec.name).__module__,),
     )  # fmt: skip
 
 
@@ -394,8 +288,9 @@ def run_ingest(job: CorpusJob, config: RunConfig, key: str | None = None) -> Ste
     def build(out: Path) -> StepOutcome:
         spec = job.spec
         report = ingest(
-            spec.name, spec.root, out, config, dict(spec.options) or None, licence=spec.licence
-        )
+            spec.name, spec.root, out, INGEST.scoped(config), dict(spec.options) or None,
+            licence=spec.licence,
+        )  # fmt: skip
         kept, rejected, by_reason = _table_counts(out)
         found = int(getattr(report, "found", kept + rejected))
         log.info("ingest %s: %d found, %d kept, %d rejected", job.label, found, kept, rejected)
@@ -440,7 +335,7 @@ def plan_process_shards(
     """Stream an intake work directory as shards of about ``runner.shard_size`` dialogues."""
     dialogues = manifest.iter_dialogues(intake_dir)
     for i, batch in enumerate(stable_chunks(dialogues, config.runner.shard_size, _dialogue_key)):
-        key = stage_key("process", config, dialogues_fingerprint(batch))
+        key = PROCESS.key(config, dialogues_fingerprint(batch))
         yield ProcessShard(label=label, index=i, key=key, dialogues=tuple(batch))
 
 
@@ -449,7 +344,7 @@ def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
     from duetflow.process import process_dialogues
 
     def build(out: Path) -> StepOutcome:
-        process_dialogues(list(shard.dialogues), config, out)
+        process_dialogues(list(shard.dialogues), PROCESS.scoped(config), out)
         kept, rejected, by_reason = _table_counts(out)
         return StepOutcome(
             "process", shard.label, shard.key, str(out), len(shard.dialogues), kept, rejected,
@@ -466,6 +361,7 @@ def build_voices(config: RunConfig, voices_dirs: Sequence[str | Path]) -> VoiceP
     """One voice pool from every rendered work directory (references cached on disk)."""
     from duetflow.tts.voices import VoicePool, build_voice_pool
 
+    config = SYNTH.scoped(config)
     cache = Path(config.workdir) / "cache" / "voices"
     voices: dict[str, Any] = {}
     problems: list[tuple[str, str, str]] = []
@@ -526,9 +422,7 @@ def plan_synth_shards(
 
         for batch in stable_chunks(good(), config.runner.shard_size, _script_key):
             text = manifest.dumps([s.to_json() for s in batch])
-            key = stage_key(
-                "synth", config, backend, hashlib.sha256(text.encode()).hexdigest(), voices_fp
-            )
+            key = SYNTH.key(config, backend, text_digest(text), voices_fp)
             yield SynthShard(PH_LABEL, index, key, tuple(batch), backend)
             index += 1
 
@@ -538,7 +432,9 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
     from duetflow.tts.pipeline import synthesize_scripts
 
     def build(out: Path) -> StepOutcome:
-        res = synthesize_scripts(list(shard.scripts), pool, shard.backend, config, out)
+        res = synthesize_scripts(
+            list(shard.scripts), pool, shard.backend, SYNTH.scoped(config), out
+        )
         with (
             manifest.TableWriter(out / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA) as dw,
             manifest.TableWriter(out / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
@@ -779,8 +675,8 @@ def run_match(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutc
         if not drop:
             out.append(m)
             continue
-        key = stage_key(
-            "match", config, files_fingerprint([d / manifest.DIALOGUES, d / manifest.REJECTIONS]),
+        key = MATCH.key(
+            config, files_fingerprint([d / manifest.DIALOGUES, d / manifest.REJECTIONS]),
             manifest.dumps(sorted(drop.items())),
         )  # fmt: skip
         target = matched_dir(config, m.label)
@@ -823,6 +719,7 @@ def run_scripts(config: RunConfig, hh_dirs: Sequence[str | Path]) -> tuple[list[
     """
     from duetflow.scriptgen import generate_scripts, rewrite_scripts
 
+    config = SCRIPTS.scoped(config)
     generated, rewritten = script_dirs(config)
     rejections: list[Any] = []
     sc = config.scripts
@@ -851,8 +748,7 @@ def report_key(staged: StagedRelease) -> str:
     names = (manifest.DIALOGUES, manifest.TURNS, manifest.REJECTIONS, "stats.json")
     fp = files_fingerprint(d / n for d in dirs for n in names)
     splits = text_digest(manifest.dumps(sorted(staged.splits.items())))
-    return stage_key("report", staged.config, fp, staged.release_id, splits,
-                     *(d.name for d in dirs))  # fmt: skip
+    return REPORT.key(staged.config, fp, staged.release_id, splits, *(d.name for d in dirs))
 
 
 def cached_report(config: RunConfig, done: list[StepOutcome]) -> ReportMaker:

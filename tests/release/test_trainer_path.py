@@ -126,7 +126,7 @@ def test_dataset_card_licence_section_is_computed_from_the_release(
 
     # a release holding one permissive licence says so, and nothing about NC or ND
     wd = make_workdir(tmp_path / "open", _licensed(specs(4, per_source=1), "CC-BY-4.0"))
-    info = publish([wd], str(tmp_path / "store2"), NO_VAL)
+    info = publish([wd], str(tmp_path / "store2"), NO_VAL, report=release_report)
     pull(str(tmp_path / "store2"), info.release_id, "train", tmp_path / "open-pulled", NO_VAL)
     card = (tmp_path / "open-pulled" / "report" / "README.md").read_text(encoding="utf-8")
     assert yaml.safe_load(card.split("---")[1])["license"] == "cc-by-4.0"
