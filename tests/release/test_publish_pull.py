@@ -11,12 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from release_fixtures import make_workdir, specs
 
-from duetflow import open_release
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ManifestError, StorageError
 from duetflow.release.layout import LATEST_KEY, list_releases, manifest_key, read_release_json
 from duetflow.release.publish import publish
-from duetflow.release.pull import pull
+from duetflow.release.pull import open_release, pull
 from duetflow.release.validate import parse_release_uri, validate_release
 from duetflow.report import release_report
 from duetflow.storage import open_store, sha256_file

@@ -32,7 +32,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from duetflow import __version__
+from duetflow._version import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
 from duetflow.errors import ManifestError, StorageError
 from duetflow.leftovers import remove_stale_staging, staging_prefix

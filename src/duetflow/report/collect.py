@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from duetflow import __version__
+from duetflow._version import __version__
 from duetflow.audio.edges import change_gaps
 from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import SILENCE_LUFS, measure
