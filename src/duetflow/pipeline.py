@@ -44,7 +44,7 @@ from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
 from duetflow.executors import Batch, Executor, PlainExecutor
 from duetflow.keys import dialogues_fingerprint, files_fingerprint, text_digest, tree_fingerprint
-from duetflow.model import Dialogue, safe_id
+from duetflow.model import Dialogue, Rejection, safe_id
 from duetflow.stages import INGEST, MATCH, PROCESS, REPORT, SCRIPTS, SYNTH
 from duetflow.stats import mean_of, seconds_of
 
@@ -205,8 +205,18 @@ def _build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutc
     return outcome
 
 
+def _record_counts(kept: int, rejections: Iterable[Rejection]) -> tuple[int, int, dict[str, int]]:
+    """(kept, rejections, rejections by ``stage:reason``) of a step, from its own records."""
+    by_reason = Counter(f"{r.stage}:{r.reason}" for r in rejections)
+    return kept, sum(by_reason.values()), dict(sorted(by_reason.items()))
+
+
 def _table_counts(workdir: Path) -> tuple[int, int, dict[str, int]]:
-    """(kept dialogues, rejections, rejections by ``stage:reason``) of a work directory."""
+    """(kept dialogues, rejections, rejections by ``stage:reason``) of a work directory.
+
+    For steps whose records are not in hand (an ingest, a matched copy); shard steps and merges
+    count their own records (:func:`_record_counts`, the parts' outcomes).
+    """
     kept = 0
     dpath = workdir / manifest.DIALOGUES
     if dpath.exists():
@@ -346,8 +356,8 @@ def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
     from duetflow.process import process_dialogues
 
     def build(out: Path) -> StepOutcome:
-        process_dialogues(list(shard.dialogues), PROCESS.scoped(config), out)
-        kept, rejected, by_reason = _table_counts(out)
+        res = process_dialogues(list(shard.dialogues), PROCESS.scoped(config), out)
+        kept, rejected, by_reason = _record_counts(len(res.dialogues), res.rejections)
         return StepOutcome(
             "process", shard.label, shard.key, str(out), len(shard.dialogues), kept, rejected,
             by_reason, shard.index,
@@ -443,10 +453,10 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
             manifest.TableWriter(out / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as rw,
         ):
             for row, turns in zip(res.dialogues, res.turns, strict=True):
-                dw.write([row])
-                tw.write(turns)
+                dw.write([row.to_row()])
+                tw.write(t.to_row() for t in turns)
             rw.write(manifest.rejection_to_row(r) for r in res.rejections)
-        kept, rejected, by_reason = _table_counts(out)
+        kept, rejected, by_reason = _record_counts(len(res.dialogues), res.rejections)
         return StepOutcome(
             "synth", shard.label, shard.key, str(out), len(shard.scripts), kept, rejected,
             by_reason, shard.index,
@@ -522,11 +532,20 @@ def _merge_into(
                 pf = pq.ParquetFile(src)
                 for g in range(pf.num_row_groups):
                     w.write(pf.read_row_group(g).to_pylist())
+    reasons: Counter[str] = Counter()
+
+    def counted(rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+        for row in rows:
+            reasons[f"{row['stage']}:{row['reason']}"] += 1
+            yield row
+
+    for p in ordered:  # the shards' own counts, from their outcomes
+        reasons.update(p.by_reason)
     with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as w:
         for src in [*map(Path, leading_rejections)]:
             if src.exists():
-                w.write(manifest.iter_rows(src))
-        w.write(extra_rejections)
+                w.write(counted(manifest.iter_rows(src)))
+        w.write(counted(extra_rejections))
         for p in ordered:
             src = Path(p.path) / manifest.REJECTIONS
             if src.exists():
@@ -538,7 +557,8 @@ def _merge_into(
                 if f.is_file():
                     _link(f, partial / "audio" / f.relative_to(audio))
     _merge_stats(ordered, partial, [Path(p) for p in leading_rejections])
-    kept, rejected, by_reason = _table_counts(partial)
+    kept, rejected = sum(p.kept for p in ordered), sum(reasons.values())
+    by_reason = dict(sorted(reasons.items()))
     found = sum(p.found for p in ordered)
     outcome = StepOutcome(stage, label, "", str(out), found, kept, rejected, by_reason)
     (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
