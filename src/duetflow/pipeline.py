@@ -1,9 +1,11 @@
 """The whole configured pipeline as plain Python: shards, cache keys, resume, merge.
 
-This is the functional core under the Prefect flows (``duetflow.flows``): a flow submits the
-same step functions as tasks, :func:`run_pipeline` calls them one after the other. Both give
-byte-identical work directories and releases, which is what makes the Prefect overhead
-measurable (``bench/flows.py``) and the flows thin.
+The one definition of a run: :func:`run_pipeline` runs the stage functions (``ingest_stage``,
+``process_stage``, ``match_stage``, ``synth_stage``, ``publish_stage``, in the order of
+:data:`duetflow.stages.STAGES`) on an executor (:mod:`duetflow.executors`): in this process by
+default, or as Prefect tasks and subflows (``duetflow.flows.executor.PrefectExecutor``, what
+``build_dataset`` passes). Both give byte-identical work directories and releases, which is
+what makes the Prefect overhead measurable (``bench/flows.py``) and the flows thin.
 
 Caching and resume are content-addressed directories in the work directory::
 
