@@ -140,6 +140,9 @@ class LengthModel:
         """
         i = bisect.bisect_left(self.src_starts, start)
         j = bisect.bisect_left(self.src_starts, end)
+        # a zero-length unit at ``end`` lies inside the excerpt, as windows take it
+        while j < self.n_units and self.src_starts[j] == end and self._src_ends[j] <= end:
+            j += 1
         if i > 0 and self._ends_before[i - 1] > start + 1e-9:
             return None
         if j > i and max(self._src_ends[i:j]) > end + 1e-9:
