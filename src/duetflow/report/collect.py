@@ -233,7 +233,8 @@ class RejectionRow:
 class SourceStats:
     """Turn-taking statistics of one corpus's *source* dialogues before filtering.
 
-    Read from the process stage's ``stats.json`` (``duetflow.stats.CorpusStats.to_dict()``):
+    Read from the process stage's ``stats.json``
+    (``duetflow.turntaking.stats.CorpusStats.to_dict()``):
     ``fto``/``balance``/``overlaps`` describe all source dialogues (balance per candidate
     window), the ``kept_*`` fields the windows that were kept.
     """
@@ -669,7 +670,7 @@ def _speaker_loudness(
 
 
 def _dist_from_hist(name: str, unit: str, d: Any, scale: float = 1.0) -> Distribution | None:
-    """A Distribution from a stats.json histogram (``duetflow.stats.Histogram.to_dict()``).
+    """A Distribution from a stats.json histogram (``turntaking.stats.Histogram.to_dict()``).
 
     ``scale`` converts units (seconds → ms). Min/max are not stored there, so they are the
     outer edges of the first and last non-empty bins.

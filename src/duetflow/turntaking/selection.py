@@ -1,9 +1,10 @@
 """Select stage: one source dialogue → kept windows + rejections + statistics.
 
-Windows first (``duetflow.windows``), then the configured filters (``duetflow.filters``) on
-each window. Every window ends up either kept or rejected, and a source dialogue that yields no
-window is itself one rejection, so inputs = kept + rejected holds at every step. Kept windows
-carry backchannel marks (``TurnKind.BACKCHANNEL``) the renderer relies on.
+Windows first (:mod:`~duetflow.turntaking.windows`), then the configured filters
+(:mod:`~duetflow.turntaking.filters`) on each window. Every window ends up either kept or
+rejected, and a source dialogue that yields no window is itself one rejection, so inputs = kept
++ rejected holds at every step. Kept windows carry backchannel marks (``TurnKind.BACKCHANNEL``)
+the renderer relies on.
 """
 
 from __future__ import annotations
@@ -15,19 +16,19 @@ from typing import Any
 
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.filters import FilterContext, apply_filters
 from duetflow.manifest import dumps
 from duetflow.model import Dialogue, Rejection, Stage
-from duetflow.rendered_length import predict_length
-from duetflow.stats import DialogueStats, overlap_counts
-from duetflow.turns import (
+from duetflow.turntaking.filters import FilterContext, apply_filters
+from duetflow.turntaking.overlaps import (
     OverlapEvent,
     balance,
     classify_overlaps,
     floor_transfer_offsets,
     mark_backchannels,
 )
-from duetflow.windows import make_windows
+from duetflow.turntaking.rendered_length import predict_length
+from duetflow.turntaking.stats import DialogueStats, overlap_counts
+from duetflow.turntaking.windows import make_windows
 
 log = logging.getLogger(__name__)
 

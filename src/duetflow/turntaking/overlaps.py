@@ -18,7 +18,7 @@ other party (the *host*) holds the floor is
 * a (floor-taking) **interruption** when it came in mid-turn, or the host's turn is marked cut
   off.
 
-Transcript evidence (:mod:`duetflow.cues`) is used when ``turns.transcript_cues`` is on.
+Transcript evidence (:mod:`duetflow.turntaking.cues`) is used when ``turns.transcript_cues`` is on.
 Nonspeech turns and zero-length turns never take part. Everything here is a pure function of the
 turn timeline, so windows and filters can recompute it freely.
 """
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from duetflow.config import TurnsConfig
-from duetflow.cues import Lexical, is_cut_off, lexical_class
 from duetflow.model import Turn, TurnKind
+from duetflow.turntaking.cues import Lexical, is_cut_off, lexical_class
 
 log = logging.getLogger(__name__)
 

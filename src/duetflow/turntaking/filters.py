@@ -24,9 +24,15 @@ from typing import Any, TypeAlias
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
 from duetflow.model import Dialogue, Turn, TurnKind
-from duetflow.rendered_length import LengthRange, predict_length
-from duetflow.turns import BalanceStats, OverlapClass, OverlapEvent, balance, classify_overlaps
-from duetflow.windows import HEADER_LABEL
+from duetflow.turntaking.overlaps import (
+    BalanceStats,
+    OverlapClass,
+    OverlapEvent,
+    balance,
+    classify_overlaps,
+)
+from duetflow.turntaking.rendered_length import LengthRange, predict_length
+from duetflow.turntaking.windows import HEADER_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +86,7 @@ class FilterContext:
 
     @cached_property
     def length(self) -> LengthRange | None:
-        """Predicted rendered length (:mod:`duetflow.rendered_length`)."""
+        """Predicted rendered length (:mod:`duetflow.turntaking.rendered_length`)."""
         return predict_length(self.dialogue, self.config, self.events)
 
     @cached_property
@@ -207,8 +213,8 @@ def duration(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
     """Keep what will *render* to ``window.min_s``–``window.max_s`` seconds (less the margin).
 
     The length is predicted from the turns with the renderer's own layout
-    (:mod:`duetflow.rendered_length`), for every gap it may draw; the rendered audio is checked
-    again after rendering.
+    (:mod:`duetflow.turntaking.rendered_length`), for every gap it may draw; the rendered audio
+    is checked again after rendering.
     """
     w = ctx.config.window
     lo, hi = w.select_range
