@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
@@ -69,20 +69,33 @@ KEEP = Keep()
 
 
 class FilterContext:
-    """What filters share about one dialogue, computed once and only when first asked for."""
+    """What filters share about one dialogue, computed once and only when first asked for.
 
-    def __init__(self, dialogue: Dialogue, config: RunConfig) -> None:
+    ``events``: the overlap classification of the dialogue's turns when the caller already has it
+    (:func:`~duetflow.turntaking.overlaps.classify_overlaps` of the same turns and
+    ``config.turns``); every other shared fact is derived from it.
+    """
+
+    def __init__(
+        self,
+        dialogue: Dialogue,
+        config: RunConfig,
+        events: Sequence[OverlapEvent] | None = None,
+    ) -> None:
         self.dialogue = dialogue
         self.config = config
+        self._given_events = None if events is None else list(events)
 
     @cached_property
     def events(self) -> list[OverlapEvent]:
+        if self._given_events is not None:
+            return self._given_events
         return classify_overlaps(self.dialogue.turns, self.config.turns)
 
     @cached_property
     def balance(self) -> BalanceStats:
         speakers = [s.id for s in self.dialogue.speakers]
-        return balance(self.dialogue.turns, self.config.turns, speakers)
+        return balance(self.dialogue.turns, self.config.turns, speakers, self.events)
 
     @cached_property
     def length(self) -> LengthRange | None:

@@ -5,6 +5,12 @@ Windows first (:mod:`~duetflow.turntaking.windows`), then the configured filters
 rejected, and a source dialogue that yields no window is itself one rejection, so inputs = kept
 + rejected holds at every step. Kept windows carry backchannel marks (``TurnKind.BACKCHANNEL``)
 the renderer relies on.
+
+Overlap analysis runs once per source dialogue and once per window, and its result is passed on
+to windowing, the length model, backchannel marks, filters, balance and statistics. A window is
+classified on its own turns (a classification looks at the turns after a listener turn, which a
+window ends), and marking backchannels changes only turn kinds, which classification does not
+read, so the window's events hold for its marked turns too.
 """
 
 from __future__ import annotations
@@ -89,8 +95,14 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
         empty = DialogueStats.empty(dialogue, balance((), tc, speakers))
         return Selection(kept=[], rejected=[rej], stats=empty)
 
+    events = classify_overlaps(dialogue.turns, tc)
     windows = make_windows(
-        dialogue, config.window, tc, config.filters.collection_header_patterns, config.render
+        dialogue,
+        config.window,
+        tc,
+        config.filters.collection_header_patterns,
+        config.render,
+        events=events,
     )
     kept: list[Dialogue] = []
     rejected: list[Rejection] = []
@@ -102,7 +114,7 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
         starts = [t.start for t in dialogue.turns]
         ends = [t.end for t in dialogue.turns]
         span = (max(ends) - min(starts)) if dialogue.turns else 0.0
-        predicted = predict_length(dialogue, config) if dialogue.turns else None
+        predicted = predict_length(dialogue, config, events) if dialogue.turns else None
         rejected.append(
             _rejection(
                 dialogue,
@@ -120,14 +132,15 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
             )
         )
     for w in windows:
-        marked = replace(w, turns=mark_backchannels(w.turns, tc))
-        ctx = FilterContext(marked, config)
+        w_events = classify_overlaps(w.turns, tc)
+        marked = replace(w, turns=mark_backchannels(w.turns, tc, w_events))
+        ctx = FilterContext(marked, config, w_events)
         res = apply_filters(marked, config, ctx)
         b_shares.append((ctx.balance.utterance_share.get(b_id, 0.0), res.kept))
         if res.kept:
             kept.append(marked)
             kept_events.extend(ctx.events)
-            kept_ftos.extend(floor_transfer_offsets(marked.turns, tc))
+            kept_ftos.extend(floor_transfer_offsets(marked.turns, tc, ctx.events))
         else:
             detail = {"window": list(w.window or ()), **res.detail()}
             rejected.append(_rejection(marked, Stage.FILTER, res.reason or "filtered", detail))
@@ -139,9 +152,9 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
         duration_s=dialogue.duration_s,
         n_windows=len(windows),
         n_kept=len(kept),
-        ftos=tuple(floor_transfer_offsets(dialogue.turns, tc)),
-        overlaps=overlap_counts(classify_overlaps(dialogue.turns, tc)),
-        balance=balance(dialogue.turns, tc, speakers),
+        ftos=tuple(floor_transfer_offsets(dialogue.turns, tc, events)),
+        overlaps=overlap_counts(events),
+        balance=balance(dialogue.turns, tc, speakers, events),
         kept_ftos=tuple(kept_ftos),
         kept_overlaps=overlap_counts(kept_events),
         window_b_shares=tuple(b_shares),

@@ -212,6 +212,7 @@ def make_windows(
     turns_cfg: TurnsConfig,
     header_patterns: Sequence[str] = (),
     render: RenderConfig | None = None,
+    events: Sequence[OverlapEvent] | None = None,
 ) -> list[Dialogue]:
     """Excerpts that render to ``cfg.min_s``–``cfg.max_s`` seconds, chosen by ``cfg.policy``.
 
@@ -221,12 +222,13 @@ def make_windows(
     a whole is returned whole as one window (``window=(first turn start, last turn end)``); a
     shorter one yields none. Turns keep their source-timeline times; ``header_patterns`` are
     regexes of collection headers a window must not start with
-    (``filters.collection_header_patterns``).
+    (``filters.collection_header_patterns``). ``events``: the dialogue's overlap classification
+    when already computed (:func:`~duetflow.turntaking.overlaps.classify_overlaps` of its turns).
     """
     turns = dialogue.turns
     if not turns:
         return []
-    events = classify_overlaps(turns, turns_cfg)
+    events = classify_overlaps(turns, turns_cfg) if events is None else events
     model = LengthModel(
         turns,
         mixed=isinstance(dialogue.source, MixedMonoSource),
