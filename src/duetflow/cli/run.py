@@ -25,7 +25,6 @@ from duetflow.cli.options import (
 )
 from duetflow.cli.progress import progress_bars
 
-
 #: A Prefect home of duetflow's own, kept between runs (see :func:`prefect_env`).
 PREFECT_HOME_ENV = "DUETFLOW_PREFECT_HOME"
 
