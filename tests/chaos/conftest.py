@@ -18,29 +18,17 @@ import pytest
 from chaos_helpers import Cli, CliResult
 
 import duetflow.cli
+from moto_s3 import moto_server, use_fake_aws
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "studio"))  # studio_helpers: tiny sessions
 sys.path.insert(0, str(Path(__file__).parents[1] / "release"))  # release_fixtures: workdirs
-
-_AWS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
 
 
 @pytest.fixture(scope="session")
 def chaos_moto() -> Iterator[str]:
     """A moto S3 server over real HTTP on a free loopback port."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    with moto_server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
@@ -48,10 +36,7 @@ def s3_bucket(chaos_moto: str, monkeypatch: pytest.MonkeyPatch) -> tuple[str, st
     """(endpoint, fresh bucket name) with fake credentials in the environment."""
     import boto3
 
-    for k, v in _AWS.items():
-        monkeypatch.setenv(k, v)
-    for k in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(k, raising=False)
+    use_fake_aws(monkeypatch)
     monkeypatch.setenv("DUETFLOW_S3_ENDPOINT_URL", chaos_moto)
     name = f"chaos-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=chaos_moto, region_name="us-east-1").create_bucket(Bucket=name)

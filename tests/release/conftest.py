@@ -10,7 +10,6 @@ from pathlib import Path
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from duetflow.config import RunConfig
 
@@ -18,32 +17,20 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from s3_faults import FlakyProxy, s3_config
 
-_ENV = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
+from moto_s3 import moto_server, use_fake_aws
 
 
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """One moto S3 server per session, on a free loopback port."""
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    with moto_server() as endpoint:
+        yield endpoint
 
 
 @pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch, moto_endpoint: str) -> str:
     """Fake credentials for the moto server (the standard AWS chain reads them from env)."""
-    for k, v in _ENV.items():
-        monkeypatch.setenv(k, v)
-    for k in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "DUETFLOW_S3_ENDPOINT_URL"):
-        monkeypatch.delenv(k, raising=False)
+    use_fake_aws(monkeypatch)
     return moto_endpoint
 
 

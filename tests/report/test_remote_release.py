@@ -8,31 +8,19 @@ from pathlib import Path
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from duetflow.config import build_config
 from duetflow.errors import InputError
 from duetflow.report import build_report
 from duetflow.storage import open_store
+from moto_s3 import moto_server, use_fake_aws
 
 
 @pytest.fixture
 def s3_endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    for k, v in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(k, v)
-    for k in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-        monkeypatch.delenv(k, raising=False)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    use_fake_aws(monkeypatch)
+    with moto_server() as endpoint:
+        yield endpoint
 
 
 def test_report_of_a_release_in_s3(release_dir: Path, s3_endpoint: str, tmp_path: Path) -> None:
