@@ -8,7 +8,9 @@ local store) runs through ``duetflow.pipeline.run_pipeline`` in a fresh child pr
 worker. Peak RSS is the child's ``ru_maxrss`` (its high-water mark: interpreter, imports,
 buffers). ``--stages`` also reports, per pipeline step, the peak of Python-allocated memory
 while it ran (``tracemalloc``, numpy buffers included; slower), which names the step that grows.
-Last line: ``pipeline_memory: peak_rss_mb <a> at scale 1, <b> at scale 16; ratio <r>``.
+The high-water mark is also read after each phase (ingest to synthesis, report, publish), which
+names the phase that raised it; a release the publish checks refuse is reported as such (the
+peak then covers publish up to its checks). Last line: ``pipeline_memory: peak_rss_mb <a> at scale 1, <b> at scale 16; ratio <r>``.
 """
 
 from __future__ import annotations
@@ -67,13 +69,30 @@ def _child(cfg_path: Path, stages: bool) -> dict[str, Any]:
                     peaks[__name] = max(peaks.get(__name, 0.0), round(mb, 1))
 
             setattr(pipeline, name, wrapped)
+    from duetflow.errors import ManifestError
+
+    def rss() -> float:
+        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
     cfg = load_config(cfg_path)
     t0 = time.perf_counter()
-    result = pipeline.run_pipeline(cfg)
+    result = pipeline.run_pipeline(cfg, publish=False)
+    phases = {"ingest..synth": rss()}
+    dirs = [m.path for m in result.merged]
+    report = pipeline.run_report(dirs, cfg)
+    phases["report"] = rss()
+    try:
+        pipeline.run_publish(dirs, cfg, None, report)
+        published = "ok"
+    except ManifestError as e:  # the release's checks refused it: measured up to there
+        published = "refused: " + str(e).splitlines()[0][-80:]
+    phases["publish"] = rss()
     return {
         "wall_s": round(time.perf_counter() - t0, 1),
         "kept": {m.label: m.kept for m in result.merged},
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": rss(),
+        "peak_rss_after_mb": phases,
+        "publish": published,
         "stage_peak_mb": peaks,
     }
 
