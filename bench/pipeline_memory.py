@@ -10,7 +10,8 @@ buffers). ``--stages`` also reports, per pipeline step, the peak of Python-alloc
 while it ran (``tracemalloc``, numpy buffers included; slower), which names the step that grows.
 The high-water mark is also read after each phase (ingest to synthesis, report, publish), which
 names the phase that raised it; a release the publish checks refuse is reported as such (the
-peak then covers publish up to its checks). Last line: ``pipeline_memory: peak_rss_mb <a> at scale 1, <b> at scale 16; ratio <r>``.
+peak then covers publish up to its checks).
+Last line: ``pipeline_memory: peak_rss_mb <a> at scale 1, <b> at scale 16; ratio <r>``.
 """
 
 from __future__ import annotations
