@@ -8,7 +8,7 @@ local store) runs through ``duetflow.pipeline.run_pipeline`` in a fresh child pr
 worker. Peak RSS is the child's ``ru_maxrss`` (its high-water mark: interpreter, imports,
 buffers). ``--stages`` also reports, per pipeline step, the peak of Python-allocated memory
 while it ran (``tracemalloc``, numpy buffers included; slower), which names the step that grows.
-The high-water mark is also read after each phase (ingest to synthesis, report, publish), which
+The high-water mark is also read after each phase (ingest to synthesis; publish with its report), which
 names the phase that raised it; a release the publish checks refuse is reported as such (the
 peak then covers publish up to its checks).
 Last line: ``pipeline_memory: peak_rss_mb <a> at scale 1, <b> at scale 16; ratio <r>``.
@@ -80,10 +80,8 @@ def _child(cfg_path: Path, stages: bool) -> dict[str, Any]:
     result = pipeline.run_pipeline(cfg, publish=False)
     phases = {"ingest..synth": rss()}
     dirs = [m.path for m in result.merged]
-    report = pipeline.run_report(dirs, cfg)
-    phases["report"] = rss()
-    try:
-        pipeline.run_publish(dirs, cfg, None, report)
+    try:  # the release's report is made inside publish, from the staged release
+        pipeline.run_publish(dirs, cfg)
         published = "ok"
     except ManifestError as e:  # the release's checks refused it: measured up to there
         published = "refused: " + str(e).splitlines()[0][-80:]

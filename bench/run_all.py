@@ -16,6 +16,7 @@ HERE = Path(__file__).resolve().parent
 SCRIPTS = (
     "ingest.py",
     "select_stage.py",
+    "turn_timing.py",
     "studio.py",
     "studio_memory.py",
     "render.py",

@@ -131,6 +131,25 @@ class TurnsConfig(_Section):
         "backchannel words (duetflow.cues); false: timing alone",
     )
     balance_excludes_backchannels: bool = True
+    acoustic_timing: bool = Field(
+        True,
+        description="before windows and filters, move every turn's start/end to the acoustic "
+        "extent of its speech within its annotation (duetflow.turn_timing); false: analyse the "
+        "annotated times as given",
+    )
+    timing_outward_s: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="acoustic timing moves an edge at most this far outside its annotation",
+    )
+    max_slack_s: float = Field(
+        0.3,
+        ge=0,
+        le=2,
+        description="mono mixes: the most a boundary inside an overlap is moved by the "
+        "dialogue's typical annotation slack",
+    )
 
 
 #: Longest excerpt a window may be (s): a bound, so a typo cannot ask for days of audio.
@@ -540,6 +559,10 @@ TRANSPORT_FIELDS = (
 )
 
 
+#: Top-level settings that say where and how a run happens, not what it produces.
+RUN_ONLY_FIELDS = ("workdir", "runner")
+
+
 class RunnerConfig(_Section):
     """Where Prefect runs tasks."""
 
@@ -584,11 +607,29 @@ class RunConfig(_Section):
     def content_config(self) -> RunConfig:
         """This config without where and how a release travels (store, endpoint, retries).
 
-        What a release records and hashes: the same content published to a local store and to
-        S3 gets the same id, RELEASE.json and report.
+        The same content published to a local store and to S3 gets the same id, RELEASE.json
+        and report. Where the run happened (:data:`RUN_ONLY_FIELDS`) is reset to defaults too;
+        :meth:`content_json` leaves those out instead.
         """
         where = {k: ReleaseConfig.model_fields[k].default for k in TRANSPORT_FIELDS}
-        return self.model_copy(update={"release": self.release.model_copy(update=where)})
+        run_only = {k: type(self).model_fields[k].default for k in RUN_ONLY_FIELDS}
+        return self.model_copy(
+            update={"release": self.release.model_copy(update=where), **run_only}
+        )
+
+    def content_json(self) -> dict[str, Any]:
+        """The content-affecting config as JSON: no work directory, runner or store settings.
+
+        What a release and its report record; equal for a run on threads or Dask, in any work
+        directory, with any shard size, published to any store.
+        """
+        data = self.content_config().model_dump(mode="json", exclude=set(RUN_ONLY_FIELDS))
+        return dict(data)
+
+    def content_hash(self) -> str:
+        """Hash of :meth:`content_json`: part of the default release id."""
+        blob = json.dumps(self.content_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def _jsonable(value: Any) -> Any:

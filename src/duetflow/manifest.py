@@ -40,6 +40,7 @@ from duetflow.model import (
     design_from_row,
     design_to_row,
 )
+from duetflow.records import RenderedDialogueRow, RenderedTurnRow, arrow_schema
 
 DIALOGUES = "dialogues.parquet"
 TURNS = "turns.parquet"
@@ -98,41 +99,9 @@ REJECTION_SCHEMA = pa.schema(
     ]
 )
 
-RENDERED_DIALOGUE_SCHEMA = pa.schema(
-    [
-        *_DIALOGUE_BASE,
-        ("audio_path", pa.string()),
-        ("sha256", pa.string()),
-        ("duration_s", pa.float64()),
-        ("sample_rate", pa.int32()),
-        ("num_channels", pa.int32()),
-        ("n_turns", pa.int32()),
-        ("loudness_lufs_a", pa.float64()),
-        ("loudness_lufs_b", pa.float64()),
-        ("gain_db_a", pa.float64()),
-        ("gain_db_b", pa.float64()),
-        ("gap_ms_min", pa.float64()),
-        ("gap_ms_max", pa.float64()),
-        ("provenance", pa.string()),
-        # -- trainers (issue 16): licence and source sample rate per dialogue --
-        ("licence", pa.string()),  # SPDX id / LicenseRef- name / AND expression
-        ("source_sample_rate", pa.int32()),  # Hz of the source audio before resampling
-    ]
-)
-
-RENDERED_TURN_SCHEMA = pa.schema(
-    [
-        ("dialogue_id", pa.string()),
-        ("turn_index", pa.int32()),
-        ("speaker", pa.string()),
-        ("kind", pa.string()),
-        ("start_s", pa.float64()),
-        ("end_s", pa.float64()),
-        ("orig_start_s", pa.float64()),
-        ("orig_end_s", pa.float64()),
-        ("text", pa.string()),
-    ]
-)
+# Rendered tables: declared once, as the records the renderers build (duetflow.records).
+RENDERED_DIALOGUE_SCHEMA = arrow_schema(RenderedDialogueRow)
+RENDERED_TURN_SCHEMA = arrow_schema(RenderedTurnRow)
 
 
 def dumps(obj: Any) -> str:

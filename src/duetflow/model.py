@@ -68,10 +68,18 @@ class Turn:
     text: str = ""
     kind: TurnKind = TurnKind.TURN
     labels: Mapping[str, str] = field(default_factory=dict)
+    #: the source's annotated ``(start, end)`` when ``start``/``end`` were re-timed from the
+    #: audio (:mod:`duetflow.turn_timing`); None: ``start``/``end`` are the annotation
+    annotated: tuple[float, float] | None = None
 
     @property
     def duration(self) -> float:
         return self.end - self.start
+
+    @property
+    def annotated_span(self) -> tuple[float, float]:
+        """The source's own ``(start, end)`` for this turn, whatever re-timing did."""
+        return self.annotated if self.annotated is not None else (self.start, self.end)
 
 
 # --- where the samples live -------------------------------------------------------------------

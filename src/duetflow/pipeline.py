@@ -1,9 +1,11 @@
 """The whole configured pipeline as plain Python: shards, cache keys, resume, merge.
 
-This is the functional core under the Prefect flows (``duetflow.flows``): a flow submits the
-same step functions as tasks, :func:`run_pipeline` calls them one after the other. Both give
-byte-identical work directories and releases, which is what makes the Prefect overhead
-measurable (``bench/flows.py``) and the flows thin.
+The one definition of a run: :func:`run_pipeline` runs the stage functions (``ingest_stage``,
+``process_stage``, ``match_stage``, ``synth_stage``, ``publish_stage``, in the order of
+:data:`duetflow.stages.STAGES`) on an executor (:mod:`duetflow.executors`): in this process by
+default, or as Prefect tasks and subflows (``duetflow.flows.executor.PrefectExecutor``, what
+``build_dataset`` passes). Both give byte-identical work directories and releases, which is
+what makes the Prefect overhead measurable (``bench/flows.py``) and the flows thin.
 
 Caching and resume are content-addressed directories in the work directory::
 
@@ -15,8 +17,9 @@ Caching and resume are content-addressed directories in the work directory::
     <workdir>/scripts/{generated,rewritten}/   LLM scripts (one file each; resumable)
     <workdir>/rendered/ph/             merged PH work directory
 
-A key is ``sha256(input fingerprint + hash of the config sections the stage reads + code
-version)``. A step builds into ``<key>.partial`` and renames it when complete, so a killed run
+A key is ``sha256(input fingerprint + hash of the config sections the stage reads + hash of
+the code it imports)``, declared per stage in :mod:`duetflow.stages`. A step builds into
+``<key>.partial`` and renames it when complete, so a killed run
 leaves no half-written shard that looks finished; the re-run finds every finished shard by its
 key and only computes the rest. Changing a threshold changes only the keys of the stages that
 read its section.
@@ -33,18 +36,22 @@ import shutil
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow.parquet as pq
 
-from duetflow import durable, manifest, progress
+from duetflow import durable, manifest
 from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
-from duetflow.model import Dialogue, safe_id
+from duetflow.executors import Batch, Executor, PlainExecutor
+from duetflow.keys import dialogues_fingerprint, files_fingerprint, text_digest, tree_fingerprint
+from duetflow.model import Dialogue, Rejection, safe_id
+from duetflow.stages import INGEST, MATCH, PROCESS, REPORT, SCRIPTS, SYNTH
+from duetflow.stats import mean_of, seconds_of
 
 if TYPE_CHECKING:
+    from duetflow.release.publish import ReportMaker, StagedRelease
     from duetflow.tts.script import Script
     from duetflow.tts.voices import VoicePool as VoicePoolLike
 
@@ -52,114 +59,8 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-#: config sections each stage reads; a change elsewhere leaves that stage's cache valid
-#: (an empty tuple means all of them)
-STAGE_SECTIONS: Mapping[str, tuple[str, ...]] = {
-    "ingest": ("seed", "sample_rate", "segment", "studio", "topics"),
-    "process": ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
-    "match": ("seed", "match"),
-    "scripts": ("seed", "llm", "scripts", "filters", "topics"),
-    "synth": ("seed", "sample_rate", "synth", "render", "turns", "window", "topics"),
-    "report": (),  # every section: the report records the whole config it was built with
-    "publish": ("seed", "release", "window"),
-}
-
 RESULT = "result.json"
 PH_LABEL = "ph"
-
-
-# --- keys ---------------------------------------------------------------------------------------
-
-
-@lru_cache(maxsize=1)
-def code_version() -> str:
-    """Hash of the library's source (not the Prefect shell): editing a stage invalidates caches.
-
-    The package version alone would keep stale shards after a bug fix in a development checkout.
-    """
-    root = Path(__file__).resolve().parent
-    skip = {"flows", "tasks", "cli"}
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*.py")):
-        rel = p.relative_to(root)
-        if rel.parts[0] in skip or rel.name == "pipeline.py":
-            continue
-        h.update(str(rel).encode())
-        h.update(b"\0")
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
-
-
-def stage_key(stage: str, config: RunConfig, *fingerprints: str) -> str:
-    """Cache key of one step: input fingerprints + the stage's config sections + code version."""
-    h = hashlib.sha256()
-    for part in (stage, config.section_hash(*STAGE_SECTIONS[stage]), code_version(), *fingerprints):
-        h.update(part.encode())
-        h.update(b"\x1f")
-    return f"{stage}-{h.hexdigest()[:24]}"
-
-
-def tree_fingerprint(root: str | Path) -> str:
-    """(relative path, size, mtime) of every file under ``root``: cheap, catches new sessions.
-
-    Content hashing a corpus of hundreds of GB on every nightly run would cost more than the
-    ingest itself; size + nanosecond mtime is what make/rsync trust as well.
-    """
-    base = Path(root)
-    h = hashlib.sha256()
-    if not base.exists():
-        return "missing"
-    for dirpath, dirnames, filenames in os.walk(base):
-        dirnames.sort()
-        for name in sorted(filenames):
-            p = Path(dirpath) / name
-            try:
-                st = p.stat()
-            except OSError:
-                continue
-            h.update(f"{p.relative_to(base)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
-
-
-def _file_stat(path: str) -> str:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return f"{path}:missing"
-    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def _source_paths(d: Dialogue) -> list[str]:
-    src = d.source
-    if hasattr(src, "paths"):
-        paths = src.paths
-        return sorted(paths.values()) if isinstance(paths, Mapping) else list(paths)
-    return [src.path]
-
-
-def dialogues_fingerprint(dialogues: Sequence[Dialogue]) -> str:
-    """Content of a shard: its intake rows plus the stat of every audio file they point at."""
-    h = hashlib.sha256()
-    for d in dialogues:
-        row, turns = manifest.dialogue_to_rows(d)
-        h.update(manifest.dumps([row, turns]).encode())
-        for p in _source_paths(d):
-            h.update(_file_stat(p).encode())
-    return h.hexdigest()
-
-
-def files_fingerprint(paths: Iterable[str | Path]) -> str:
-    """Content hash of small files (manifest tables), missing ones included by name."""
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(str(Path(p).name).encode())
-        try:
-            with open(p, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-        except FileNotFoundError:
-            h.update(b"missing")
-    return h.hexdigest()
 
 
 # --- records ------------------------------------------------------------------------------------
@@ -250,8 +151,9 @@ class PipelineResult:
     """Everything a run did, per stage; ``computed``/``reused`` count steps."""
 
     steps: tuple[StepOutcome, ...]
-    merged: tuple[StepOutcome, ...]
+    merged: tuple[StepOutcome, ...]  # what was published: corpora after matching, then PH
     release: ReleaseSummary | None
+    processed: tuple[StepOutcome, ...] = ()  # each corpus as processed, before matching
 
     def computed(self, stage: str) -> int:
         return sum(1 for s in self.steps if s.stage == stage and not s.reused)
@@ -307,8 +209,18 @@ def _build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutc
     return outcome
 
 
+def _record_counts(kept: int, rejections: Iterable[Rejection]) -> tuple[int, int, dict[str, int]]:
+    """(kept, rejections, rejections by ``stage:reason``) of a step, from its own records."""
+    by_reason = Counter(f"{r.stage}:{r.reason}" for r in rejections)
+    return kept, sum(by_reason.values()), dict(sorted(by_reason.items()))
+
+
 def _table_counts(workdir: Path) -> tuple[int, int, dict[str, int]]:
-    """(kept dialogues, rejections, rejections by ``stage:reason``) of a work directory."""
+    """(kept dialogues, rejections, rejections by ``stage:reason``) of a work directory.
+
+    For steps whose records are not in hand (an ingest, a matched copy); shard steps and merges
+    count their own records (:func:`_record_counts`, the parts' outcomes).
+    """
     kept = 0
     dpath = workdir / manifest.DIALOGUES
     if dpath.exists():
@@ -372,11 +284,14 @@ def preflight(config: RunConfig) -> None:
 
 
 def ingest_key(job: CorpusJob, config: RunConfig) -> str:
+    from duetflow.corpora import get_adapter
+
     spec = job.spec
     options = manifest.dumps(dict(sorted(spec.options.items())))
-    return stage_key(
-        "ingest", config, spec.name, str(Path(spec.root).resolve()), options,
+    return INGEST.key(
+        config, spec.name, str(Path(spec.root).resolve()), options,
         tree_fingerprint(spec.root), spec.licence or "",
+        plugins=(get_adapter(spec.name).__module__,),
     )  # fmt: skip
 
 
@@ -389,8 +304,9 @@ def run_ingest(job: CorpusJob, config: RunConfig, key: str | None = None) -> Ste
     def build(out: Path) -> StepOutcome:
         spec = job.spec
         report = ingest(
-            spec.name, spec.root, out, config, dict(spec.options) or None, licence=spec.licence
-        )
+            spec.name, spec.root, out, INGEST.scoped(config), dict(spec.options) or None,
+            licence=spec.licence,
+        )  # fmt: skip
         kept, rejected, by_reason = _table_counts(out)
         found = int(getattr(report, "found", kept + rejected))
         log.info("ingest %s: %d found, %d kept, %d rejected", job.label, found, kept, rejected)
@@ -435,7 +351,7 @@ def plan_process_shards(
     """Stream an intake work directory as shards of about ``runner.shard_size`` dialogues."""
     dialogues = manifest.iter_dialogues(intake_dir)
     for i, batch in enumerate(stable_chunks(dialogues, config.runner.shard_size, _dialogue_key)):
-        key = stage_key("process", config, dialogues_fingerprint(batch))
+        key = PROCESS.key(config, dialogues_fingerprint(batch))
         yield ProcessShard(label=label, index=i, key=key, dialogues=tuple(batch))
 
 
@@ -444,8 +360,8 @@ def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
     from duetflow.process import process_dialogues
 
     def build(out: Path) -> StepOutcome:
-        process_dialogues(list(shard.dialogues), config, out)
-        kept, rejected, by_reason = _table_counts(out)
+        res = process_dialogues(list(shard.dialogues), PROCESS.scoped(config), out)
+        kept, rejected, by_reason = _record_counts(len(res.dialogues), res.rejections)
         return StepOutcome(
             "process", shard.label, shard.key, str(out), len(shard.dialogues), kept, rejected,
             by_reason, shard.index,
@@ -461,6 +377,7 @@ def build_voices(config: RunConfig, voices_dirs: Sequence[str | Path]) -> VoiceP
     """One voice pool from every rendered work directory (references cached on disk)."""
     from duetflow.tts.voices import VoicePool, build_voice_pool
 
+    config = SYNTH.scoped(config)
     cache = Path(config.workdir) / "cache" / "voices"
     voices: dict[str, Any] = {}
     problems: list[tuple[str, str, str]] = []
@@ -521,9 +438,7 @@ def plan_synth_shards(
 
         for batch in stable_chunks(good(), config.runner.shard_size, _script_key):
             text = manifest.dumps([s.to_json() for s in batch])
-            key = stage_key(
-                "synth", config, backend, hashlib.sha256(text.encode()).hexdigest(), voices_fp
-            )
+            key = SYNTH.key(config, backend, text_digest(text), voices_fp)
             yield SynthShard(PH_LABEL, index, key, tuple(batch), backend)
             index += 1
 
@@ -533,17 +448,19 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
     from duetflow.tts.pipeline import synthesize_scripts
 
     def build(out: Path) -> StepOutcome:
-        res = synthesize_scripts(list(shard.scripts), pool, shard.backend, config, out)
+        res = synthesize_scripts(
+            list(shard.scripts), pool, shard.backend, SYNTH.scoped(config), out
+        )
         with (
             manifest.TableWriter(out / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA) as dw,
             manifest.TableWriter(out / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
             manifest.TableWriter(out / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as rw,
         ):
             for row, turns in zip(res.dialogues, res.turns, strict=True):
-                dw.write([row])
-                tw.write(turns)
+                dw.write([row.to_row()])
+                tw.write(t.to_row() for t in turns)
             rw.write(manifest.rejection_to_row(r) for r in res.rejections)
-        kept, rejected, by_reason = _table_counts(out)
+        kept, rejected, by_reason = _record_counts(len(res.dialogues), res.rejections)
         return StepOutcome(
             "synth", shard.label, shard.key, str(out), len(shard.scripts), kept, rejected,
             by_reason, shard.index,
@@ -619,11 +536,20 @@ def _merge_into(
                 pf = pq.ParquetFile(src)
                 for g in range(pf.num_row_groups):
                     w.write(pf.read_row_group(g).to_pylist())
+    reasons: Counter[str] = Counter()
+
+    def counted(rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+        for row in rows:
+            reasons[f"{row['stage']}:{row['reason']}"] += 1
+            yield row
+
+    for p in ordered:  # the shards' own counts, from their outcomes
+        reasons.update(p.by_reason)
     with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as w:
         for src in [*map(Path, leading_rejections)]:
             if src.exists():
-                w.write(manifest.iter_rows(src))
-        w.write(extra_rejections)
+                w.write(counted(manifest.iter_rows(src)))
+        w.write(counted(extra_rejections))
         for p in ordered:
             src = Path(p.path) / manifest.REJECTIONS
             if src.exists():
@@ -635,7 +561,8 @@ def _merge_into(
                 if f.is_file():
                     _link(f, partial / "audio" / f.relative_to(audio))
     _merge_stats(ordered, partial, [Path(p) for p in leading_rejections])
-    kept, rejected, by_reason = _table_counts(partial)
+    kept, rejected = sum(p.kept for p in ordered), sum(reasons.values())
+    by_reason = dict(sorted(reasons.items()))
     found = sum(p.found for p in ordered)
     outcome = StepOutcome(stage, label, "", str(out), found, kept, rejected, by_reason)
     (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
@@ -646,7 +573,10 @@ def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Fold ``stats.json`` documents of shards into one, as if one run had counted them all.
 
     Counts add up, histogram ``counts`` add bin by bin, ``edges`` stay, ``min``/``max`` take
-    the extreme, a ``mean`` next to an ``n`` is re-weighted; anything else keeps the first value.
+    the extreme; sums kept in integer microseconds (``sum_us``, ``*_duration_us``) add exactly
+    and the means and durations derived from them are recomputed, so the merged document is
+    the same bytes whatever the shard borders. A ``mean`` without ``sum_us`` is re-weighted by
+    ``n``; anything else keeps the first value.
     """
     out: dict[str, Any] = {}
     for part in parts:
@@ -665,12 +595,18 @@ def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 out[k] = round(total, 6) if isinstance(total, float) else total
             elif isinstance(v, list) and isinstance(cur, list) and len(v) == len(cur):
                 out[k] = [a + b for a, b in zip(cur, v, strict=True)]
+    for k in list(out):
+        if k.endswith("_duration_us") and isinstance(out[k], int):
+            out[k.removesuffix("_us") + "_s"] = seconds_of(out[k])
     return out
 
 
 def _merge_hist(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
     merged = merge_stats([{k: v for k, v in a.items() if k != "mean"},
                           {k: v for k, v in b.items() if k != "mean"}])  # fmt: skip
+    if isinstance(merged.get("sum_us"), int):
+        merged["mean"] = mean_of(merged["sum_us"], merged["n"])
+        return merged
     weighted = [
         (m, n) for m, n in ((a.get("mean"), a["n"]), (b.get("mean"), b["n"])) if m is not None
     ]
@@ -765,8 +701,8 @@ def run_match(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutc
         if not drop:
             out.append(m)
             continue
-        key = stage_key(
-            "match", config, files_fingerprint([d / manifest.DIALOGUES, d / manifest.REJECTIONS]),
+        key = MATCH.key(
+            config, files_fingerprint([d / manifest.DIALOGUES, d / manifest.REJECTIONS]),
             manifest.dumps(sorted(drop.items())),
         )  # fmt: skip
         target = matched_dir(config, m.label)
@@ -809,6 +745,7 @@ def run_scripts(config: RunConfig, hh_dirs: Sequence[str | Path]) -> tuple[list[
     """
     from duetflow.scriptgen import generate_scripts, rewrite_scripts
 
+    config = SCRIPTS.scoped(config)
     generated, rewritten = script_dirs(config)
     rejections: list[Any] = []
     sc = config.scripts
@@ -831,66 +768,77 @@ def voice_dirs(config: RunConfig, merged: Sequence[StepOutcome]) -> list[str]:
 # --- publish ------------------------------------------------------------------------------------
 
 
-def report_key(workdirs: Sequence[str | Path], config: RunConfig) -> str:
-    """Key of the report step: the merged tables' bytes and the sections the report reads."""
-    dirs = [Path(w) for w in workdirs]
+def report_key(staged: StagedRelease) -> str:
+    """Key of a release's report: its work directories' tables, its id and its split plan."""
+    dirs = staged.workdirs
     names = (manifest.DIALOGUES, manifest.TURNS, manifest.REJECTIONS, "stats.json")
     fp = files_fingerprint(d / n for d in dirs for n in names)
-    return stage_key("report", config, fp, *(d.name for d in dirs))
+    splits = text_digest(manifest.dumps(sorted(staged.splits.items())))
+    return REPORT.key(staged.config, fp, staged.release_id, splits, *(d.name for d in dirs))
 
 
-def run_report(workdirs: Sequence[str | Path], config: RunConfig) -> StepOutcome:
-    """The HTML report + dataset card of the rendered work directories (cached by content).
+def cached_report(config: RunConfig, done: list[StepOutcome]) -> ReportMaker:
+    """A :data:`~duetflow.release.publish.ReportMaker` that reuses a finished report.
 
-    Built before publishing so the release carries it; it re-measures a sample of the audio,
-    so an unchanged re-run reuses it like any other step.
+    The report is drawn from the staged release (its splits and id) into
+    ``<workdir>/cache/report/<key>/report``; re-publishing the same release re-measures
+    nothing. Each report step's outcome is appended to ``done``.
     """
-    from duetflow.report import build_report
 
-    dirs = [Path(w) for w in workdirs]
-    key = report_key(dirs, config)
+    def make(staged: StagedRelease) -> Path:
+        from duetflow.report import release_report
 
-    def build(out: Path) -> StepOutcome:
-        build_report(dirs, out, config)
-        return StepOutcome("report", "report", key, str(out))
+        key = report_key(staged)
 
-    return _build_cached(cache_dir(config, "report", key), build)
+        def build(out: Path) -> StepOutcome:
+            release_report(dataclasses.replace(staged, staging=out))
+            return StepOutcome("report", "report", key, str(out))
+
+        outcome = _build_cached(cache_dir(config, "report", key), build)
+        done.append(outcome)
+        return Path(outcome.path) / "report"
+
+    return make
 
 
 def run_publish(
     workdirs: Sequence[str | Path],
     config: RunConfig,
     release_id: str | None = None,
-    report: StepOutcome | None = None,
 ) -> ReleaseSummary:
-    """Validate, split and publish the rendered work directories; idempotent for equal content."""
+    """Validate, split and publish the rendered work directories with the release's report.
+
+    Idempotent for equal content. The report is drawn from the staged release (splits, id) and
+    copied to ``<workdir>/report`` as well, a stable place to open it from.
+    """
     from duetflow.release.publish import publish
 
+    reports: list[StepOutcome] = []
     info = publish(
         [Path(w) for w in workdirs],
         config.release.store,
         config,
         release_id=release_id or config.release.release_id,
-        report_dir=_report_files(report.path) if report else None,
+        report=cached_report(config, reports),
     )
-    data = _as_dict(info)
-    rid = str(data.get("release_id") or data.get("id") or getattr(info, "release_id", ""))
-    return ReleaseSummary(rid, str(config.release.store), data, report)
+    report = reports[-1] if reports else None
+    if report is not None:
+        expose_report(config, report)
+    return ReleaseSummary(info.release_id, str(config.release.store), _as_dict(info), report)
 
 
-def _report_files(report_dir: str | Path) -> Path:
-    """The report folder without the step's bookkeeping (``result.json`` is not the card)."""
-    src = Path(report_dir)
-    clean = src.with_name(src.name + ".publish")
-    if not clean.exists():
-        partial = src.with_name(src.name + ".publish.partial")
+def expose_report(config: RunConfig, step: StepOutcome) -> Path:
+    """Copy a cached report to ``<workdir>/report`` (a stable place to open it from)."""
+    dest = Path(config.workdir) / "report"
+    partial = dest.with_name(".report.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    try:
+        shutil.copytree(Path(step.path) / "report", partial)
+        shutil.rmtree(dest, ignore_errors=True)
+        partial.rename(dest)
+    finally:
         shutil.rmtree(partial, ignore_errors=True)
-        try:
-            shutil.copytree(src, partial, ignore=shutil.ignore_patterns(RESULT))
-            os.replace(partial, clean)
-        finally:
-            shutil.rmtree(partial, ignore_errors=True)
-    return clean
+    return dest
 
 
 def _as_dict(obj: Any) -> dict[str, Any]:
@@ -902,52 +850,184 @@ def _as_dict(obj: Any) -> dict[str, Any]:
     return dict(data)
 
 
-# --- the whole run, without Prefect -------------------------------------------------------------
+# --- the stages, run on an executor -----------------------------------------------------------
+
+
+def _found(outcome: StepOutcome) -> int:
+    return outcome.found
+
+
+def ingest_stage(
+    config: RunConfig, ex: Executor, corpora: Sequence[str] | None = None
+) -> list[StepOutcome]:
+    """Ingest every configured corpus (or only ``corpora``): one step per corpus."""
+    jobs = corpus_jobs(config, corpora)
+    done = ex.map(run_ingest, jobs, config, batch=Batch("ingest", total=len(jobs)))
+    for r in done:
+        log.info(
+            "ingest %s: %d found, %d kept, %d rejected (%s)", r.label, r.found, r.kept,
+            r.rejected, "reused" if r.reused else "computed",
+        )  # fmt: skip
+    return done
+
+
+def find_intakes(config: RunConfig, corpora: Sequence[str] | None = None) -> list[StepOutcome]:
+    """The finished ingests of the current corpus files and config (ConfigError if missing)."""
+    found = []
+    for job in corpus_jobs(config, corpora):
+        done = load_outcome(cache_dir(config, "ingest", ingest_key(job, config)))
+        if done is None:
+            raise ConfigError(
+                f"corpus {job.label!r} has no finished ingest for its current files and config "
+                f"in {config.workdir}: run the ingest stage first"
+            )
+        found.append(done)
+    return found
+
+
+def process_stage(
+    config: RunConfig,
+    ex: Executor,
+    intakes: Sequence[StepOutcome],
+    corpora: Sequence[str] | None = None,
+) -> tuple[list[StepOutcome], list[StepOutcome]]:
+    """Window, filter and render every corpus shard by shard; merge into ``rendered/<corpus>``.
+
+    Returns (shard outcomes, merged outcome per corpus).
+    """
+    by_label = {i.label: i for i in intakes}
+    shards: list[StepOutcome] = []
+    merged: list[StepOutcome] = []
+    for job in corpus_jobs(config, corpora):
+        intake = by_label[job.label]
+        done = ex.map(
+            run_process_shard,
+            plan_process_shards(job.label, intake.path, config),
+            config,
+            batch=Batch("process", job.label, intake.kept, window=process_window(config)),
+            size=_found,
+        )
+        shards.extend(done)
+        m = merge_process(job, intake, done, config)
+        merged.append(m)
+        log.info(
+            "process %s: %d shards (%d reused), %d kept, %d rejected -> %s", job.label, len(done),
+            sum(s.reused for s in done), m.kept, m.rejected, m.path,
+        )  # fmt: skip
+    return shards, merged
+
+
+def process_window(config: RunConfig) -> int:
+    """Shards in flight at once: two per worker, so memory follows the shard size."""
+    r = config.runner
+    workers = r.max_workers if r.kind == "threads" else r.dask_workers * max(1, r.max_workers)
+    return 2 * workers
+
+
+def match_stage(
+    config: RunConfig, ex: Executor, merged: Sequence[StepOutcome]
+) -> list[StepOutcome]:
+    """HH ↔ HM matching over the rendered work directories (one step)."""
+    return ex.call(run_match, list(merged), config)
+
+
+def rendered_outcomes(config: RunConfig, *, with_ph: bool) -> list[StepOutcome]:
+    """The corpora's merged work directories found in the work directory (+ PH when asked)."""
+    found = [
+        o
+        for j in corpus_jobs(config)
+        if (o := load_outcome(rendered_dir(config, j.label))) is not None
+    ]
+    ph = load_outcome(rendered_dir(config, PH_LABEL)) if with_ph else None
+    return found + ([ph] if ph is not None else [])
+
+
+def synth_stage(
+    config: RunConfig, ex: Executor, voices: Sequence[str]
+) -> tuple[list[StepOutcome], StepOutcome | None]:
+    """LLM scripts (when configured), then PH synthesis shard by shard, merged into ``ph``.
+
+    ``voices``: the (matched) rendered work directories that lend voices and HH transcripts.
+    Returns (shard outcomes, the merged PH outcome or None when synthesis is off).
+    """
+    if not synth_wanted(config):
+        log.info("synthesis disabled or no scripts configured: nothing to do")
+        return [], None
+    rejected: list[Any] = []
+    llm_dirs: list[Path] = []
+    if scripts_wanted(config):
+        llm_dirs, rejected = ex.call(run_scripts, config, list(voices))
+        log.info("LLM scripts in %s (%d rejected)", [str(d) for d in llm_dirs], len(rejected))
+    pool = build_voices(config, voices)
+    log.info("voice pool: %d speakers from %d work directories", len(pool.voices), len(voices))
+    done = ex.map(
+        run_synth_shard,
+        plan_synth_shards(config, voices, pool, rejected, llm_dirs),
+        pool,
+        config,
+        batch=Batch("synth", PH_LABEL, window=config.synth.concurrency),
+        size=_found,
+    )
+    merged = merge_synth(done, rejected, config)
+    log.info(
+        "synthesize: %d shards (%d reused), %d kept, %d rejected -> %s", len(done),
+        sum(s.reused for s in done), merged.kept, merged.rejected, merged.path,
+    )  # fmt: skip
+    return done, merged
+
+
+def publish_stage(
+    config: RunConfig, ex: Executor, workdirs: Sequence[str], release_id: str | None = None
+) -> ReleaseSummary:
+    """Validate, split, draw the report from the staged release and publish (one step)."""
+    if not workdirs:
+        raise ConfigError(f"nothing to publish: no rendered work directories in {config.workdir}")
+    summary = ex.call(run_publish, list(workdirs), config, release_id)
+    if summary.report is not None:
+        state = "reused" if summary.report.reused else "built"
+        log.info("report %s: %s", state, summary.report.path)
+    log.info("published release %s to %s", summary.release_id, summary.store)
+    return summary
+
+
+# --- the whole run ------------------------------------------------------------------------------
 
 
 def run_pipeline(
     config: RunConfig,
     *,
+    executor: Executor | None = None,
     corpora: Sequence[str] | None = None,
     synthesize: bool = True,
     publish: bool = True,
     release_id: str | None = None,
 ) -> PipelineResult:
-    """Run the configured pipeline in this process, one step after the other.
+    """Run the configured pipeline: ingest → process → match → (scripts →) synth → publish.
 
-    The reference the flows must match byte for byte, and the baseline of the overhead bench.
+    The one definition of a run. ``executor`` decides where steps run: in this process
+    (default, :class:`~duetflow.executors.PlainExecutor`) or as Prefect tasks
+    (``duetflow.flows.executor.PrefectExecutor``, what ``build_dataset`` passes); both give
+    byte-identical work directories and releases.
     """
+    ex: Executor = executor or PlainExecutor()
     steps: list[StepOutcome] = []
-    merged: list[StepOutcome] = []
-    for job in corpus_jobs(config, corpora):
-        intake = run_ingest(job, config)
-        steps.append(intake)
-        shard_results = []
-        bar = progress.Progress("process", job.label, intake.kept)
-        for shard in plan_process_shards(job.label, intake.path, config):
-            shard_results.append(run_process_shard(shard, config))
-            bar.advance(len(shard.dialogues))
-        steps.extend(shard_results)
-        merged.append(merge_process(job, intake, shard_results, config))
-    merged = run_match(merged, config)
+    intakes = ex.stage("ingest", lambda: ingest_stage(config, ex, corpora))
+    steps.extend(intakes)
+    shard_steps, corpus_merged = ex.stage(
+        "process", lambda: process_stage(config, ex, intakes, corpora)
+    )
+    steps.extend(shard_steps)
+    merged = match_stage(config, ex, corpus_merged)
     if synthesize and synth_wanted(config):
         voices = voice_dirs(config, merged)
-        rejected: list[Any] = []
-        llm_dirs: list[Path] = []
-        if scripts_wanted(config):
-            llm_dirs, rejected = run_scripts(config, voices)
-        pool = build_voices(config, voices)
-        synth_results = []
-        bar = progress.Progress("synth", PH_LABEL)
-        for synth_shard in plan_synth_shards(config, voices, pool, rejected, llm_dirs):
-            synth_results.append(run_synth_shard(synth_shard, pool, config))
-            bar.advance(len(synth_shard.scripts))
-        steps.extend(synth_results)
-        merged.append(merge_synth(synth_results, rejected, config))
+        synth_steps, ph = ex.stage("synthesize", lambda: synth_stage(config, ex, voices))
+        steps.extend(synth_steps)
+        if ph is not None:
+            merged.append(ph)
     release = None
     if publish:
         dirs = [m.path for m in merged]
-        report = run_report(dirs, config)
-        steps.append(report)
-        release = run_publish(dirs, config, release_id, report)
-    return PipelineResult(tuple(steps), tuple(merged), release)
+        release = ex.stage("publish", lambda: publish_stage(config, ex, dirs, release_id))
+        if release.report is not None:
+            steps.append(release.report)
+    return PipelineResult(tuple(steps), tuple(merged), release, tuple(corpus_merged))

@@ -1,9 +1,11 @@
-"""Process stage: intake work directory → windows → filters → rendered work directory.
+"""Process stage: intake work directory → acoustic turn timing → windows → filters → rendered
+work directory.
 
 ``process_dialogues`` is the unit the Prefect tasks run per shard; ``process_workdir`` is the
 whole stage for the command line (``duetflow process --in WORKDIR --out WORKDIR2``). Both
-stream: one source dialogue is selected and its kept windows rendered before the next is read,
-and manifest rows go to row-group writers, so memory does not grow with the corpus.
+stream: one source dialogue is timed from its audio (:mod:`duetflow.turn_timing`, read in
+chunks), selected, and its kept windows rendered before the next is read, and manifest rows go
+to row-group writers, so memory does not grow with the corpus.
 
 Accounting: every window selection produces is either rendered or rejected (a render failure
 is an ``InputError`` → ``Stage.RENDER`` rejection, and the run goes on; so is rendered audio
@@ -35,6 +37,7 @@ from duetflow.render import RenderedDialogue, render_dialogue
 from duetflow.rendered_length import length_problem
 from duetflow.selection import select
 from duetflow.stats import CorpusStats
+from duetflow.turn_timing import refine_timing
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +152,11 @@ def _process_one(
     writer: _Writer,
     keep_rows: ShardResult | None,
 ) -> tuple[int, int, int, float]:
-    """Select + render one source dialogue; returns (windows, rendered, rejected, audio_s)."""
+    """Time, select + render one source dialogue; returns (windows, rendered, rejected,
+    audio_s). Acoustic timing (:mod:`duetflow.turn_timing`) runs first, so windows, filters,
+    the length model and the renderer see where the speech is, not the annotation's slack."""
+    if config.turns.acoustic_timing:
+        d = refine_timing(d, config.turns)
     sel = select(d, config)
     rejected = list(sel.rejected)
     rendered = 0

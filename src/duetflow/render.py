@@ -74,9 +74,9 @@ from duetflow.model import (
     PerTurnSource,
     Turn,
     TurnKind,
-    design_to_row,
     safe_id,
 )
+from duetflow.records import RenderedDialogueRow, RenderedTurnRow
 from duetflow.seeding import rng_for
 from duetflow.source_rate import source_rate
 from duetflow.tone_sources import RecordingTone, recording_tone
@@ -89,10 +89,20 @@ _END_TOL_S = 0.05  # a file may end this much before the last annotated turn end
 
 @dataclass(frozen=True)
 class RenderedDialogue:
-    """Manifest rows of one rendered dialogue (``RENDERED_DIALOGUE_SCHEMA`` / ``_TURN_SCHEMA``)."""
+    """The typed records of one rendered dialogue (:mod:`duetflow.records`)."""
 
-    row: dict[str, Any]
-    turns: list[dict[str, Any]]
+    record: RenderedDialogueRow
+    turn_records: tuple[RenderedTurnRow, ...]
+
+    @property
+    def row(self) -> dict[str, Any]:
+        """The dialogue record as a table row (what a writer takes)."""
+        return self.record.to_row()
+
+    @property
+    def turns(self) -> list[dict[str, Any]]:
+        """The turn records as table rows, in output order."""
+        return [t.to_row() for t in self.turn_records]
 
 
 @dataclass(frozen=True)
@@ -126,7 +136,17 @@ def source_turns(d: Dialogue) -> tuple[Turn, ...]:
     if lo >= w0 - _WINDOW_TOL_S:
         return d.turns
     if hi <= (w1 - w0) + _WINDOW_TOL_S:
-        return tuple(replace(t, start=t.start + w0, end=t.end + w0) for t in d.turns)
+        return tuple(
+            replace(
+                t,
+                start=t.start + w0,
+                end=t.end + w0,
+                annotated=None
+                if t.annotated is None
+                else (t.annotated[0] + w0, t.annotated[1] + w0),
+            )
+            for t in d.turns
+        )
     raise InputError(
         d.id,
         f"turns span {lo:.3f}-{hi:.3f} s, neither inside window {w0:.3f}-{w1:.3f} s "
@@ -237,7 +257,9 @@ def _load_per_turn(
     """Per-speaker virtual tracks: each clip on its turn's speaker's track, silence elsewhere."""
     infos = [audio_info(p) for p in src.paths]
     if len(src.paths) == len(turns):
-        starts = [t.start for t in turns]  # one clip per turn: the turn says where it lies
+        # one clip per turn: the turn's annotation says where it lies (acoustic timing may
+        # have moved start/end inside the clip)
+        starts = [t.annotated_span[0] for t in turns]
     else:
         starts, pos = [], 0.0
         for inf in infos:
@@ -253,7 +275,7 @@ def _load_per_turn(
             continue
         if len(src.paths) == len(turns):
             who: str | None = turns[k].speaker
-            need = turns[k].end - turns[k].start
+            need = turns[k].annotated_span[1] - turns[k].annotated_span[0]
             if need > inf.duration_s + _END_TOL_S:
                 raise InputError(
                     path,
@@ -401,7 +423,7 @@ def _tone(
 class _Result:
     out: Audio
     stems: Audio | None
-    rows: list[dict[str, Any]]
+    rows: list[RenderedTurnRow]
     gaps: list[float]
     measured: list[float | None]
     corrected: int
@@ -855,21 +877,21 @@ def _render_mixed(
     return res, [src.path]
 
 
-def _turn_row(d: Dialogue, index: int, hosted: bool, start: float, end: float) -> dict[str, Any]:
-    """A rendered turn row; ``hosted``: a backchannel inside another speaker's turn (a
+def _turn_row(d: Dialogue, index: int, hosted: bool, start: float, end: float) -> RenderedTurnRow:
+    """A rendered turn; ``hosted``: a backchannel inside another speaker's turn (a
     stand-alone backchannel is laid out, and reported, as an ordinary turn)."""
     o = d.turns[index]
-    return {
-        "dialogue_id": d.id,
-        "turn_index": 0,  # renumbered in output order
-        "speaker": o.speaker,
-        "kind": str(TurnKind.BACKCHANNEL if hosted else TurnKind.TURN),
-        "start_s": round(start, 6),
-        "end_s": round(end, 6),
-        "orig_start_s": float(o.start),
-        "orig_end_s": float(o.end),
-        "text": o.text,
-    }
+    return RenderedTurnRow(
+        dialogue_id=d.id,
+        turn_index=0,  # renumbered in output order
+        speaker=o.speaker,
+        kind=str(TurnKind.BACKCHANNEL if hosted else TurnKind.TURN),
+        start_s=round(start, 6),
+        end_s=round(end, 6),
+        orig_start_s=float(o.annotated_span[0]),
+        orig_end_s=float(o.annotated_span[1]),
+        text=o.text,
+    )
 
 
 def _sha256(path: Path) -> str:
@@ -920,15 +942,16 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         s: (res.loud[s].lufs + total[s] if res.loud[s].lufs > ld.SILENCE_LUFS else ld.SILENCE_LUFS)
         for s in (a, b)
     }
-    rows = sorted(res.rows, key=lambda r: (r["start_s"], r["orig_start_s"]))
-    for k, r in enumerate(rows):
-        r["turn_index"] = k
+    rows = [
+        replace(r, turn_index=k)
+        for k, r in enumerate(sorted(res.rows, key=lambda r: (r.start_s, r.orig_start_s)))
+    ]
     src_rate = source_rate(d.source, sr)  # trainers (issue 16): source rate + resampling
     provenance = {
         "source_kind": d.source.kind,
         "source_files": files,
         "window": list(d.window) if d.window else None,
-        "orig_turns": [[t.speaker, str(t.kind), t.start, t.end] for t in d.turns],
+        "orig_turns": [[t.speaker, str(t.kind), *t.annotated_span] for t in d.turns],
         "dropped_turns": res.dropped,
         "gaps_ms": [round(g * 1000, 3) for g in res.gaps],
         "gaps_measured_ms": res.measured,
@@ -947,32 +970,32 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         "resampling": src_rate.resampling,
     }
     gaps_ms = [g * 1000 for g in res.gaps]
-    row = {
-        "dialogue_id": d.id,
-        "source_id": d.source_id,
-        "corpus": d.corpus,
-        "category": str(d.category),
-        "language": d.language,
-        "topic": d.topic,
-        "speaker_a": a,
-        "speaker_b": b,
-        **design_to_row(d.design),
-        "audio_path": rel,
-        "sha256": _sha256(path),
-        "duration_s": len(out) / sr,
-        "sample_rate": sr,
-        "num_channels": 1,
-        "n_turns": len(rows),
-        "loudness_lufs_a": round(rendered[a], 4),
-        "loudness_lufs_b": round(rendered[b], 4),
-        "gain_db_a": round(total[a], 4),
-        "gain_db_b": round(total[b], 4),
-        "gap_ms_min": round(min(gaps_ms), 3) if gaps_ms else None,
-        "gap_ms_max": round(max(gaps_ms), 3) if gaps_ms else None,
-        "provenance": dumps(provenance),
+    row = RenderedDialogueRow(
+        dialogue_id=d.id,
+        source_id=d.source_id,
+        corpus=d.corpus,
+        category=str(d.category),
+        language=d.language,
+        topic=d.topic,
+        speaker_a=a,
+        speaker_b=b,
+        design=d.design,
+        audio_path=rel,
+        sha256=_sha256(path),
+        duration_s=len(out) / sr,
+        sample_rate=sr,
+        num_channels=1,
+        n_turns=len(rows),
+        loudness_lufs_a=round(rendered[a], 4),
+        loudness_lufs_b=round(rendered[b], 4),
+        gain_db_a=round(total[a], 4),
+        gain_db_b=round(total[b], 4),
+        gap_ms_min=round(min(gaps_ms), 3) if gaps_ms else None,
+        gap_ms_max=round(max(gaps_ms), 3) if gaps_ms else None,
+        provenance=dumps(provenance),
         # -- trainers (issue 16): licence and source sample rate per dialogue --
-        "licence": d.licence or UNDECLARED,
-        "source_sample_rate": src_rate.sample_rate,
-    }
-    log.debug("rendered %s: %.2f s, %d turns", d.id, row["duration_s"], len(rows))
-    return RenderedDialogue(row, rows)
+        licence=d.licence or UNDECLARED,
+        source_sample_rate=src_rate.sample_rate,
+    )
+    log.debug("rendered %s: %.2f s, %d turns", d.id, row.duration_s, len(rows))
+    return RenderedDialogue(row, tuple(rows))

@@ -10,10 +10,12 @@ separable sources overlapping turns are laid end to end. A 22 s stretch of sourc
 
 :class:`LengthModel` runs the renderer's own layout (:mod:`duetflow.audio.retime`:
 ``layout_turns`` for separable sources, ``merge_blocks`` + ``layout_blocks`` for mixed mono) on
-the annotated turn times, once with every drawn gap at ``gap_ms_min`` and once at ``gap_ms_max``,
+the turn times, once with every drawn gap at ``gap_ms_min`` and once at ``gap_ms_max``,
 so the prediction follows the renderer's rules by construction rather than by a second copy of
-them. It is a bound from the annotation: trimming each turn to its acoustic extent can only make
-the audio shorter, which is what ``window.margin_s`` is for; the rendered audio is checked
+them. In the process stage those times are already the acoustic extents
+(:mod:`duetflow.turn_timing`), so clip padding and annotation slack are not counted as speech;
+on annotated times it is a bound: trimming each turn to its acoustic extent can only make the
+audio shorter, which is what ``window.margin_s`` is for; the rendered audio is checked
 afterwards anyway (:func:`length_problem`), by the process stage, the PH assembly and the schema
 checks (so ``duetflow validate`` fails a release holding a dialogue outside the range).
 """
@@ -138,6 +140,9 @@ class LengthModel:
         """
         i = bisect.bisect_left(self.src_starts, start)
         j = bisect.bisect_left(self.src_starts, end)
+        # a zero-length unit at ``end`` lies inside the excerpt, as windows take it
+        while j < self.n_units and self.src_starts[j] == end and self._src_ends[j] <= end:
+            j += 1
         if i > 0 and self._ends_before[i - 1] > start + 1e-9:
             return None
         if j > i and max(self._src_ends[i:j]) > end + 1e-9:

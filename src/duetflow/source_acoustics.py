@@ -106,7 +106,11 @@ def _alone(v: TrackView, own: Sequence[Span], other: Sequence[Span]) -> edges.Bo
 
 
 def mark_crosstalk(
-    views: Sequence[TrackView], own: Sequence[Sequence[Span]], floors: Sequence[edges.Floor | None]
+    views: Sequence[TrackView],
+    own: Sequence[Sequence[Span]],
+    floors: Sequence[edges.Floor | None],
+    *,
+    margin_db: float = CROSSTALK_DB,
 ) -> None:
     """Set ``blocked`` on each of two time-aligned tracks: frames that hold no more than the
     other speaker's voice leaking in.
@@ -114,8 +118,10 @@ def mark_crosstalk(
     The leak is measured, not assumed: where the other speaker talks alone (annotated, loud on
     their own track), this track reads the other track's level plus a steady leak gain (the
     median difference). A frame of this track is crosstalk when the other speaker talks there
-    and this track is not louder than that leak by :data:`CROSSTALK_DB`; a track with no
-    crosstalk has a leak gain far down and blocks nothing but its own background.
+    and this track is not louder than that leak by ``margin_db`` (default
+    :data:`CROSSTALK_DB`; acoustic turn timing passes :data:`~duetflow.audio.edges.EDGE_DB`:
+    speech as loud as the leak, the edge definition with the leak as the background); a track
+    with no crosstalk has a leak gain far down and blocks nothing but its own background.
     """
     if len(views) != 2:
         return
@@ -132,7 +138,7 @@ def mark_crosstalk(
             continue
         leak = float(np.median(mine[solo] - theirs[solo]))
         blocked = np.zeros(views[i].n_frames, dtype=bool)
-        blocked[:n] = loud & (mine <= theirs + leak + CROSSTALK_DB)
+        blocked[:n] = loud & (mine <= theirs + leak + margin_db)
         views[i].blocked = blocked
 
 

@@ -38,6 +38,21 @@ def overlap_counts(events: Iterable[OverlapEvent]) -> dict[str, int]:
     return {k.value: c.get(k.value, 0) for k in OverlapClass}
 
 
+def micros(x: float) -> int:
+    """``x`` seconds as integer microseconds (what stats add, so shard sums merge exactly)."""
+    return round(x * 1_000_000)
+
+
+def mean_of(sum_us: int, n: int) -> float | None:
+    """The mean in seconds of ``n`` values summing to ``sum_us`` microseconds (6 decimals)."""
+    return round(sum_us / n / 1_000_000, 6) if n else None
+
+
+def seconds_of(sum_us: int) -> float:
+    """A duration sum in seconds, as ``stats.json`` writes it (3 decimals)."""
+    return round(sum_us / 1_000_000, 3)
+
+
 @dataclass
 class Histogram:
     """Fixed-edge histogram with counts below/above the edges, running sum, min and max."""
@@ -47,7 +62,7 @@ class Histogram:
     below: int = 0
     above: int = 0
     n: int = 0
-    total: float = 0.0
+    total_us: int = 0  # integer microseconds: sums of shards add up exactly, in any order
     lo: float | None = None
     hi: float | None = None
 
@@ -60,7 +75,7 @@ class Histogram:
             return
         x = round(x, 6)  # microseconds: a 0.2 s gap computed as 0.19999999 belongs in 0.2
         self.n += 1
-        self.total += x
+        self.total_us += micros(x)
         self.lo = x if self.lo is None else min(self.lo, x)
         self.hi = x if self.hi is None else max(self.hi, x)
         if x < self.edges[0]:
@@ -83,7 +98,8 @@ class Histogram:
             "below": self.below,
             "above": self.above,
             "n": self.n,
-            "mean": round(self.total / self.n, 6) if self.n else None,
+            "sum_us": self.total_us,
+            "mean": mean_of(self.total_us, self.n),
             "min": self.lo,
             "max": self.hi,
         }
@@ -146,8 +162,8 @@ class _Acc:
     dialogues: int = 0
     windows: int = 0
     kept: int = 0
-    kept_duration_s: float = 0.0
-    source_duration_s: float = 0.0
+    kept_duration_us: int = 0
+    source_duration_us: int = 0
     rejected_by_reason: Counter[str] = field(default_factory=Counter)
     rejected_by_stage: Counter[str] = field(default_factory=Counter)
     overlaps: Counter[str] = field(default_factory=Counter)
@@ -161,8 +177,8 @@ class _Acc:
         self.dialogues += 1
         self.windows += s.n_windows
         self.kept += s.n_kept
-        self.kept_duration_s += s.kept_duration_s
-        self.source_duration_s += s.duration_s
+        self.kept_duration_us += micros(s.kept_duration_s)
+        self.source_duration_us += micros(s.duration_s)
         self.overlaps.update(s.overlaps)
         self.kept_overlaps.update(s.kept_overlaps)
         for x in s.ftos:
@@ -187,8 +203,10 @@ class _Acc:
             "rejected": sum(self.rejected_by_reason.values()),
             "rejected_by_reason": dict(sorted(self.rejected_by_reason.items())),
             "rejected_by_stage": dict(sorted(self.rejected_by_stage.items())),
-            "source_duration_s": round(self.source_duration_s, 3),
-            "kept_duration_s": round(self.kept_duration_s, 3),
+            "source_duration_s": seconds_of(self.source_duration_us),
+            "source_duration_us": self.source_duration_us,
+            "kept_duration_s": seconds_of(self.kept_duration_us),
+            "kept_duration_us": self.kept_duration_us,
             "overlaps": {k: self.overlaps.get(k, 0) for k in classes},
             "kept_overlaps": {k: self.kept_overlaps.get(k, 0) for k in classes},
             "fto": self.fto.to_dict(),

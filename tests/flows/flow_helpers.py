@@ -55,17 +55,13 @@ def tree_digest(root: Path) -> dict[str, str]:
 
 
 def release_content(store: Path, release_id: str) -> dict[str, str]:
-    """A release's manifests, splits, stats and audio objects.
+    """Every file of a release (manifests, splits, stats, report/, RELEASE.json, CLAIM.json)
+    plus the audio objects it points at.
 
-    Without RELEASE.json and report/: both record the full config, which names the runner and
-    the work directory, so they differ between two configs by design; nor CLAIM.json, which
-    holds RELEASE.json's hash.
+    Nothing is left out: a release records only content and content-affecting config, so two
+    runs of the same inputs and config agree on every byte whatever their work directory,
+    runner or shard size.
     """
     rel = store / "releases" / release_id
-    files = {
-        k: v
-        for k, v in tree_digest(rel).items()
-        if k not in ("RELEASE.json", "CLAIM.json") and not k.startswith("report/")
-    }
     audio = {f"audio/{k}": v for k, v in tree_digest(store / "audio").items()}
-    return {**files, **audio}
+    return {**tree_digest(rel), **audio}

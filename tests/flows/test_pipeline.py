@@ -11,25 +11,7 @@ import pytest
 from flow_helpers import write_config
 
 from duetflow import manifest, pipeline
-from duetflow.config import build_config
 from duetflow.pipeline import StepOutcome
-
-
-def test_stage_keys_follow_only_the_sections_a_stage_reads(tmp_path: Path) -> None:
-    base = build_config({"workdir": str(tmp_path)})
-    stricter = build_config({"workdir": str(tmp_path), "filters": {"balance_min": 0.45}})
-    other_split = build_config(
-        {"workdir": str(tmp_path), "release": {"ratios": {"HH": (0.7, 0.2, 0.1)}}}
-    )
-    # the LLM script checks use the filters' balance band too
-    for cfg, changed in (
-        (stricter, {"process", "scripts", "report"}),
-        (other_split, {"publish", "report"}),
-    ):
-        for stage in pipeline.STAGE_SECTIONS:
-            same = pipeline.stage_key(stage, base, "x") == pipeline.stage_key(stage, cfg, "x")
-            assert same == (stage not in changed), stage
-    assert pipeline.stage_key("process", base, "a") != pipeline.stage_key("process", base, "b")
 
 
 def test_tree_fingerprint_sees_new_and_changed_files(tmp_path: Path) -> None:

@@ -53,7 +53,7 @@ def _workdirs(root: Path) -> list[Path]:
 
 def test_design_columns_in_release_pull_open_release_and_exports(tmp_path: Path) -> None:
     store = str(tmp_path / "store")
-    info = publish(_workdirs(tmp_path), store, RunConfig(), with_report=False)
+    info = publish(_workdirs(tmp_path), store, RunConfig())
     assert validate_release(store) == []
     for split in ("train", "val", "test"):
         pull(store, "latest", split, tmp_path / "pulled")
@@ -112,7 +112,7 @@ def test_validate_reports_a_ph_whose_source_is_in_train(
 
     monkeypatch.setattr(publish_module, "plan_splits", leaky)
     store = str(tmp_path / "store")
-    publish(_workdirs(tmp_path), store, RunConfig(), with_report=False)
+    publish(_workdirs(tmp_path), store, RunConfig())
     problems = [str(p) for p in validate_release(store)]
     assert any(
         "leakage" in p and "ph__default__rw-d0" in p and "dt__d0__w000" in p for p in problems

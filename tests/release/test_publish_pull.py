@@ -11,13 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 from release_fixtures import make_workdir, specs
 
-from duetflow import open_release
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ManifestError, StorageError
 from duetflow.release.layout import LATEST_KEY, list_releases, manifest_key, read_release_json
 from duetflow.release.publish import publish
-from duetflow.release.pull import pull
+from duetflow.release.pull import open_release, pull
 from duetflow.release.validate import parse_release_uri, validate_release
+from duetflow.report import release_report
 from duetflow.storage import open_store, sha256_file
 
 
@@ -270,7 +270,7 @@ def test_release_json_is_valid_json_with_counts(workdirs: list[Path], tmp_path: 
 
 
 def test_every_release_carries_its_report(workdirs: list[Path], tmp_path: Path) -> None:
-    info = publish(workdirs, str(tmp_path / "store"), RunConfig())
+    info = publish(workdirs, str(tmp_path / "store"), RunConfig(), report=release_report)
     store = open_store(tmp_path / "store")
     prefix = f"releases/{info.release_id}/report/"
     keys = set(store.list(prefix))

@@ -37,6 +37,7 @@ from duetflow.release.export import export_hf, export_lhotse, hf_decode
 from duetflow.release.layout import read_release_json
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
+from duetflow.report import release_report
 from duetflow.storage import open_store
 
 PH_LICENCE = "CC-BY-NC-SA-4.0 AND CC-BY-SA-4.0"
@@ -63,7 +64,7 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[s
     ph = _licensed(specs(3, prefix="ph", category="PH", per_source=1), PH_LICENCE)
     wds = [make_workdir(tmp / "talk", sa), make_workdir(tmp / "ramc", nd),
            make_workdir(tmp / "ph", ph)]  # fmt: skip
-    info = publish(wds, str(tmp / "store"), NO_VAL)
+    info = publish(wds, str(tmp / "store"), NO_VAL, report=release_report)
     truth = {s.dialogue_id: s.licence for s in (*sa, *nd, *ph)}
     return tmp / "store", info.release_id, truth
 
@@ -125,7 +126,7 @@ def test_dataset_card_licence_section_is_computed_from_the_release(
 
     # a release holding one permissive licence says so, and nothing about NC or ND
     wd = make_workdir(tmp_path / "open", _licensed(specs(4, per_source=1), "CC-BY-4.0"))
-    info = publish([wd], str(tmp_path / "store2"), NO_VAL)
+    info = publish([wd], str(tmp_path / "store2"), NO_VAL, report=release_report)
     pull(str(tmp_path / "store2"), info.release_id, "train", tmp_path / "open-pulled", NO_VAL)
     card = (tmp_path / "open-pulled" / "report" / "README.md").read_text(encoding="utf-8")
     assert yaml.safe_load(card.split("---")[1])["license"] == "cc-by-4.0"

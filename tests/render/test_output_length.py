@@ -57,7 +57,9 @@ def _sloppy(root: Path, slack_s: float, n: int = 8, dur: float = 1.2) -> Dialogu
 
 
 def test_window_rendering_shorter_than_min_is_rejected_and_removed(tmp_path: Path) -> None:
-    cfg = build_config({})
+    # acoustic timing off: the annotation's slack reaches the length model (the safety net on
+    # the rendered audio is what is tested here)
+    cfg = build_config({"turns": {"acoustic_timing": False}})
     d = _sloppy(tmp_path / "src", slack_s=1.0)
     predicted = predict_length(d, cfg)
     assert predicted is not None and predicted.lo_s >= cfg.window.select_range[0]
@@ -88,3 +90,20 @@ def test_tight_annotation_renders_in_range_and_is_kept(tmp_path: Path) -> None:
     assert predicted is not None
     # the prediction brackets what was rendered (to within a VAD frame per change)
     assert predicted.lo_s - 0.35 <= info.duration <= predicted.hi_s + 0.35
+
+
+def test_acoustic_timing_sees_the_slack_before_windows_are_chosen(tmp_path: Path) -> None:
+    """With acoustic timing (the default) the same sloppy dialogue is predicted as what it
+    renders to: too short for any window, rejected before rendering, no audio written."""
+    cfg = build_config({})
+    d = _sloppy(tmp_path / "src", slack_s=1.0)
+    res = process_dialogues([d], cfg, tmp_path / "out")
+    assert res.dialogues == [] and res.units == 1
+    [rej] = res.rejections
+    assert (rej.stage, rej.reason) == ("window", "no_window")
+    predicted = json.loads(rej.detail)["predicted_s"]
+    # about 8 x 1.2 s of speech + 7 gaps + edges, as the renderer would make it
+    assert 8 * 1.2 + 7 * 0.17 <= predicted[0] <= predicted[1] <= 8 * 1.2 + 7 * 0.24 + 1.0
+    assert not (tmp_path / "out" / "audio").exists() or not list(
+        (tmp_path / "out" / "audio").glob("*")
+    )

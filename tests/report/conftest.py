@@ -389,6 +389,7 @@ def sample_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from duetflow.ingest import ingest
     from duetflow.process import process_workdir
     from duetflow.release.publish import publish
+    from duetflow.report import release_report
     from duetflow.samples import make_samples
 
     root = tmp_path_factory.mktemp("report-sample")
@@ -399,5 +400,5 @@ def sample_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ingest(corpus, root / "samples" / folder, root / "intake" / corpus, cfg)
         process_workdir(root / "intake" / corpus, root / "work" / corpus, cfg)
         workdirs.append(root / "work" / corpus)
-    publish(workdirs, str(root / "store"), cfg)
+    publish(workdirs, str(root / "store"), cfg, report=release_report)
     return root / "store"

@@ -190,7 +190,7 @@ def test_source_stats_ph_and_provenance(
         assert f"| {lic} | " in card and f"| {', '.join(corpora)} | {n} |" in card
     assert "Non-commercial use only for dialogues under CC-BY-NC-ND-4.0, CC-BY-NC-SA-4.0" in card
     assert "tts:spark" in {k for k, _, _ in data.provenance.sources}
-    assert data.provenance.config_hash == RunConfig().config_hash()
+    assert data.provenance.config_hash == RunConfig().content_hash()
     html = report.html.read_text()
     for sid, _ in SECTIONS:
         assert f'<section id="{sid}">' in html

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from duetflow import __version__
+from duetflow._version import __version__
 from duetflow.errors import DuetflowError
 
 COMMAND_MODULES = (

@@ -50,10 +50,18 @@ def command(
 ) -> None:
     """Validate, split and upload rendered work directories as a versioned release."""
     from duetflow.release.publish import publish
+    from duetflow.report import release_report
 
     cfg = load_config(config_path, overrides=seed_override(seed))
     with progress_bars(progress_enabled(progress)):
-        info = publish(list(workdir), store or cfg.release.store, cfg, release, report_dir)
+        info = publish(
+            list(workdir),
+            store or cfg.release.store,
+            cfg,
+            release,
+            report_dir,
+            report=None if report_dir is not None else release_report,
+        )
     c = info.counts
     click.echo(
         f"release {info.release_id}: {c.get('dialogues', 0)} dialogues "

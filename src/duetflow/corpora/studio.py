@@ -31,7 +31,6 @@ import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -39,6 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 import duetflow
+from duetflow import keys
 from duetflow.audio.io import Audio, AudioInfo, read_frames, to_mono
 from duetflow.bounded_yaml import load_yaml
 from duetflow.corpora.base import (
@@ -84,33 +84,14 @@ from duetflow.topics import TopicMatch
 
 log = logging.getLogger(__name__)
 
-#: modules whose code decides what a session yields; editing one invalidates the studio state
-_OUTPUT_MODULES = (
-    "corpora/studio.py",
-    "corpora/base.py",
-    "segment.py",
-    "diarize/__init__.py",
-    "diarize/pyannote.py",
-    "audio/vad.py",
-    "audio/io.py",
-    "audio/stream.py",
-    "bounded_yaml.py",
-    "corpora/text.py",
-    "studio_state.py",
-    "model.py",
-    "manifest.py",
-)
 
-
-@lru_cache(maxsize=1)
 def code_hash() -> str:
-    """Hash of the code behind a session's output (so a bug fix re-processes old sessions)."""
-    base = Path(duetflow.__file__).resolve().parent
-    h = hashlib.sha256(duetflow.__version__.encode())
-    for rel in _OUTPUT_MODULES:
-        p = base / rel
-        h.update(rel.encode() + b"\0" + (p.read_bytes() if p.exists() else b"-"))
-    return h.hexdigest()[:16]
+    """Hash of the code behind a session's output (so a bug fix re-processes old sessions).
+
+    The source of every module this adapter imports inside ``duetflow``, transitively
+    (:func:`duetflow.keys.code_hash`); a module without a source file is an error.
+    """
+    return f"{duetflow.__version__}-{keys.code_hash((__name__,))}"
 
 
 SIDECAR = "session.yaml"

@@ -1,14 +1,14 @@
 """``build_dataset``: the main job, the whole configured pipeline from one YAML config.
 
-ingest → process → synthesize → publish, each a subflow on the task runner the config names
-(one local Dask cluster shared by all of them), then a report and Prefect artifacts: a markdown
+:func:`duetflow.pipeline.run_pipeline` (the one definition of a run) on the Prefect executor:
+ingest → process → match → synthesize → publish, each stage a subflow on the task runner the
+config names (one local Dask cluster shared by all of them), then Prefect artifacts: a markdown
 summary and a table of kept/rejected counts by stage and reason.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,11 +17,11 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from duetflow import pipeline, tasks
+from duetflow import pipeline
 from duetflow.config import RunConfig
-from duetflow.flows import stages
+from duetflow.flows.executor import PrefectExecutor
 from duetflow.flows.runner import build_task_runner, dask_cluster, resolve_config
-from duetflow.pipeline import ReleaseSummary, StepOutcome
+from duetflow.pipeline import StepOutcome
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class BuildSummary:
         return data
 
 
-def counts_table(merged: Sequence[StepOutcome]) -> list[dict[str, Any]]:
+def outcome_rows(merged: Sequence[StepOutcome]) -> list[dict[str, Any]]:
     """Rows ``corpus, stage, outcome, reason, count``: what was kept and why the rest was not."""
     rows: list[dict[str, Any]] = []
     for m in merged:
@@ -99,20 +99,6 @@ def _publish_artifacts(summary: BuildSummary, rows: list[dict[str, Any]]) -> Non
     )
 
 
-def _expose_report(cfg: RunConfig, step: StepOutcome) -> str:
-    """Copy the cached report to ``<workdir>/report`` (a stable place to open it from)."""
-    dest = Path(cfg.workdir) / "report"
-    partial = dest.with_name(".report.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    try:
-        shutil.copytree(step.path, partial, ignore=shutil.ignore_patterns(pipeline.RESULT))
-        shutil.rmtree(dest, ignore_errors=True)
-        partial.rename(dest)
-    finally:
-        shutil.rmtree(partial, ignore_errors=True)
-    return str(dest)
-
-
 @flow(name="build-dataset")
 def build_dataset(
     config: str | RunConfig | None = None,
@@ -137,50 +123,33 @@ def build_dataset(
         len(cfg.corpora), cfg.workdir, cfg.runner.kind, cfg.runner.max_workers,
         cfg.runner.shard_size,
     )  # fmt: skip
-    steps: list[StepOutcome] = []
-    merged: list[StepOutcome] = []
-    processed: dict[str, StepOutcome] = {}
-    release: ReleaseSummary | None = None
     with dask_cluster(cfg.runner) as address:
-
-        def on(f: Any) -> Any:
-            return f.with_options(task_runner=build_task_runner(cfg.runner, address))
-
-        intakes = on(stages.ingest)(config=cfg)
-        steps.extend(intakes)
-        shard_steps, corpus_merged = on(stages.process)(config=cfg, intakes=intakes)
-        steps.extend(shard_steps)
-        processed = {m.label: m for m in corpus_merged}
-        merged.extend(tasks.match_dialogues(corpus_merged, cfg))
-        if synthesize and pipeline.synth_wanted(cfg):
-            voices = pipeline.voice_dirs(cfg, merged)
-            synth_steps, ph = on(stages.synthesize)(config=cfg, voices=voices)
-            steps.extend(synth_steps)
-            if ph is not None:
-                merged.append(ph)
-    if publish:
-        release = stages.publish(
-            config=cfg, workdirs=[m.path for m in merged], release_id=release_id
+        executor = PrefectExecutor(lambda: build_task_runner(cfg.runner, address))
+        result = pipeline.run_pipeline(
+            cfg,
+            executor=executor,
+            synthesize=synthesize,
+            publish=publish,
+            release_id=release_id,
         )
-    report = None
-    if release is not None and release.report is not None:
-        steps.append(release.report)
-        report = _expose_report(cfg, release.report)
+    merged = list(result.merged)
+    processed = {m.label: m for m in result.processed}
+    release = result.release
     stage_names = ("ingest", "process", "synth", "report")
     summary = BuildSummary(
         release_id=release.release_id if release else None,
         store=str(cfg.release.store),
         workdir=str(cfg.workdir),
-        report=report,
+        report=str(Path(cfg.workdir) / "report") if release and release.report else None,
         kept={m.label: processed.get(m.label, m).kept for m in merged},
         rejected={m.label: processed.get(m.label, m).rejected for m in merged},
-        computed={s: sum(1 for x in steps if x.stage == s and not x.reused) for s in stage_names},
-        reused={s: sum(1 for x in steps if x.stage == s and x.reused) for s in stage_names},
+        computed={s: result.computed(s) for s in stage_names},
+        reused={s: result.reused(s) for s in stage_names},
         seconds=time.perf_counter() - started,
         by_reason={m.label: dict(m.by_reason) for m in merged},
         released={m.label: m.kept for m in merged},
     )
-    rows = counts_table(merged)
+    rows = outcome_rows(merged)
     _publish_artifacts(summary, rows)
     (Path(cfg.workdir) / "last_run.json").write_text(
         json.dumps(summary.to_json(), indent=1, sort_keys=True), encoding="utf-8"

@@ -1,82 +1,22 @@
-"""The stage flows: ingest, process, synthesize, publish.
+"""The stage flows: ingest, process, synthesize, publish, each on its own.
 
-Each takes a config path (or a :class:`~duetflow.config.RunConfig`) plus a few explicit
-overrides, so the UI and ``prefect.yaml`` can set them, and submits one task per corpus or per
-shard. Submission is windowed: at most a few shards per worker are in flight, so the flow's
-memory follows the shard size, not the corpus size.
+For deployments and the UI: each takes a config path (or a :class:`~duetflow.config.RunConfig`)
+plus a few explicit overrides, and runs one stage function of :mod:`duetflow.pipeline` (the
+same ones :func:`~duetflow.pipeline.run_pipeline` runs) with the Prefect executor on this
+flow's task runner. What a stage needs from earlier stages is found in the work directory.
 """
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from prefect import flow, get_run_logger
-from prefect.futures import PrefectFuture
+from prefect import flow
 
-from duetflow import pipeline, tasks
+from duetflow import pipeline
 from duetflow.config import RunConfig
-from duetflow.errors import ConfigError
+from duetflow.flows.executor import PrefectExecutor
 from duetflow.flows.runner import default_task_runner, resolve_config
-from duetflow.pipeline import CorpusJob, ReleaseSummary, StepOutcome
-from duetflow.progress import Progress
-
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-def submit_windowed(
-    submit: Callable[[T], PrefectFuture[R]],
-    items: Iterable[T],
-    window: int,
-    on_result: Callable[[int, R], None] | None = None,
-) -> list[R]:
-    """Submit ``items`` keeping at most ``window`` futures pending; results in item order.
-
-    Waiting on the oldest future (not the first to finish) keeps the code simple and the order
-    deterministic; with shards of similar size the pipeline stays full.
-    """
-    pending: deque[PrefectFuture[R]] = deque()
-    results: list[R] = []
-
-    def take() -> None:
-        results.append(pending.popleft().result())
-        if on_result is not None:
-            on_result(len(results), results[-1])
-
-    for item in items:
-        while len(pending) >= max(1, window):
-            take()
-        pending.append(submit(item))
-    while pending:
-        take()
-    return results
-
-
-def _window(config: RunConfig) -> int:
-    r = config.runner
-    workers = r.max_workers if r.kind == "threads" else r.dask_workers * max(1, r.max_workers)
-    return 2 * workers
-
-
-def _progress(stage: str, label: str, total: int | None) -> Callable[[int, StepOutcome], None]:
-    """Per finished shard: a progress record in items (``total`` items, e.g. the intake's
-    dialogues) for the CLI's bar, and every tenth shard a line in the run's log."""
-    logger = get_run_logger()
-    bar = Progress(stage, label, total)
-
-    def report(done: int, outcome: StepOutcome) -> None:
-        bar.advance(outcome.found)
-        if done % 10 == 0:
-            logger.info(
-                "%s %s: %d shards, %d/%s items done (shard %d %s)", stage, label, done, bar.done,
-                total if total is not None else "?", outcome.index,
-                "reused" if outcome.reused else "computed",
-            )  # fmt: skip
-
-    return report
+from duetflow.pipeline import ReleaseSummary, StepOutcome
 
 
 @flow(name="ingest", task_runner=default_task_runner(), log_prints=False)
@@ -88,31 +28,7 @@ def ingest(
 ) -> list[StepOutcome]:
     """Ingest the configured corpora (or only ``corpora``) into intake work directories."""
     cfg = resolve_config(config, workdir=workdir, overrides=overrides)
-    logger = get_run_logger()
-    jobs = pipeline.corpus_jobs(cfg, corpora)
-    futures = [tasks.ingest_corpus.submit(job, cfg, pipeline.ingest_key(job, cfg)) for job in jobs]
-    results = [f.result() for f in futures]
-    for r in results:
-        logger.info(
-            "ingest %s: %d found, %d kept, %d rejected (%s)", r.label, r.found, r.kept,
-            r.rejected, "reused" if r.reused else "computed",
-        )  # fmt: skip
-    return results
-
-
-def _find_intakes(cfg: RunConfig, jobs: Sequence[CorpusJob]) -> list[StepOutcome]:
-    found = []
-    for job in jobs:
-        done = pipeline.load_outcome(
-            pipeline.cache_dir(cfg, "ingest", pipeline.ingest_key(job, cfg))
-        )
-        if done is None:
-            raise ConfigError(
-                f"corpus {job.label!r} has no finished ingest for its current files and config "
-                f"in {cfg.workdir}: run the ingest flow first"
-            )
-        found.append(done)
-    return found
+    return pipeline.ingest_stage(cfg, PrefectExecutor(), corpora)
 
 
 @flow(name="process", task_runner=default_task_runner())
@@ -129,43 +45,16 @@ def process(
     ingests of the current files and config are looked up in the work directory.
     """
     cfg = resolve_config(config, workdir=workdir, overrides=overrides)
-    logger = get_run_logger()
-    jobs = pipeline.corpus_jobs(cfg, corpora)
-    if intakes is None:
-        intakes = _find_intakes(cfg, jobs)
-    by_label = {i.label: i for i in intakes}
-    shards: list[StepOutcome] = []
-    merged: list[StepOutcome] = []
-    for job in jobs:
-        intake = by_label[job.label]
-        done = submit_windowed(
-            lambda s: tasks.process_shard.submit(s, cfg),
-            pipeline.plan_process_shards(job.label, intake.path, cfg),
-            _window(cfg),
-            _progress("process", job.label, intake.kept),
-        )
-        shards.extend(done)
-        m = pipeline.merge_process(job, intake, done, cfg)
-        merged.append(m)
-        logger.info(
-            "process %s: %d shards (%d reused), %d kept, %d rejected -> %s", job.label, len(done),
-            sum(s.reused for s in done), m.kept, m.rejected, m.path,
-        )  # fmt: skip
-    return shards, merged
+    found = intakes if intakes is not None else pipeline.find_intakes(cfg, corpora)
+    return pipeline.process_stage(cfg, PrefectExecutor(), found, corpora)
 
 
-def _rendered_dirs(cfg: RunConfig, with_ph: bool) -> list[str]:
+def _matched_dirs(cfg: RunConfig, ex: PrefectExecutor, with_ph: bool) -> list[str]:
     """The corpora's rendered work directories after HH ↔ HM matching (+ PH when asked)."""
-    found = [
-        o
-        for j in pipeline.corpus_jobs(cfg)
-        if (o := pipeline.load_outcome(pipeline.rendered_dir(cfg, j.label))) is not None
-    ]
-    dirs = [Path(m.path) for m in tasks.match_dialogues(found, cfg)]
-    ph = pipeline.rendered_dir(cfg, pipeline.PH_LABEL)
-    if with_ph and (ph / pipeline.RESULT).exists():
-        dirs.append(ph)
-    return [str(d) for d in dirs]
+    found = pipeline.rendered_outcomes(cfg, with_ph=with_ph)
+    corpora = [o for o in found if o.label != pipeline.PH_LABEL]
+    ph = [o for o in found if o.label == pipeline.PH_LABEL]
+    return [o.path for o in [*pipeline.match_stage(cfg, ex, corpora), *ph]]
 
 
 @flow(name="synthesize", task_runner=default_task_runner())
@@ -184,32 +73,11 @@ def synthesize(
     at once in this flow; a tag concurrency limit on the server bounds them across flows.
     """
     cfg = resolve_config(config, workdir=workdir, overrides=overrides)
-    logger = get_run_logger()
+    ex = PrefectExecutor()
     if not pipeline.synth_wanted(cfg):
-        logger.info("synthesis disabled or no scripts configured: nothing to do")
-        return [], None
-    voice_dirs = voices if voices is not None else _rendered_dirs(cfg, with_ph=False)
-    rejected: list[Any] = []
-    llm_dirs: list[Path] = []
-    if pipeline.scripts_wanted(cfg):
-        llm_dirs, rejected = tasks.write_scripts(cfg, voice_dirs)
-        logger.info("LLM scripts in %s (%d rejected)", [str(d) for d in llm_dirs], len(rejected))
-    pool = pipeline.build_voices(cfg, voice_dirs)
-    logger.info(
-        "voice pool: %d speakers from %d work directories", len(pool.voices), len(voice_dirs)
-    )
-    done = submit_windowed(
-        lambda s: tasks.synthesize_shard.submit(s, pool, cfg),
-        pipeline.plan_synth_shards(cfg, voice_dirs, pool, rejected, llm_dirs),
-        cfg.synth.concurrency,
-        _progress("synth", pipeline.PH_LABEL, None),
-    )
-    merged = pipeline.merge_synth(done, rejected, cfg)
-    logger.info(
-        "synthesize: %d shards (%d reused), %d kept, %d rejected -> %s", len(done),
-        sum(s.reused for s in done), merged.kept, merged.rejected, merged.path,
-    )  # fmt: skip
-    return done, merged
+        return pipeline.synth_stage(cfg, ex, [])
+    dirs = voices if voices is not None else _matched_dirs(cfg, ex, with_ph=False)
+    return pipeline.synth_stage(cfg, ex, dirs)
 
 
 @flow(name="publish", task_runner=default_task_runner())
@@ -220,16 +88,11 @@ def publish(
     release_id: str | None = None,
     overrides: dict[str, Any] | None = None,
 ) -> ReleaseSummary:
-    """Validate, split and publish rendered work directories as one release."""
+    """Validate, split and publish rendered work directories as one release (with its report).
+
+    Runs in the flow's process: store credentials live here, not on Dask workers.
+    """
     cfg = resolve_config(config, store=store, overrides=overrides)
-    dirs = workdirs if workdirs is not None else _rendered_dirs(cfg, with_ph=True)
-    if not dirs:
-        raise ConfigError(f"nothing to publish: no rendered work directories in {cfg.workdir}")
-    logger = get_run_logger()
-    paths = [str(Path(d)) for d in dirs]
-    # both run in the flow's process: store credentials live here, not on Dask workers
-    report = tasks.build_report(paths, cfg)
-    logger.info("report %s: %s", "reused" if report.reused else "built", report.path)
-    summary = tasks.publish_release(paths, cfg, release_id, report)
-    logger.info("published release %s to %s", summary.release_id, summary.store)
-    return summary
+    ex = PrefectExecutor()
+    dirs = workdirs if workdirs is not None else _matched_dirs(cfg, ex, with_ph=True)
+    return pipeline.publish_stage(cfg, ex, dirs, release_id)

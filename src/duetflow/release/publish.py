@@ -6,9 +6,15 @@ locally, upload the audio (content-addressed, skipped when already there), the m
 reports, then ``RELEASE.json`` and only then ``releases/LATEST``. A publish killed midway
 leaves no visible release; running it again sends only what is missing.
 
-The default release id is derived from the staged manifests' bytes, the config hash and the code
-version, so the same inputs + config give the same id and the same bytes, and re-publishing
-them uploads nothing.
+The default release id is derived from the staged manifests' bytes, the content config hash
+(:meth:`~duetflow.config.RunConfig.content_hash`: no work directory, runner or store) and the
+code version, so the same inputs + config give the same id and the same bytes wherever and
+however they were built, and re-publishing them uploads nothing.
+
+A release does not know how it is drawn: the orchestrator passes a ``report`` callable
+(:data:`ReportMaker`, e.g. :func:`duetflow.report.release_report`) that receives the
+:class:`StagedRelease` (its id, splits and work directories) and returns the folder uploaded
+as ``releases/<id>/report/``.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 import logging
 import tempfile
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
@@ -26,7 +32,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from duetflow import __version__
+from duetflow._version import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
 from duetflow.errors import ManifestError, StorageError
 from duetflow.leftovers import remove_stale_staging, staging_prefix
@@ -77,6 +83,26 @@ class ReleaseInfo:
     counts: Mapping[str, Any] = field(default_factory=dict)
     uploaded_objects: int = 0
     skipped_objects: int = 0
+
+
+@dataclass(frozen=True)
+class StagedRelease:
+    """A release staged for upload, before anything is sent: what its report is drawn from.
+
+    ``workdirs`` are the validated rendered work directories in publish order, ``splits`` the
+    split plan (dialogue id → split), ``staging`` a scratch folder that lives until the upload
+    is done.
+    """
+
+    release_id: str
+    workdirs: tuple[Path, ...]
+    splits: Mapping[str, str]
+    config: RunConfig
+    staging: Path
+
+
+#: builds a release's report from the staged release; returns the folder to upload as report/
+ReportMaker = Callable[[StagedRelease], Path]
 
 
 @dataclass(frozen=True)
@@ -288,11 +314,12 @@ def licence_counts(by: Mapping[tuple[str, str], int]) -> dict[str, dict[str, int
 
 
 def content_config_hash(config: RunConfig) -> str:
-    """Config hash without where and how the release travels (store, endpoint, retries...).
+    """Config hash without where a run happened and how the release travels.
 
-    The same content published to a local store and to S3 gets the same id and RELEASE.json.
+    The same content built in any work directory on any runner, published to a local store or
+    to S3, gets the same id and RELEASE.json.
     """
-    return config.content_config().config_hash()
+    return config.content_hash()
 
 
 def default_release_id(manifest_digests: Mapping[str, str], config: RunConfig) -> str:
@@ -340,17 +367,19 @@ def publish(
     release_id: str | None = None,
     report_dir: Path | str | None = None,
     *,
+    report: ReportMaker | None = None,
     store: Store | None = None,
     workers: int = 8,
-    with_report: bool = True,
 ) -> ReleaseInfo:
     """Validate, split and upload rendered work directories as one release (module docstring).
 
     ``store`` overrides opening ``store_uri`` (e.g. an S3Store built with a Prefect block's
-    boto3 session). Without ``report_dir`` the dataset report is built here, from the staged
-    work directories with the release's own splits and id, so every release carries
-    ``report/`` (``with_report=False`` skips it, e.g. for benchmarks).
+    boto3 session). ``report`` builds the release's report from the :class:`StagedRelease`
+    (its own splits and id); ``report_dir`` is a finished report folder to upload instead.
+    With neither the release has no ``report/``.
     """
+    if report is not None and report_dir is not None:
+        raise ValueError("publish: pass report (a maker) or report_dir (a folder), not both")
     cfg = config or RunConfig()
     wds = [Path(w) for w in workdirs]
     if not wds:
@@ -376,12 +405,11 @@ def publish(
         )
         prefix = release_prefix(rid)
         report_rows = split_report(items, plan.splits)
-        if report_dir is None and with_report:
-            from duetflow.report import build_report  # report reads stores: import late
-
-            report_dir = build_report(
-                wds, staging / "report", cfg, splits=plan.splits, release_id=rid
-            ).html.parent
+        if report is not None:
+            scratch = staging / "attachments"
+            scratch.mkdir()
+            staged = StagedRelease(rid, tuple(wds), dict(plan.splits), cfg, scratch)
+            report_dir = report(staged)
 
         for up in audio:
             pub.add_file(up.key, up.path, up.sha256)

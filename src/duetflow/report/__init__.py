@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from duetflow.config import RunConfig
 from duetflow.report.collect import (
@@ -36,6 +37,9 @@ from duetflow.report.render import (
 )
 from duetflow.report.sources import ReportInput, open_inputs
 
+if TYPE_CHECKING:
+    from duetflow.release.publish import StagedRelease
+
 log = logging.getLogger(__name__)
 
 HTML_NAME = "index.html"
@@ -55,6 +59,7 @@ __all__ = [
     "build_report",
     "collect_report",
     "counts_table",
+    "release_report",
     "summary_markdown",
 ]
 
@@ -127,6 +132,23 @@ def build_report(
         release_id=release_id,
     )
     return write_report(data, Path(out_dir))
+
+
+def release_report(staged: StagedRelease) -> Path:
+    """The report of a staged release (a :data:`~duetflow.release.publish.ReportMaker`).
+
+    Drawn from the release's work directories with its own splits and id, into the staging
+    folder; returns the folder publish uploads as ``releases/<id>/report/``.
+    """
+    out = staged.staging / "report"
+    build_report(
+        list(staged.workdirs),
+        out,
+        staged.config,
+        splits=staged.splits,
+        release_id=staged.release_id,
+    )
+    return out
 
 
 def write_report(data: ReportData, out_dir: Path) -> ReportPaths:

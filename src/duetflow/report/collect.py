@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from duetflow import __version__
+from duetflow._version import __version__
 from duetflow.audio.edges import change_gaps
 from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import SILENCE_LUFS, measure
@@ -902,8 +902,8 @@ def collect(
     prov = Provenance(
         code_version=str(meta.get("code_version") or __version__),
         code_versions_in_data=tuple(sorted(c.code_versions)),
-        config_hash=str(meta.get("config_hash") or cfg.content_config().config_hash()),
-        config=cfg.content_config().model_dump(mode="json"),
+        config_hash=str(meta.get("config_hash") or cfg.content_hash()),
+        config=cfg.content_json(),
         inputs=tuple((i.kind, i.label) for i in inputs),
         release_id=rid,
         release_meta={k: v for k, v in meta.items() if k not in ("objects", "config", "stats")},

@@ -114,7 +114,7 @@ def workdir_input(wd: Path) -> ReportInput:
     rej = wd / REJECTIONS
     return ReportInput(
         kind="workdir",
-        label=str(wd),
+        label=wd.name,  # not the path: a release's report is the same whichever workdir ran it
         dialogues=wd / DIALOGUES,
         turns=turns if turns.exists() else None,
         rejections=rej if rej.exists() else None,

@@ -1,7 +1,8 @@
 """Pandera schemas of every manifest table a release is built from.
 
-Column contracts come from :mod:`duetflow.manifest` (the Parquet schemas); these add what a
-trainer relies on: ranges, allowed values and cross-field checks inside one row. Checks that
+Column names and types of the rendered tables come from their records
+(:mod:`duetflow.records`, from which the Parquet schemas derive too); these add what a trainer
+relies on: ranges, allowed values and cross-field checks inside one row. Checks that
 span rows or tables (turns inside their dialogue's audio, speaker-change gaps, audio checksums,
 disjoint split groups) live in :mod:`duetflow.schemas.checks`.
 
@@ -19,9 +20,12 @@ from __future__ import annotations
 
 import pandas as pd
 import pandera.pandas as pa
+import pyarrow
 
+from duetflow import records
 from duetflow.config import RunConfig
-from duetflow.model import DESIGN_COLUMNS, Category, Stage, TurnKind
+from duetflow.model import Category, Stage, TurnKind
+from duetflow.records import RenderedDialogueRow, RenderedTurnRow
 from duetflow.storage.base import AUDIO_KEY_RE
 
 SPLITS = ("train", "val", "test")
@@ -65,35 +69,57 @@ def _safe_relative(series: pd.Series) -> pd.Series:
     )
 
 
+#: pandera dtype of each Arrow column type of the records
+_DTYPES = {pyarrow.string(): str, pyarrow.int32(): "int32", pyarrow.float64(): "float64"}
+
+
+def _record_columns(
+    record: type[RenderedDialogueRow] | type[RenderedTurnRow],
+    checks: dict[str, tuple[bool, list[pa.Check]]],
+) -> dict[str, pa.Column]:
+    """pandera columns of a record's table: names and dtypes from the record (one declaration),
+    nullability and value checks from ``checks`` (a column without an entry: nullable, no
+    checks). A check for a column the record does not have is a programming error."""
+    schema = records.arrow_schema(record)  # type: ignore[arg-type]
+    unknown = set(checks) - set(schema.names)
+    if unknown:
+        raise ValueError(f"{record.__name__} has no column {sorted(unknown)}")
+    out: dict[str, pa.Column] = {}
+    for field in schema:
+        nullable, cks = checks.get(field.name, (True, []))
+        out[field.name] = pa.Column(_DTYPES[field.type], cks, nullable=nullable)
+    return out
+
+
 def _dialogue_columns() -> dict[str, pa.Column]:
-    return {
-        "dialogue_id": _str(False, _NONEMPTY),
-        "source_id": _str(False, _NONEMPTY),
-        "corpus": _str(False, _NONEMPTY),
-        "category": _str(False, pa.Check.isin([c.value for c in Category])),
-        "language": _str(False, _NONEMPTY),
-        "topic": _str(True),
-        # Turing-test design fields (duetflow.model.DesignFields): null where not applicable
-        **{c: _str(True) for c in DESIGN_COLUMNS},
-        "speaker_a": _str(False, _NONEMPTY),
-        "speaker_b": _str(False, _NONEMPTY),
-        "audio_path": _str(False, pa.Check(_safe_relative, name="relative_path_inside_root")),
-        "sha256": _str(False, pa.Check.str_matches(SHA256_RE)),
-        "duration_s": pa.Column("float64", pa.Check.gt(0)),
-        "sample_rate": pa.Column("int32", pa.Check.in_range(1000, 384000)),
-        "num_channels": pa.Column("int32", pa.Check.in_range(1, 8)),
-        "n_turns": pa.Column("int32", pa.Check.ge(1)),
-        "loudness_lufs_a": pa.Column("float64", pa.Check.in_range(-120.0, 0.0)),
-        "loudness_lufs_b": pa.Column("float64", pa.Check.in_range(-120.0, 0.0)),
-        "gain_db_a": pa.Column("float64", pa.Check.in_range(-120.0, 120.0)),
-        "gain_db_b": pa.Column("float64", pa.Check.in_range(-120.0, 120.0)),
-        "gap_ms_min": pa.Column("float64", pa.Check.ge(0), nullable=True),
-        "gap_ms_max": pa.Column("float64", pa.Check.ge(0), nullable=True),
-        "provenance": _str(True),
-        # -- trainers (issue 16): licence and source sample rate per dialogue --
-        "licence": _str(False, _NONEMPTY),
-        "source_sample_rate": pa.Column("int32", pa.Check.in_range(1000, 384000)),
-    }
+    return _record_columns(
+        RenderedDialogueRow,
+        {
+            "dialogue_id": (False, [_NONEMPTY]),
+            "source_id": (False, [_NONEMPTY]),
+            "corpus": (False, [_NONEMPTY]),
+            "category": (False, [pa.Check.isin([c.value for c in Category])]),
+            "language": (False, [_NONEMPTY]),
+            # topic, provenance and the design columns: nullable, no check
+            "speaker_a": (False, [_NONEMPTY]),
+            "speaker_b": (False, [_NONEMPTY]),
+            "audio_path": (False, [pa.Check(_safe_relative, name="relative_path_inside_root")]),
+            "sha256": (False, [pa.Check.str_matches(SHA256_RE)]),
+            "duration_s": (False, [pa.Check.gt(0)]),
+            "sample_rate": (False, [pa.Check.in_range(1000, 384000)]),
+            "num_channels": (False, [pa.Check.in_range(1, 8)]),
+            "n_turns": (False, [pa.Check.ge(1)]),
+            "loudness_lufs_a": (False, [pa.Check.in_range(-120.0, 0.0)]),
+            "loudness_lufs_b": (False, [pa.Check.in_range(-120.0, 0.0)]),
+            "gain_db_a": (False, [pa.Check.in_range(-120.0, 120.0)]),
+            "gain_db_b": (False, [pa.Check.in_range(-120.0, 120.0)]),
+            "gap_ms_min": (True, [pa.Check.ge(0)]),
+            "gap_ms_max": (True, [pa.Check.ge(0)]),
+            # -- trainers (issue 16): licence and source sample rate per dialogue --
+            "licence": (False, [_NONEMPTY]),
+            "source_sample_rate": (False, [pa.Check.in_range(1000, 384000)]),
+        },
+    )
 
 
 def _dialogue_checks(config: RunConfig) -> list[pa.Check]:
@@ -148,17 +174,20 @@ def dialogue_schema(config: RunConfig | None = None) -> pa.DataFrameSchema:
 def turn_schema() -> pa.DataFrameSchema:
     """Rendered turn rows (``RENDERED_TURN_SCHEMA``); times on the rendered timeline."""
     return pa.DataFrameSchema(
-        {
-            "dialogue_id": _str(False, _NONEMPTY),
-            "turn_index": pa.Column("int32", pa.Check.ge(0)),
-            "speaker": _str(False, _NONEMPTY),
-            "kind": _str(False, pa.Check.isin([k.value for k in TurnKind])),
-            "start_s": pa.Column("float64", pa.Check.ge(0)),
-            "end_s": pa.Column("float64", pa.Check.gt(0)),
-            "orig_start_s": pa.Column("float64", pa.Check.ge(0), nullable=True),
-            "orig_end_s": pa.Column("float64", pa.Check.ge(0), nullable=True),
-            "text": _str(True),
-        },
+        _record_columns(
+            RenderedTurnRow,
+            {
+                "dialogue_id": (False, [_NONEMPTY]),
+                "turn_index": (False, [pa.Check.ge(0)]),
+                "speaker": (False, [_NONEMPTY]),
+                "kind": (False, [pa.Check.isin([k.value for k in TurnKind])]),
+                "start_s": (False, [pa.Check.ge(0)]),
+                "end_s": (False, [pa.Check.gt(0)]),
+                "orig_start_s": (True, [pa.Check.ge(0)]),
+                "orig_end_s": (True, [pa.Check.ge(0)]),
+                # text: nullable, no check
+            },
+        ),
         checks=[
             pa.Check(lambda df: df["start_s"] < df["end_s"], name="start_lt_end"),
             pa.Check(

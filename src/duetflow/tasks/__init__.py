@@ -1,5 +1,8 @@
 """Prefect tasks: thin wrappers that run one :mod:`duetflow.pipeline` step on one shard.
 
+:func:`task_for` maps a step function to its task; the Prefect executor
+(:mod:`duetflow.flows.executor`) submits through it.
+
 A task takes a shard (a list of dialogues or script ids) or a whole corpus, never a single
 utterance: at ~15 ms of orchestration per task run, per-utterance tasks would cost more than the
 work. Caching is the pipeline's own content-addressed cache directories (``cache_policy=NO_CACHE``
@@ -10,7 +13,7 @@ returns a result whose files are gone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +58,9 @@ def transient_only(task: Any, task_run: Any, state: State[Any]) -> bool:
     retry_condition_fn=transient_only,
     cache_policy=NO_CACHE,
 )
-def ingest_corpus(job: CorpusJob, config: RunConfig, key: str) -> StepOutcome:
+def ingest_corpus(job: CorpusJob, config: RunConfig) -> StepOutcome:
     """Ingest one corpus root into intake tables (reused when its files did not change)."""
-    return pipeline.run_ingest(job, config, key)
+    return pipeline.run_ingest(job, config)
 
 
 @task(
@@ -97,22 +100,13 @@ def synthesize_shard(shard: SynthShard, pool: VoicePool, config: RunConfig) -> S
     cache_policy=NO_CACHE,
 )
 def publish_release(
-    workdirs: Sequence[str],
-    config: RunConfig,
-    release_id: str | None = None,
-    report: StepOutcome | None = None,
+    workdirs: Sequence[str], config: RunConfig, release_id: str | None = None
 ) -> ReleaseSummary:
-    """Validate, split and upload; idempotent, so a retry after a dropped connection is safe.
+    """Validate, split, draw the report and upload; idempotent, so a retry is safe.
 
     Timeouts live in the store clients (a thread cannot be interrupted by ``timeout_seconds``).
     """
-    return pipeline.run_publish(workdirs, config, release_id, report)
-
-
-@task(name="build-report", retries=0, cache_policy=NO_CACHE)
-def build_report(workdirs: Sequence[str], config: RunConfig) -> StepOutcome:
-    """HTML report + dataset card of the rendered work directories (reused when unchanged)."""
-    return pipeline.run_report(workdirs, config)
+    return pipeline.run_publish(workdirs, config, release_id)
 
 
 @task(name="match-hh-hm", retries=0, cache_policy=NO_CACHE)
@@ -132,3 +126,22 @@ def match_dialogues(merged: Sequence[StepOutcome], config: RunConfig) -> list[St
 def write_scripts(config: RunConfig, hh_dirs: Sequence[str]) -> tuple[list[Path], list[Any]]:
     """LLM scripts: generated per topic, rewritten from kept HH (only missing ones are asked)."""
     return pipeline.run_scripts(config, hh_dirs)
+
+
+#: the task that runs each step function of :mod:`duetflow.pipeline`
+TASKS: Mapping[Callable[..., Any], Any] = {
+    pipeline.run_ingest: ingest_corpus,
+    pipeline.run_process_shard: process_shard,
+    pipeline.run_synth_shard: synthesize_shard,
+    pipeline.run_match: match_dialogues,
+    pipeline.run_scripts: write_scripts,
+    pipeline.run_publish: publish_release,
+}
+
+
+def task_for(fn: Callable[..., Any]) -> Any:
+    """The Prefect task of step function ``fn`` (KeyError naming it when it has none)."""
+    try:
+        return TASKS[fn]
+    except KeyError:
+        raise KeyError(f"no Prefect task for step {fn.__module__}.{fn.__qualname__}") from None

@@ -45,7 +45,8 @@ from duetflow.errors import InputError
 from duetflow.licences import UNDECLARED, combine
 from duetflow.manifest import dumps
 from duetflow.mixdown import Bed, Change, Clip, mixdown
-from duetflow.model import Category, DesignFields, TurnKind, design_to_row, safe_id
+from duetflow.model import Category, DesignFields, TurnKind, safe_id
+from duetflow.records import RenderedDialogueRow, RenderedTurnRow
 from duetflow.rendered_length import length_problem
 from duetflow.seeding import rng_for
 from duetflow.source_rate import resampling_record
@@ -62,8 +63,8 @@ LEAD_S = 0.3  # ambience before the first and after the last utterance
 class AssembledDialogue:
     """One written PH dialogue: its rendered rows and what QA needs to look at."""
 
-    row: dict[str, Any]
-    turns: list[dict[str, Any]]
+    record: RenderedDialogueRow
+    turn_records: tuple[RenderedTurnRow, ...]
     audio_path: Path
     utterances: tuple[Audio, ...]  # trimmed, gained utterances at the run's rate (for QA)
     sample_rate: int
@@ -234,7 +235,7 @@ def assemble(
     rel = f"audio/{did}.{r.audio_format}"
     path = write_audio(out_dir / rel, mix, sr, audio_format=r.audio_format)
 
-    turns: list[dict[str, Any]] = []
+    turns: list[RenderedTurnRow] = []
     per_spk: list[list[Audio]] = [[], []]
     gaps: list[float] = []
     for i, (line, s, u) in enumerate(zip(script.lines, starts, gained, strict=True)):
@@ -243,17 +244,17 @@ def assemble(
         if i > 0 and script.lines[i - 1].speaker != line.speaker:
             gaps.append((edges_at[i][0] - edges_at[i - 1][1]) / sr * 1000)
         turns.append(
-            {
-                "dialogue_id": did,
-                "turn_index": i,
-                "speaker": voices[k].name,
-                "kind": str(TurnKind.TURN),
-                "start_s": round(edges_at[i][0] / sr, 6),
-                "end_s": round(edges_at[i][1] / sr, 6),
-                "orig_start_s": round(orig[i][0], 6),
-                "orig_end_s": round(orig[i][1], 6),
-                "text": line.text,
-            }
+            RenderedTurnRow(
+                dialogue_id=did,
+                turn_index=i,
+                speaker=voices[k].name,
+                kind=str(TurnKind.TURN),
+                start_s=round(edges_at[i][0] / sr, 6),
+                end_s=round(edges_at[i][1] / sr, 6),
+                orig_start_s=round(orig[i][0], 6),
+                orig_end_s=round(orig[i][1], 6),
+                text=line.text,
+            )
         )
     lufs = [measure(np.concatenate(p), sr).lufs if p else -120.0 for p in per_spk]
     prov = {
@@ -298,35 +299,35 @@ def assemble(
     design = DesignFields(
         source_topic=script.source_topic or topic.source_topic, tts_backend=backend
     )
-    row = {
-        "dialogue_id": did,
+    row = RenderedDialogueRow(
+        dialogue_id=did,
         # a PH dialogue made from an HH transcript shares its source recording (split group)
-        "source_id": script.source_id or script.source_dialogue_id or script.id,
-        "corpus": "ph",
-        "category": str(Category.PH),
-        "language": script.language,
-        "topic": topic.topic,
-        "speaker_a": voices[0].name,
-        "speaker_b": voices[1].name,
-        **design_to_row(design),
-        "audio_path": rel,
-        "sha256": _sha256(path),
-        "duration_s": round(total / sr, 6),
-        "sample_rate": sr,
-        "num_channels": 1,
-        "n_turns": len(turns),
-        "loudness_lufs_a": round(lufs[0], 3),
-        "loudness_lufs_b": round(lufs[1], 3),
-        "gain_db_a": round(gains[0], 3),
-        "gain_db_b": round(gains[1], 3),
-        "gap_ms_min": round(min(gaps), 3) if gaps else None,
-        "gap_ms_max": round(max(gaps), 3) if gaps else None,
-        "provenance": dumps(prov),
+        source_id=script.source_id or script.source_dialogue_id or script.id,
+        corpus="ph",
+        category=str(Category.PH),
+        language=script.language,
+        topic=topic.topic,
+        speaker_a=voices[0].name,
+        speaker_b=voices[1].name,
+        design=design,
+        audio_path=rel,
+        sha256=_sha256(path),
+        duration_s=round(total / sr, 6),
+        sample_rate=sr,
+        num_channels=1,
+        n_turns=len(turns),
+        loudness_lufs_a=round(lufs[0], 3),
+        loudness_lufs_b=round(lufs[1], 3),
+        gain_db_a=round(gains[0], 3),
+        gain_db_b=round(gains[1], 3),
+        gap_ms_min=round(min(gaps), 3) if gaps else None,
+        gap_ms_max=round(max(gaps), 3) if gaps else None,
+        provenance=dumps(prov),
         # -- trainers (issue 16): licence and source sample rate per dialogue --
-        "licence": ph_licence(provenance, voices),
-        "source_sample_rate": max(native, default=sr),
-    }
-    return AssembledDialogue(row, turns, path, tuple(gained), sr, amb_snr)
+        licence=ph_licence(provenance, voices),
+        source_sample_rate=max(native, default=sr),
+    )
+    return AssembledDialogue(row, tuple(turns), path, tuple(gained), sr, amb_snr)
 
 
 def ph_licence(backend_provenance: Mapping[str, Any], voices: Sequence[Voice]) -> str:

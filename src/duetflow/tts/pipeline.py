@@ -14,7 +14,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from duetflow.manifest import (
 )
 from duetflow.model import Rejection, Stage
 from duetflow.progress import Progress
+from duetflow.records import RenderedDialogueRow, RenderedTurnRow
 from duetflow.seeding import seed_for
 from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
 from duetflow.tts.base import Synthesis, SynthesisError, TTSBackend, load_backend
@@ -46,11 +47,11 @@ VOICE_CACHE = "voice_cache"
 
 
 @dataclass(frozen=True)
-class ShardResult:
-    """Rows of one shard (dialogue rows, their turn rows in the same order, rejections)."""
+class SynthShardResult:
+    """Records of one shard (dialogues, their turns in the same order, rejections)."""
 
-    dialogues: list[dict[str, Any]] = field(default_factory=list)
-    turns: list[list[dict[str, Any]]] = field(default_factory=list)
+    dialogues: list[RenderedDialogueRow] = field(default_factory=list)
+    turns: list[tuple[RenderedTurnRow, ...]] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
     audio_s: float = 0.0
     synth_s: float = 0.0
@@ -111,7 +112,7 @@ def synthesize_scripts(
     out_dir: Path,
     *,
     qa: bool | None = None,
-) -> ShardResult:
+) -> SynthShardResult:
     """Synthesize one shard of scripts into ``out_dir`` (audio written; rows returned).
 
     ``qa``: None → measure clone similarity when Resemblyzer is installed; False → skip it
@@ -125,8 +126,8 @@ def synthesize_scripts(
     encoder = None if qa is False else SpeakerEncoder.get()
     if qa and encoder is not None and not encoder.available:
         log.warning("clone QA requested but unavailable: %s", encoder.error)
-    dialogues: list[dict[str, Any]] = []
-    turn_rows: list[list[dict[str, Any]]] = []
+    dialogues: list[RenderedDialogueRow] = []
+    turn_rows: list[tuple[RenderedTurnRow, ...]] = []
     rejections: list[Rejection] = []
     audio_s = synth_total = 0.0
     n_utt = 0
@@ -159,15 +160,15 @@ def synthesize_scripts(
             done.audio_path.unlink(missing_ok=True)
             rejections.append(_reject(did, failure[0], failure[1], script.path))
             continue
-        prov = json.loads(done.row["provenance"])
+        prov = json.loads(done.record.provenance)
         prov.update(report.provenance())
-        row = {**done.row, "provenance": dumps(prov)}
+        row = replace(done.record, provenance=dumps(prov))
         dialogues.append(row)
-        turn_rows.append(done.turns)
-        audio_s += float(row["duration_s"])
+        turn_rows.append(done.turn_records)
+        audio_s += row.duration_s
         synth_total += synth_s
         n_utt += len(script.lines)
-    return ShardResult(dialogues, turn_rows, rejections, audio_s, synth_total, n_utt)
+    return SynthShardResult(dialogues, turn_rows, rejections, audio_s, synth_total, n_utt)
 
 
 def iter_scripts(
@@ -274,8 +275,8 @@ def synthesize(
                 if res is None:
                     continue
                 for row, turns in zip(res.dialogues, res.turns, strict=True):
-                    dw.write([row])
-                    tw.write(turns)
+                    dw.write([row.to_row()])
+                    tw.write(t.to_row() for t in turns)
                 for rej in res.rejections:
                     rw.write([rejection_to_row(rej)])
                     reasons[rej.reason] += 1

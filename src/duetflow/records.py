@@ -1,0 +1,121 @@
+"""Typed rendered records: one dataclass per rendered table, the tables' one declaration.
+
+:class:`RenderedDialogueRow` (``dialogues.parquet`` of a rendered work directory) and
+:class:`RenderedTurnRow` (``turns.parquet``) are what the renderers build (``render.py``,
+``tts/assemble.py``). The Arrow schemas (:func:`arrow_schema`; ``manifest.RENDERED_*_SCHEMA``),
+the column lists the pandera schemas check (:func:`columns`) and a release's manifests
+(``release.layout``: these columns + split and audio key) are derived from them, so a column
+is added in one place. A record becomes a plain row only where it is written
+(:meth:`RenderedDialogueRow.to_row`).
+
+Column types follow the field annotations: ``str`` → string, ``int`` → int32, ``float`` →
+float64, ``X | None`` → the same type, nullable by content. The ``design`` field expands into
+the design columns of :data:`duetflow.model.DESIGN_COLUMNS` (all strings) at its position.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, get_type_hints
+
+import pyarrow as pa
+
+from duetflow.model import DESIGN_COLUMNS, DesignFields, design_to_row
+
+_ARROW = {str: pa.string(), int: pa.int32(), float: pa.float64()}
+
+
+@dataclass(frozen=True)
+class RenderedTurnRow:
+    """One turn of a rendered dialogue, on the output timeline (``orig_*``: source timeline).
+
+    ``kind`` is ``turn`` or ``backchannel``; ``turn_index`` counts turns in output order.
+    """
+
+    dialogue_id: str
+    turn_index: int
+    speaker: str
+    kind: str
+    start_s: float
+    end_s: float
+    orig_start_s: float
+    orig_end_s: float
+    text: str
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row (column → value)."""
+        return _to_row(self)
+
+
+@dataclass(frozen=True)
+class RenderedDialogueRow:
+    """One rendered dialogue: what it is, where its audio lives and how it was rendered."""
+
+    dialogue_id: str
+    source_id: str
+    corpus: str
+    category: str
+    language: str
+    topic: str
+    speaker_a: str
+    speaker_b: str
+    design: DesignFields  # the design columns (duetflow.model.DESIGN_COLUMNS)
+    audio_path: str  # relative to the work directory
+    sha256: str
+    duration_s: float
+    sample_rate: int
+    num_channels: int
+    n_turns: int
+    loudness_lufs_a: float
+    loudness_lufs_b: float
+    gain_db_a: float
+    gain_db_b: float
+    gap_ms_min: float | None
+    gap_ms_max: float | None
+    provenance: str  # JSON object
+    # -- trainers (issue 16): licence and source sample rate per dialogue --
+    licence: str  # SPDX id / LicenseRef- name / AND expression
+    source_sample_rate: int  # Hz of the source audio before resampling
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row (column → value; design fields as their columns)."""
+        return _to_row(self)
+
+
+Record = RenderedTurnRow | RenderedDialogueRow
+
+
+def _to_row(record: Record) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for f in dataclasses.fields(record):
+        value = getattr(record, f.name)
+        if isinstance(value, DesignFields):
+            row.update(design_to_row(value))
+        else:
+            row[f.name] = value
+    return row
+
+
+@cache
+def arrow_schema(record: type[RenderedTurnRow] | type[RenderedDialogueRow]) -> pa.Schema:
+    """The Arrow schema of a record type's table, column by column in field order."""
+    hints = get_type_hints(record)
+    out: list[tuple[str, pa.DataType]] = []
+    for f in dataclasses.fields(record):
+        hint = hints[f.name]
+        if hint is DesignFields:
+            out.extend((name, pa.string()) for name in DESIGN_COLUMNS)
+            continue
+        base = next((t for t in getattr(hint, "__args__", (hint,)) if t is not type(None)), hint)
+        if base not in _ARROW:
+            raise TypeError(f"{record.__name__}.{f.name}: no Arrow type for {hint!r}")
+        out.append((f.name, _ARROW[base]))
+    return pa.schema(out)
+
+
+def columns(record: type[RenderedTurnRow] | type[RenderedDialogueRow]) -> tuple[str, ...]:
+    """The column names of a record type's table, in order."""
+    schema: pa.Schema = arrow_schema(record)  # type: ignore[arg-type]  # classes hash
+    return tuple(schema.names)
