@@ -9,8 +9,8 @@ worker. Peak RSS is the child's ``ru_maxrss`` (its high-water mark: interpreter,
 buffers). ``--stages`` also reports, per pipeline step, the peak of Python-allocated memory
 while it ran (``tracemalloc``, numpy buffers included; slower), which names the step that grows.
 The high-water mark is also read after each phase (ingest to synthesis; publish with its
-report), which names the phase that raised it; a release the publish checks refuse is reported as such (the
-peak then covers publish up to its checks).
+report), which names the phase that raised it; a release the publish checks refuse is
+reported as such (the peak then covers publish up to its checks).
 Last line: ``pipeline_memory: peak_rss_mb <a> at scale 1, <b> at scale 16; ratio <r>``.
 """
 
