@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow.parquet as pq
 
-from duetflow import manifest
+from duetflow import durable, manifest
 from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
 from duetflow.executors import Batch, Executor, PlainExecutor
@@ -192,12 +192,14 @@ def _build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutc
         outcome = build(partial)
         outcome = dataclasses.replace(outcome, path=str(final), reused=False)
         text = json.dumps(outcome.to_json(), sort_keys=True)
-        (partial / RESULT).write_text(text, encoding="utf-8")
+        durable.sync_tree(partial)  # one sync per step, then its commit marker
+        durable.write_marker(partial / RESULT, text)
     except BaseException:  # a failed step leaves nothing behind, not even its .partial folder
         shutil.rmtree(partial, ignore_errors=True)
         raise
     try:
         os.replace(partial, final)
+        durable.sync_dir(final.parent)
     except OSError:  # another run finished the same key first: its result is as good
         shutil.rmtree(partial, ignore_errors=True)
         again = load_outcome(final)
