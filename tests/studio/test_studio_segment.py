@@ -14,10 +14,10 @@ from duetflow.audio.io import read_frames, resample
 from duetflow.audio.vad import VadParams, detect_speech
 from duetflow.config import SegmentConfig
 from duetflow.corpora.studio import StudioAdapter, load_sidecar
+from duetflow.corpora.studio.segment import detect_turns, score_turns
 from duetflow.model import Dialogue, Rejection, Turn
 from duetflow.samples.studio import CROSSTALK_DB
 from duetflow.samples.voice import FEMALE, MALE, db_to_amp, room_tone, speech
-from duetflow.segment import detect_turns, score_turns
 
 SR = 16000
 
