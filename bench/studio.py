@@ -25,8 +25,8 @@ import numpy as np
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter
 from duetflow.corpora.studio.segment import score_turns
+from duetflow.demo.studio import write_session
 from duetflow.model import Dialogue, Turn
-from duetflow.samples.studio import write_session
 
 
 def run(seeds: list[int], levels: list[float], out: Path) -> None:

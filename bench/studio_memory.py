@@ -36,7 +36,7 @@ import soundfile as sf
 import yaml
 
 from duetflow.audio.io import read_frames, resample
-from duetflow.samples.studio import write_session
+from duetflow.demo.studio import write_session
 
 _WHOLE_TRACK = textwrap.dedent(
     """

@@ -11,8 +11,8 @@ import pytest
 
 from duetflow.config import build_config
 from duetflow.corpora import get_adapter
+from duetflow.demo import make_samples
 from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, TurnKind
-from duetflow.samples import make_samples
 from duetflow.selection import select
 from duetflow.turns import OverlapClass, balance, classify_overlaps
 

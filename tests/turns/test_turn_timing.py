@@ -20,6 +20,7 @@ import soundfile as sf
 
 from duetflow.audio.io import resample
 from duetflow.config import build_config
+from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
 from duetflow.model import (
     Category,
     Dialogue,
@@ -31,7 +32,6 @@ from duetflow.model import (
 )
 from duetflow.process import process_dialogues
 from duetflow.rendered_length import predict_length
-from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
 from duetflow.selection import select
 from duetflow.turn_timing import (
     LABEL_END,
