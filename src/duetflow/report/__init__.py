@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING
 
 from duetflow.config import RunConfig
 from duetflow.report.card import render_card, summary_markdown
-from duetflow.report.collect import (
+from duetflow.report.collect import LICENCES, collect
+from duetflow.report.data import (
     DEFAULT_AUDIO_SAMPLE,
-    LICENCES,
     CountRow,
     Distribution,
     RejectionRow,
     ReportData,
-    collect,
 )
 from duetflow.report.html import SECTIONS, render_html
 from duetflow.report.plots import Plot, all_plots

@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from duetflow.licences import hf_licence
-from duetflow.report.collect import ReportData
+from duetflow.report.data import ReportData
 from duetflow.report.tables import (
     DIST_ORDER,
     backend_table,

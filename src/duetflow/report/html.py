@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from duetflow.report.collect import ReportData
+from duetflow.report.data import ReportData
 from duetflow.report.plots import Plot
 from duetflow.report.tables import (
     DIST_ORDER,

@@ -1,6 +1,6 @@
 """The report's tables as data and its number formatting, shared by the page and the card.
 
-Each builder turns :class:`~duetflow.report.collect.ReportData` into rows (dicts of display
+Each builder turns :class:`~duetflow.report.data.ReportData` into rows (dicts of display
 strings keyed by column heading); :mod:`~duetflow.report.html` draws them as HTML tables and
 :mod:`~duetflow.report.card` as Markdown.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from duetflow.report.collect import CountRow, DesignRow, Distribution, ReportData, SourceStats
+from duetflow.report.data import CountRow, DesignRow, Distribution, ReportData, SourceStats
 
 #: Distributions in the order the page and the card show them.
 DIST_ORDER = (
