@@ -25,6 +25,9 @@ SCRIPTS = (
     "release.py",
     "report.py",
     "flows.py",
+    "encoding.py",
+    "startup.py",
+    "pipeline_memory.py",
 )
 
 

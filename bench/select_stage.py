@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from duetflow.config import build_config
 from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, dialogue_id
 from duetflow.seeding import rng_for
-from duetflow.selection import select
-from duetflow.stats import CorpusStats
+from duetflow.turntaking.selection import select
+from duetflow.turntaking.stats import CorpusStats
 
 
 def synthetic(index: int, minutes: float) -> Dialogue:

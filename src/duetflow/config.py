@@ -134,14 +134,14 @@ class TurnsConfig(_Section):
     transcript_cues: bool = Field(
         True,
         description="use transcript text as evidence: cut-off marks (trailing --, —, …) and "
-        "backchannel words (duetflow.cues); false: timing alone",
+        "backchannel words (duetflow.turntaking.cues); false: timing alone",
     )
     balance_excludes_backchannels: bool = True
     acoustic_timing: bool = Field(
         True,
         description="before windows and filters, move every turn's start/end to the acoustic "
-        "extent of its speech within its annotation (duetflow.turn_timing); false: analyse the "
-        "annotated times as given",
+        "extent of its speech within its annotation (duetflow.turntaking.timing); false: "
+        "analyse the annotated times as given",
     )
     timing_outward_s: float = Field(
         0.05,
@@ -308,7 +308,7 @@ class TopicsConfig(_Section):
 
 class MatchConfig(_Section):
     """HH ↔ HM matching: pick HH windows so that, per language, their count and topic
-    distribution equal the HM subset's (``duetflow.matching``)."""
+    distribution equal the HM subset's (``duetflow.turntaking.matching``)."""
 
     enabled: bool = Field(True, description="False: keep every HH window")
     ratio: float = Field(

@@ -36,7 +36,7 @@ import numpy as np
 
 from duetflow.audio import bs1770, edges
 from duetflow.audio import loudness as ld
-from duetflow.audio.io import Audio
+from duetflow.audio.io import Audio, pcm16_levels
 from duetflow.audio.mix import place
 from duetflow.audio.roomtone import fill
 
@@ -160,9 +160,7 @@ def _place_background(have: Audio, c: Clip, at: int) -> None:
 def as_written(x: Audio, gain_db: float) -> Audio:
     """``x`` at ``gain_db`` as 16-bit PCM holds it (what the file and its readers see)."""
     y = x * np.float32(ld.db_to_gain(gain_db)) if gain_db < 0 else x
-    q: Audio = np.clip(y, -1.0, 1.0 - 1.0 / 32768).astype(np.float32)
-    q *= np.float32(32768.0)
-    np.rint(q, out=q)
+    q = pcm16_levels(y)
     q *= np.float32(1.0 / 32768.0)
     return q
 
@@ -248,7 +246,15 @@ def mixdown(
     power = bed.power if bed is not None else 0.0
     shifts = [0] * len(spans)
     out, stems = assemble(clips, shifts, n0, noise, power, n_stems)
-    peak = bs1770.true_peak_dbtp(out, sr)
+
+    def true_peak(x: Audio) -> float:
+        # the true peak, or -inf where it lies under the ceiling's reach: every use below
+        # compares it with the ceiling less 0.02-0.05 dB and decides the same either way
+        if bs1770.true_peak_under(x, sr, ceiling_dbtp - 0.05):
+            return -math.inf
+        return bs1770.true_peak_dbtp(x, sr)
+
+    peak = true_peak(out)
     ceiling = min(0.0, ceiling_dbtp - peak - 0.05) if math.isfinite(peak) else 0.0
 
     def measure(c: Change, written: Audio) -> edges.GapMeasure | None:
@@ -287,7 +293,7 @@ def mixdown(
             a = max(0, spans[k][1] + shifts[k] - ctx)
             b = min(len(out), spans[k + 1][0] + shifts[k + 1] + ctx)
             if b > a:
-                peak = max(peak, bs1770.true_peak_dbtp(out[a:b], sr))
+                peak = max(peak, true_peak(out[a:b]))
         if peak + ceiling > ceiling_dbtp - 0.02:
             extra = ceiling_dbtp - 0.05 - (peak + ceiling)
             log.info("true peak moved after re-timing: %.3f dB more reduction", extra)

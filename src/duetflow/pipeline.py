@@ -41,14 +41,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow.parquet as pq
 
-from duetflow import manifest
+from duetflow import durable, manifest
 from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
 from duetflow.executors import Batch, Executor, PlainExecutor
 from duetflow.keys import dialogues_fingerprint, files_fingerprint, text_digest, tree_fingerprint
 from duetflow.model import Dialogue, Rejection, safe_id
 from duetflow.stages import INGEST, MATCH, PROCESS, REPORT, SCRIPTS, SYNTH
-from duetflow.stats import mean_of, seconds_of
+from duetflow.turntaking.stats import mean_of, seconds_of
 
 if TYPE_CHECKING:
     from duetflow.release.publish import ReportMaker, StagedRelease
@@ -192,12 +192,14 @@ def _build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutc
         outcome = build(partial)
         outcome = dataclasses.replace(outcome, path=str(final), reused=False)
         text = json.dumps(outcome.to_json(), sort_keys=True)
-        (partial / RESULT).write_text(text, encoding="utf-8")
+        durable.sync_tree(partial)  # one sync per step, then its commit marker
+        durable.write_marker(partial / RESULT, text)
     except BaseException:  # a failed step leaves nothing behind, not even its .partial folder
         shutil.rmtree(partial, ignore_errors=True)
         raise
     try:
         os.replace(partial, final)
+        durable.sync_dir(final.parent)
     except OSError:  # another run finished the same key first: its result is as good
         shutil.rmtree(partial, ignore_errors=True)
         again = load_outcome(final)
@@ -620,7 +622,7 @@ def _merge_stats(
     docs: list[Mapping[str, Any]] = []
     carried = [p for p in leading_rejections if p.exists()]
     if carried:
-        from duetflow.stats import CorpusStats
+        from duetflow.turntaking.stats import CorpusStats
 
         acc = CorpusStats()
         for path in carried:
@@ -678,14 +680,14 @@ def matched_dir(config: RunConfig, label: str) -> Path:
 
 
 def run_match(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutcome]:
-    """HH ↔ HM matching over the rendered work directories (``duetflow.matching``).
+    """HH ↔ HM matching over the rendered work directories (``duetflow.turntaking.matching``).
 
     Returns the directories every later step reads, in the same order: a directory that loses
     no window is passed through as it is; one that does is rewritten (tables only, audio
     hard-linked) under ``<workdir>/matched/<label>``, reused while its inputs are unchanged.
     The plan's table goes to ``<workdir>/matched/match.json``.
     """
-    from duetflow.matching import apply_match, items_of, plan_match, write_plan
+    from duetflow.turntaking.matching import apply_match, items_of, plan_match, write_plan
 
     dirs = [Path(m.path) for m in merged]
     plan = plan_match(items_of(dirs), config.match, config.seed)

@@ -3,7 +3,7 @@ work directory.
 
 ``process_dialogues`` is the unit the Prefect tasks run per shard; ``process_workdir`` is the
 whole stage for the command line (``duetflow process --in WORKDIR --out WORKDIR2``). Both
-stream: one source dialogue is timed from its audio (:mod:`duetflow.turn_timing`, read in
+stream: one source dialogue is timed from its audio (:mod:`duetflow.turntaking.timing`, read in
 chunks), selected, and its kept windows rendered before the next is read, and manifest rows go
 to row-group writers, so memory does not grow with the corpus.
 
@@ -34,10 +34,10 @@ from duetflow.errors import InputError
 from duetflow.model import Dialogue, Rejection, Stage
 from duetflow.progress import Progress
 from duetflow.render import RenderedDialogue, render_dialogue
-from duetflow.rendered_length import length_problem
-from duetflow.selection import select
-from duetflow.stats import CorpusStats
-from duetflow.turn_timing import refine_timing
+from duetflow.turntaking.rendered_length import length_problem
+from duetflow.turntaking.selection import select
+from duetflow.turntaking.stats import CorpusStats
+from duetflow.turntaking.timing import refine_timing
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def _process_one(
     keep_rows: ShardResult | None,
 ) -> tuple[int, int, int, float]:
     """Time, select + render one source dialogue; returns (windows, rendered, rejected,
-    audio_s). Acoustic timing (:mod:`duetflow.turn_timing`) runs first, so windows, filters,
+    audio_s). Acoustic timing (:mod:`duetflow.turntaking.timing`) runs first, so windows, filters,
     the length model and the renderer see where the speech is, not the annotation's slack."""
     if config.turns.acoustic_timing:
         d = refine_timing(d, config.turns)

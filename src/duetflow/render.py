@@ -50,7 +50,7 @@ import duetflow
 from duetflow import source_acoustics
 from duetflow.audio import bs1770, edges, roomtone
 from duetflow.audio import loudness as ld
-from duetflow.audio.io import Audio, audio_info, read_frames, resample, write_audio
+from duetflow.audio.io import Audio, audio_info, read_frames, resample, to_pcm16, write_audio
 from duetflow.audio.mix import fade_envelope, place, smooth_steps
 from duetflow.audio.retime import (
     Block,
@@ -929,11 +929,12 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
     out_dir = Path(out_dir)
     name = safe_id(d.id)
     rel = f"audio/{name}.{cfg.audio_format}"
-    path = write_audio(out_dir / rel, out, sr, audio_format=cfg.audio_format)
+    # the 16-bit samples the gap confirmation measured (mixdown.as_written), written as they are
+    path = write_audio(out_dir / rel, to_pcm16(out), sr, audio_format=cfg.audio_format)
     stems_rel = None
     if stems is not None:
         stems_rel = f"stems/{name}.{cfg.audio_format}"
-        write_audio(out_dir / stems_rel, stems, sr, audio_format=cfg.audio_format)
+        write_audio(out_dir / stems_rel, to_pcm16(stems), sr, audio_format=cfg.audio_format)
 
     a, b = d.speaker_a.id, d.speaker_b.id
     total = {s: res.gains.get(s, 0.0) + ceiling for s in (a, b)}

@@ -67,7 +67,7 @@ PROCESS = StageSpec(
 MATCH = StageSpec(
     "match",
     ("seed", "match"),
-    ("duetflow.matching",),
+    ("duetflow.turntaking.matching",),
     inputs="the rendered work directories of every corpus",
     outputs="matched/<corpus> for corpora that lose HH windows; matched/match.json",
 )

@@ -19,7 +19,7 @@ from duetflow.manifest import (
     iter_rows,
     write_table,
 )
-from duetflow.matching import MatchItem, apply_match, plan_match
+from duetflow.turntaking.matching import MatchItem, apply_match, plan_match
 
 TOPICS = ("work", "health", "tourism", "finance")
 

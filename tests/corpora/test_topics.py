@@ -10,9 +10,9 @@ import pytest
 from duetflow.config import build_config
 from duetflow.corpora import get_adapter
 from duetflow.errors import ConfigError
-from duetflow.filters import FilterContext, topics
 from duetflow.model import Dialogue
 from duetflow.topics import DEFAULT_TAXONOMY, TopicMapper, iemocap_scenario, normalise_topic
+from duetflow.turntaking.filters import FilterContext, topics
 
 from .helpers import scan
 from .test_dailytalk import write_corpus

@@ -149,3 +149,42 @@ def test_stable_chunks_keep_shards_when_an_item_is_inserted() -> None:
     changed = [c for c in after if c not in before]
     assert len(changed) == 1 and "studio__session_0203" in changed[0]
     assert list(pipeline.stable_chunks(items, 1, str)) == [[x] for x in items]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc to name synced fds")
+def test_a_step_is_synced_once_at_its_commit_not_per_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The renderer's writes do not fsync; the step flushes every file once, then writes its
+    marker, syncs it, and renames the folder into place."""
+    import numpy as np
+
+    from duetflow.audio.io import to_pcm16, write_audio
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    during: list[int] = []
+
+    def build(out: Path) -> StepOutcome:
+        for k in range(3):
+            write_audio(out / "audio" / f"d{k}.flac", to_pcm16(np.zeros(1600, np.float32)), 16000)
+        (out / "dialogues.parquet").write_bytes(b"rows")
+        during.append(len(synced))
+        return StepOutcome("process", "c", "k", str(out), found=3, kept=3, rejected=0)
+
+    final = tmp_path / "cache" / "process" / "k"
+    pipeline._build_cached(final, build)
+    assert during == [0]  # nothing synced while the step ran
+    partial = str(final) + ".partial"
+    files = [f"{partial}/audio/d{k}.flac" for k in range(3)] + [f"{partial}/dialogues.parquet"]
+    assert sorted(p for p in synced if p in files) == sorted(files)  # each file once
+    marker = [i for i, p in enumerate(synced) if p.endswith(".result.json.tmp")]
+    assert len(marker) == 1 and marker[0] > max(synced.index(f) for f in files)
+    assert {partial, f"{partial}/audio", str(final.parent)} <= set(synced)  # folders too
+    assert pipeline.load_outcome(final) is not None

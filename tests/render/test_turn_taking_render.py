@@ -26,7 +26,7 @@ from duetflow.model import (
     TurnKind,
 )
 from duetflow.render import render_dialogue
-from duetflow.turns import OverlapClass, classify_overlaps
+from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 
 SR = 16000
 # (speaker, speech start, duration): B comes in 0.2 s before A's speech ends (a terminal

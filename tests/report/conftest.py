@@ -35,8 +35,8 @@ from duetflow.manifest import (
 )
 from duetflow.model import Rejection, Stage
 from duetflow.seeding import rng_for
-from duetflow.stats import CorpusStats, DialogueStats
-from duetflow.turns import BalanceStats
+from duetflow.turntaking.overlaps import BalanceStats
+from duetflow.turntaking.stats import CorpusStats, DialogueStats
 
 SR = 16000
 SEED = 7

@@ -11,7 +11,7 @@ Spec = tuple[str, float, float] | tuple[str, float, float, str]
 
 def turns(*specs: Spec, kind: TurnKind = TurnKind.TURN) -> tuple[Turn, ...]:
     """Turns from ``(speaker, start, end[, text])``; no text by default, so timing alone decides
-    (the transcript cues of :mod:`duetflow.cues` see no words)."""
+    (the transcript cues of :mod:`duetflow.turntaking.cues` see no words)."""
     out = []
     for spec in specs:
         text = spec[3] if len(spec) == 4 else ""

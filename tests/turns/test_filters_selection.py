@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ConfigError
-from duetflow.filters import (
+from duetflow.model import Dialogue, Speaker, Stage, Turn, TurnKind
+from duetflow.turntaking.filters import (
     FilterContext,
     Keep,
     Reject,
@@ -20,9 +21,8 @@ from duetflow.filters import (
     get_filter,
     register_filter,
 )
-from duetflow.model import Dialogue, Speaker, Stage, Turn, TurnKind
-from duetflow.selection import select
-from duetflow.stats import CorpusStats
+from duetflow.turntaking.selection import select
+from duetflow.turntaking.stats import CorpusStats
 
 from .helpers import alternating, dialogue
 

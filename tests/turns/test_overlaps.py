@@ -9,7 +9,7 @@ import pytest
 
 from duetflow.config import TurnsConfig
 from duetflow.model import Turn, TurnKind
-from duetflow.turns import (
+from duetflow.turntaking.overlaps import (
     OverlapClass,
     balance,
     classify_overlaps,

@@ -17,15 +17,15 @@ from hypothesis import strategies as st
 
 from duetflow.config import RenderConfig, RunConfig, TurnsConfig, WindowConfig, build_config
 from duetflow.model import PerSpeakerSource, Turn, TurnKind
-from duetflow.rendered_length import (
+from duetflow.turntaking.rendered_length import (
     TOO_LONG,
     TOO_SHORT,
     LengthModel,
     length_problem,
     predict_length,
 )
-from duetflow.selection import select
-from duetflow.windows import make_windows
+from duetflow.turntaking.selection import select
+from duetflow.turntaking.windows import make_windows
 
 from .helpers import alternating, dialogue
 
@@ -173,7 +173,7 @@ def test_length_problem_codes() -> None:
 
 
 def test_duration_filter_uses_the_predicted_length() -> None:
-    from duetflow.filters import apply_filters
+    from duetflow.turntaking.filters import apply_filters
 
     # 24 s of source with 2 s pauses renders to about 15 s: too short
     short = dialogue(alternating(6, 2.0, 2.4))

@@ -13,8 +13,8 @@ from duetflow.config import build_config
 from duetflow.corpora import get_adapter
 from duetflow.demo import make_samples
 from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, TurnKind
-from duetflow.selection import select
-from duetflow.turns import OverlapClass, balance, classify_overlaps
+from duetflow.turntaking.overlaps import OverlapClass, balance, classify_overlaps
+from duetflow.turntaking.selection import select
 
 CFG = build_config({})
 

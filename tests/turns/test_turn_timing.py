@@ -31,9 +31,10 @@ from duetflow.model import (
     TurnKind,
 )
 from duetflow.process import process_dialogues
-from duetflow.rendered_length import predict_length
-from duetflow.selection import select
-from duetflow.turn_timing import (
+from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
+from duetflow.turntaking.rendered_length import predict_length
+from duetflow.turntaking.selection import select
+from duetflow.turntaking.timing import (
     LABEL_END,
     LABEL_START,
     PROVENANCE_KEY,
@@ -41,7 +42,6 @@ from duetflow.turn_timing import (
     estimate_slack,
     refine_timing,
 )
-from duetflow.turns import OverlapClass, classify_overlaps
 
 from .timing_corpora import (
     LAYOUTS,

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from duetflow.config import RunConfig, TurnsConfig, WindowConfig
 from duetflow.model import Turn, TurnKind, window_id
-from duetflow.rendered_length import predict_length
-from duetflow.turns import OverlapClass, classify_overlaps, mark_backchannels
-from duetflow.windows import make_windows
+from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps, mark_backchannels
+from duetflow.turntaking.rendered_length import predict_length
+from duetflow.turntaking.windows import make_windows
 
 from .helpers import alternating, dialogue
 

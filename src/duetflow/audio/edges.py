@@ -181,6 +181,13 @@ class Analysis:
     def sr(self) -> int:
         return self.edge.sr
 
+    @functools.cached_property
+    def edge_median(self) -> FloatArray:
+        """The edge envelope's running median over :data:`_FLICKER_FRAMES` (edges held), once
+        per analysis: every floor estimated on it reads its flicker against this."""
+        out: FloatArray = median_filter(self.edge.db, size=_FLICKER_FRAMES, mode="nearest")
+        return out
+
 
 def analyse(samples: Audio, sample_rate: int, start: int = 0, stop: int | None = None) -> Analysis:
     """Envelopes of ``samples[start:stop]`` (mono; several channels are averaged)."""
@@ -263,8 +270,9 @@ def estimate_floor(an: Analysis, mask: BoolArray | None = None) -> Floor | None:
     level, hp = _trimmed_level(lv[use]), _trimmed_level(hv[use])
     idx = np.flatnonzero(use)
     lo, hi = max(0, int(idx[0]) - _FLICKER_FRAMES), min(n, int(idx[-1]) + _FLICKER_FRAMES + 1)
-    local = median_filter(hv[lo:hi], size=_FLICKER_FRAMES, mode="nearest")
-    dev = (hv[lo:hi] - local)[use[lo:hi]]
+    # the frames used lie a whole neighbourhood inside [lo, hi) or reach the envelope's ends:
+    # the running median of the whole envelope is theirs
+    dev = (hv[lo:hi] - an.edge_median[lo:hi])[use[lo:hi]]
     flicker = quantiles(dev, (99,))[0]
     q50 = quantiles(hv[use], (50,))[0]
     return Floor(level, hp, max(0.0, q50 + flicker - hp), False)

@@ -25,18 +25,44 @@ from duetflow.cli.options import (
 )
 from duetflow.cli.progress import progress_bars
 
+#: A Prefect home of duetflow's own, kept between runs (see :func:`prefect_env`).
+PREFECT_HOME_ENV = "DUETFLOW_PREFECT_HOME"
 
-def prefect_env(home: Path | None = None) -> None:
-    """Defaults for a command-line run; anything already set in the environment wins.
 
-    The temporary local API needs more than Prefect's 20 s to migrate a fresh database on a
-    small machine, and must not phone home. ``home`` keeps the demo's Prefect database inside
-    the demo folder when no Prefect API or home is configured.
+def prefect_env(home: Path | None = None) -> str:
+    """Where a command-line run's flows are recorded; anything already set in the environment
+    wins. Returns ``"server"`` (a given API), or the Prefect home the temporary API will use.
+
+    * ``PREFECT_API_URL`` set: that server records the run, nothing is started (no home is
+      chosen: the server has its own);
+    * else the temporary local API Prefect starts for the run keeps its database in a home that
+      outlives the run, so it is created and migrated once, not every run: ``PREFECT_HOME`` if
+      set, ``home`` (the demo's folder), ``$DUETFLOW_PREFECT_HOME``, Prefect's own ``~/.prefect``
+      when the user has Prefect profiles there (an API configured in a profile is then used),
+      else ``$XDG_CACHE_HOME/duetflow/prefect`` (``~/.cache/...``).
+
+    The temporary API needs more than Prefect's 20 s to migrate a fresh database on a small
+    machine, and must not phone home. Measured fixed cost per run: docs/performance.md,
+    *Prefect start-up*.
     """
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    if home is not None and not os.environ.get("PREFECT_API_URL"):
-        os.environ.setdefault("PREFECT_HOME", str(home))
+    if os.environ.get("PREFECT_API_URL"):
+        return "server"
+    if "PREFECT_HOME" not in os.environ:
+        prefect_default = Path.home() / ".prefect"
+        if home is not None:
+            chosen = home
+        elif os.environ.get(PREFECT_HOME_ENV):
+            chosen = Path(os.environ[PREFECT_HOME_ENV])
+        elif (prefect_default / "profiles.toml").exists():
+            chosen = prefect_default
+        else:
+            cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+            chosen = Path(cache) / "duetflow" / "prefect"
+        chosen.mkdir(parents=True, exist_ok=True)
+        os.environ["PREFECT_HOME"] = str(chosen)
+    return os.environ["PREFECT_HOME"]
 
 
 def echo_summary(summary: Any) -> None:

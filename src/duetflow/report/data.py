@@ -179,7 +179,8 @@ class RejectionRow:
 class SourceStats:
     """Turn-taking statistics of one corpus's *source* dialogues before filtering.
 
-    Read from the process stage's ``stats.json`` (``duetflow.stats.CorpusStats.to_dict()``):
+    Read from the process stage's ``stats.json``
+    (``duetflow.turntaking.stats.CorpusStats.to_dict()``):
     ``fto``/``balance``/``overlaps`` describe all source dialogues (balance per candidate
     window), the ``kept_*`` fields the windows that were kept.
     """

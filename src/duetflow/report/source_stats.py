@@ -10,7 +10,7 @@ from duetflow.report.rows import num
 
 
 def _dist_from_hist(name: str, unit: str, d: Any, scale: float = 1.0) -> Distribution | None:
-    """A Distribution from a stats.json histogram (``duetflow.stats.Histogram.to_dict()``).
+    """A Distribution from a stats.json histogram (``turntaking.stats.Histogram.to_dict()``).
 
     ``scale`` converts units (seconds → ms). Min/max are not stored there, so they are the
     outer edges of the first and last non-empty bins.

@@ -111,7 +111,7 @@ def publish_release(
 
 @task(name="match-hh-hm", retries=0, cache_policy=NO_CACHE)
 def match_dialogues(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutcome]:
-    """HH ↔ HM matching: the work directories later steps read (``duetflow.matching``)."""
+    """HH ↔ HM matching: the work directories later steps read (``turntaking.matching``)."""
     return pipeline.run_match(merged, config)
 
 

@@ -47,12 +47,12 @@ from duetflow.manifest import dumps
 from duetflow.mixdown import Bed, Change, Clip, mixdown
 from duetflow.model import Category, DesignFields, TurnKind, safe_id
 from duetflow.records import RenderedDialogueRow, RenderedTurnRow
-from duetflow.rendered_length import length_problem
 from duetflow.seeding import rng_for
 from duetflow.source_rate import resampling_record
 from duetflow.tts.base import Synthesis, Voice
 from duetflow.tts.script import Script
 from duetflow.tts.voices import speech_power
+from duetflow.turntaking.rendered_length import length_problem
 
 log = logging.getLogger(__name__)
 

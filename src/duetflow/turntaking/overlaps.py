@@ -18,7 +18,7 @@ other party (the *host*) holds the floor is
 * a (floor-taking) **interruption** when it came in mid-turn, or the host's turn is marked cut
   off.
 
-Transcript evidence (:mod:`duetflow.cues`) is used when ``turns.transcript_cues`` is on.
+Transcript evidence (:mod:`duetflow.turntaking.cues`) is used when ``turns.transcript_cues`` is on.
 Nonspeech turns and zero-length turns never take part. Everything here is a pure function of the
 turn timeline, so windows and filters can recompute it freely.
 """
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from duetflow.config import TurnsConfig
-from duetflow.cues import Lexical, is_cut_off, lexical_class
 from duetflow.model import Turn, TurnKind
+from duetflow.turntaking.cues import Lexical, is_cut_off, lexical_class
 
 log = logging.getLogger(__name__)
 
@@ -252,9 +252,12 @@ def mark_backchannels(
     )
 
 
-def _floor_turns(turns: Sequence[Turn], cfg: TurnsConfig) -> list[int]:
+def _floor_turns(
+    turns: Sequence[Turn], cfg: TurnsConfig, events: Sequence[OverlapEvent] | None
+) -> list[int]:
     """Speech turns that can hold the floor: not backchannels, not inside another party's turn."""
-    skip = listener_indices(classify_overlaps(turns, cfg), [OverlapClass.BACKCHANNEL])
+    found = classify_overlaps(turns, cfg) if events is None else events
+    skip = listener_indices(found, [OverlapClass.BACKCHANNEL])
     order = [
         i
         for i in _speech_order(turns)
@@ -271,14 +274,17 @@ def _floor_turns(turns: Sequence[Turn], cfg: TurnsConfig) -> list[int]:
     return out
 
 
-def floor_transfer_offsets(turns: Sequence[Turn], cfg: TurnsConfig) -> list[float]:
+def floor_transfer_offsets(
+    turns: Sequence[Turn], cfg: TurnsConfig, events: Sequence[OverlapEvent] | None = None
+) -> list[float]:
     """Floor-transfer offset (seconds) at every speaker change, in timeline order.
 
     FTO = next speaker's start - previous speaker's end: negative is overlap, positive is gap.
     Backchannels and turns wholly inside the other party's turn do not transfer the floor and are
-    skipped; a run of one speaker's turns ends at the latest end in the run.
+    skipped; a run of one speaker's turns ends at the latest end in the run. ``events``: the
+    turns' classification when already computed (:func:`classify_overlaps` of the same turns).
     """
-    floor = _floor_turns(turns, cfg)
+    floor = _floor_turns(turns, cfg, events)
     out: list[float] = []
     prev_speaker: str | None = None
     prev_end = 0.0
@@ -312,19 +318,24 @@ def _union_length(intervals: list[tuple[float, float]]) -> float:
 
 
 def balance(
-    turns: Sequence[Turn], cfg: TurnsConfig, speakers: Sequence[str] | None = None
+    turns: Sequence[Turn],
+    cfg: TurnsConfig,
+    speakers: Sequence[str] | None = None,
+    events: Sequence[OverlapEvent] | None = None,
 ) -> BalanceStats:
     """Each speaker's share of utterances and of speaking time.
 
     Utterances are speech turns; backchannels (classified or adapter-marked) are left out when
     ``cfg.balance_excludes_backchannels``, because a stream of "mm-hm" does not make a party an
     equal contributor. Speaking time counts all speech, each speaker's overlapping turns once.
-    ``speakers`` lists parties to report even when silent (a dialogue's two speakers).
+    ``speakers`` lists parties to report even when silent (a dialogue's two speakers);
+    ``events``: the turns' classification when already computed.
     """
     names = list(dict.fromkeys([*(speakers or ()), *(t.speaker for t in turns if _is_speech(t))]))
     bc: set[int] = set()
     if cfg.balance_excludes_backchannels:
-        bc = listener_indices(classify_overlaps(turns, cfg), [OverlapClass.BACKCHANNEL])
+        found = classify_overlaps(turns, cfg) if events is None else events
+        bc = listener_indices(found, [OverlapClass.BACKCHANNEL])
         bc |= {i for i, t in enumerate(turns) if t.kind is TurnKind.BACKCHANNEL}
     counts = dict.fromkeys(names, 0)
     spans: dict[str, list[tuple[float, float]]] = {n: [] for n in names}

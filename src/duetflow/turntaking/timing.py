@@ -32,8 +32,15 @@ Each edge is labelled (``labels["timing_start"]``, ``labels["timing_end"]``: an
 :class:`EdgeSource`), and the dialogue's provenance holds a :class:`TimingReport` under
 ``"timing"``.
 
-Memory: a dialogue's audio is read in chunks of at most :data:`CHUNK_S` of turns (plus
-:data:`CONTEXT_S` either side), so it stays flat however long the recording is.
+Memory: a dialogue's audio is read in chunks of at most
+:data:`~duetflow.turntaking.track_reader.CHUNK_S` of turns (plus
+:data:`~duetflow.turntaking.track_reader.CONTEXT_S` either side, reading in
+:mod:`~duetflow.turntaking.track_reader`), so it stays flat however long the recording is.
+
+Length (~570 lines, over the package's ~500): the three measuring paths (separable tracks,
+clip per turn, mono mix) share one result record, one search-bound rule and one way of
+applying and labelling edges (``_Result``, ``_bounds``, ``_apply``); split apart, each rule
+would be read in one module and applied in another. The audio reading is apart already.
 """
 
 from __future__ import annotations
@@ -43,7 +50,7 @@ import itertools
 import logging
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
@@ -52,7 +59,7 @@ import numpy as np
 
 from duetflow import source_acoustics
 from duetflow.audio import edges
-from duetflow.audio.io import Audio, audio_info, read_frames, resample
+from duetflow.audio.io import read_frames
 from duetflow.audio.retime import merge_blocks
 from duetflow.config import TurnsConfig
 from duetflow.errors import InputError
@@ -60,17 +67,23 @@ from duetflow.model import (
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
-    PerSpeakerSource,
     PerTurnSource,
     Turn,
     TurnKind,
+)
+from duetflow.turntaking.track_reader import (
+    CONTEXT_S,
+    Reader,
+    Span,
+    chunks,
+    mixed_reader,
+    multichannel_reader,
+    per_speaker_reader,
 )
 
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "CHUNK_S",
-    "CONTEXT_S",
     "LABEL_END",
     "LABEL_START",
     "PROVENANCE_KEY",
@@ -81,12 +94,6 @@ __all__ = [
     "refine_timing",
 ]
 
-#: Turns analysed together: a chunk spans at most this much of the timeline (s; a single longer
-#: turn is a chunk of its own).
-CHUNK_S = 30.0
-#: Audio read around a chunk's turns (s): an edge may lie outside a loose annotation, and the
-#: floor is measured around the speech.
-CONTEXT_S = 0.5
 #: A chunk whose background is shorter than this (s) is judged against the floor last measured
 #: on the same track.
 MIN_BACKGROUND_S = 0.3
@@ -201,94 +208,6 @@ class _Result:
     slack: Slack | None = None
 
 
-# --- chunks and reading -----------------------------------------------------------------------
-
-
-def _chunks(spans: Sequence[tuple[float, float]]) -> list[list[int]]:
-    """Indices of ``spans`` (in time order) grouped so each group spans at most
-    :data:`CHUNK_S` (a longer span alone)."""
-    order = sorted(range(len(spans)), key=lambda i: (spans[i][0], i))
-    out: list[list[int]] = []
-    lo = hi = 0.0
-    for i in order:
-        a, b = spans[i]
-        if out and max(hi, b) - lo <= CHUNK_S:
-            out[-1].append(i)
-            hi = max(hi, b)
-            continue
-        out.append([i])
-        lo, hi = a, b
-    return out
-
-
-@dataclass(frozen=True)
-class _Span:
-    """Audio of ``[t0, t0 + len/sr)`` seconds of one or more tracks."""
-
-    tracks: dict[str, Audio]
-    sr: int
-    t0: float
-
-    def at(self, t: float) -> float:
-        return (t - self.t0) * self.sr
-
-
-Reader = Callable[[float, float], _Span]
-
-
-def _file_range(path: str, a: float, b: float) -> tuple[int, int, int]:
-    info = audio_info(path)
-    start = max(0, int(math.floor(a * info.sample_rate)))
-    stop = min(info.frames, int(math.ceil(b * info.sample_rate)))
-    return start, max(start, stop), info.sample_rate
-
-
-def _multichannel_reader(src: MultichannelSource, ids: Sequence[str]) -> Reader:
-    def read(a: float, b: float) -> _Span:
-        start, stop, sr = _file_range(src.path, a, b)
-        data, sr = read_frames(src.path, start, stop)
-        data2 = data.reshape(len(data), -1)
-        out = {}
-        for s in ids:
-            ch = src.channels[s]
-            if not 0 <= ch < data2.shape[1]:
-                raise InputError(
-                    src.path, f"speaker {s} on channel {ch}, file has {data2.shape[1]}",
-                    reason="bad_channels",
-                )  # fmt: skip
-            out[s] = np.ascontiguousarray(data2[:, ch])
-        return _Span(out, sr, start / sr)
-
-    return read
-
-
-def _per_speaker_reader(src: PerSpeakerSource, ids: Sequence[str]) -> Reader:
-    """Each speaker's file over the same seconds; files at different rates (a 16 kHz mic, a
-    24 kHz system line-out) are brought to the highest, so their frames line up for crosstalk."""
-    rate = max(audio_info(src.paths[s]).sample_rate for s in ids)
-
-    def read(a: float, b: float) -> _Span:
-        out: dict[str, Audio] = {}
-        for s in ids:
-            start, stop, sr = _file_range(src.paths[s], a, b)
-            x, sr = read_frames(src.paths[s], start, stop, channel=src.channels.get(s), mono=True)
-            out[s] = resample(x, sr, rate)
-        n = min(len(x) for x in out.values())
-        t0 = math.floor(a * rate) / rate
-        return _Span({s: x[:n] for s, x in out.items()}, rate, t0)
-
-    return read
-
-
-def _mixed_reader(src: MixedMonoSource) -> Reader:
-    def read(a: float, b: float) -> _Span:
-        start, stop, sr = _file_range(src.path, a, b)
-        x, sr = read_frames(src.path, start, stop, channel=src.channel, mono=src.channel is None)
-        return _Span({"mix": x}, sr, start / sr)
-
-    return read
-
-
 # --- measuring --------------------------------------------------------------------------------
 
 
@@ -333,7 +252,7 @@ class _Talk:
 
 
 def _edges_of(
-    ext: edges.Extent | None, span: _Span, bounds: tuple[float, float]
+    ext: edges.Extent | None, span: Span, bounds: tuple[float, float]
 ) -> tuple[float | None, float | None] | None:
     """An extent in seconds; an edge cut at its bound is None (not measured); None: no speech."""
     if ext is None:
@@ -375,7 +294,7 @@ def _measure_separable(
     talk = _Talk(turns, speech)
     last: dict[str, edges.Floor | None] = {s: None for s in ids}
     tol = cfg.timing_outward_s
-    for chunk in _chunks([(turns[i].start, turns[i].end) for i in speech]):
+    for chunk in chunks([(turns[i].start, turns[i].end) for i in speech]):
         members = [speech[k] for k in chunk]
         a = max(0.0, min(turns[i].start for i in members) - CONTEXT_S)
         b = max(turns[i].end for i in members) + CONTEXT_S
@@ -478,7 +397,7 @@ def _measure_per_turn(
         x, sr = read_frames(path, mono=True)
         an = edges.analyse(x, sr)
         c0 = t.start  # the clip lies at its turn's annotated start
-        span = _Span({"clip": x}, sr, c0)
+        span = Span({"clip": x}, sr, c0)
         bounds = (max(c0, t.start - tol), min(c0 + len(x) / sr, t.end + tol))
         hint = (span.at(t.start), span.at(t.end))
         lim = (span.at(bounds[0]), span.at(bounds[1]))
@@ -507,7 +426,7 @@ def _measure_mixed(d: Dialogue, turns: Sequence[Turn], cfg: TurnsConfig, read: R
     blocks = merge_blocks(turns, speech, 0.0)
     tol = cfg.timing_outward_s
     last: edges.Floor | None = None
-    for chunk in _chunks([(blk.start, blk.end) for blk in blocks]):
+    for chunk in chunks([(blk.start, blk.end) for blk in blocks]):
         a = max(0.0, blocks[chunk[0]].start - CONTEXT_S)
         b = max(blocks[k].end for k in chunk) + CONTEXT_S
         span = read(a, b)
@@ -613,19 +532,19 @@ def measure(d: Dialogue, cfg: TurnsConfig) -> tuple[tuple[Turn, ...], TimingRepo
     src = d.source
     ids = [s.id for s in d.speakers]
     if isinstance(src, MixedMonoSource):
-        res = _measure_mixed(d, turns, cfg, _mixed_reader(src))
+        res = _measure_mixed(d, turns, cfg, mixed_reader(src))
     elif isinstance(src, PerTurnSource):
         res = _measure_per_turn(d, turns, cfg, src)
     elif isinstance(src, MultichannelSource):
         missing = [s for s in ids if s not in src.channels]
         if missing:
             raise InputError(src.path, f"no channel for speaker(s) {missing}", reason="bad_source")
-        res = _measure_separable(d, turns, cfg, _multichannel_reader(src, ids))
+        res = _measure_separable(d, turns, cfg, multichannel_reader(src, ids))
     else:
         missing = [s for s in ids if s not in src.paths]
         if missing:
             raise InputError(d.id, f"no file for speaker(s) {missing}", reason="bad_source")
-        res = _measure_separable(d, turns, cfg, _per_speaker_reader(src, ids))
+        res = _measure_separable(d, turns, cfg, per_speaker_reader(src, ids))
     return _apply(turns, res, src.kind)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from duetflow.model import Dialogue, Rejection
-from duetflow.turns import BalanceStats, OverlapClass, OverlapEvent
+from duetflow.turntaking.overlaps import BalanceStats, OverlapClass, OverlapEvent
 
 __all__ = [
     "FTO_EDGES",

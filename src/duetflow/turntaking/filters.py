@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib.metadata import entry_points
@@ -24,9 +24,15 @@ from typing import Any, TypeAlias
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
 from duetflow.model import Dialogue, Turn, TurnKind
-from duetflow.rendered_length import LengthRange, predict_length
-from duetflow.turns import BalanceStats, OverlapClass, OverlapEvent, balance, classify_overlaps
-from duetflow.windows import HEADER_LABEL
+from duetflow.turntaking.overlaps import (
+    BalanceStats,
+    OverlapClass,
+    OverlapEvent,
+    balance,
+    classify_overlaps,
+)
+from duetflow.turntaking.rendered_length import LengthRange, predict_length
+from duetflow.turntaking.windows import HEADER_LABEL
 
 log = logging.getLogger(__name__)
 
@@ -63,24 +69,37 @@ KEEP = Keep()
 
 
 class FilterContext:
-    """What filters share about one dialogue, computed once and only when first asked for."""
+    """What filters share about one dialogue, computed once and only when first asked for.
 
-    def __init__(self, dialogue: Dialogue, config: RunConfig) -> None:
+    ``events``: the overlap classification of the dialogue's turns when the caller already has it
+    (:func:`~duetflow.turntaking.overlaps.classify_overlaps` of the same turns and
+    ``config.turns``); every other shared fact is derived from it.
+    """
+
+    def __init__(
+        self,
+        dialogue: Dialogue,
+        config: RunConfig,
+        events: Sequence[OverlapEvent] | None = None,
+    ) -> None:
         self.dialogue = dialogue
         self.config = config
+        self._given_events = None if events is None else list(events)
 
     @cached_property
     def events(self) -> list[OverlapEvent]:
+        if self._given_events is not None:
+            return self._given_events
         return classify_overlaps(self.dialogue.turns, self.config.turns)
 
     @cached_property
     def balance(self) -> BalanceStats:
         speakers = [s.id for s in self.dialogue.speakers]
-        return balance(self.dialogue.turns, self.config.turns, speakers)
+        return balance(self.dialogue.turns, self.config.turns, speakers, self.events)
 
     @cached_property
     def length(self) -> LengthRange | None:
-        """Predicted rendered length (:mod:`duetflow.rendered_length`)."""
+        """Predicted rendered length (:mod:`duetflow.turntaking.rendered_length`)."""
         return predict_length(self.dialogue, self.config, self.events)
 
     @cached_property
@@ -207,8 +226,8 @@ def duration(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
     """Keep what will *render* to ``window.min_s``–``window.max_s`` seconds (less the margin).
 
     The length is predicted from the turns with the renderer's own layout
-    (:mod:`duetflow.rendered_length`), for every gap it may draw; the rendered audio is checked
-    again after rendering.
+    (:mod:`duetflow.turntaking.rendered_length`), for every gap it may draw; the rendered audio
+    is checked again after rendering.
     """
     w = ctx.config.window
     lo, hi = w.select_range

@@ -1,9 +1,16 @@
 """Select stage: one source dialogue → kept windows + rejections + statistics.
 
-Windows first (``duetflow.windows``), then the configured filters (``duetflow.filters``) on
-each window. Every window ends up either kept or rejected, and a source dialogue that yields no
-window is itself one rejection, so inputs = kept + rejected holds at every step. Kept windows
-carry backchannel marks (``TurnKind.BACKCHANNEL``) the renderer relies on.
+Windows first (:mod:`~duetflow.turntaking.windows`), then the configured filters
+(:mod:`~duetflow.turntaking.filters`) on each window. Every window ends up either kept or
+rejected, and a source dialogue that yields no window is itself one rejection, so inputs = kept
++ rejected holds at every step. Kept windows carry backchannel marks (``TurnKind.BACKCHANNEL``)
+the renderer relies on.
+
+Overlap analysis runs once per source dialogue and once per window, and its result is passed on
+to windowing, the length model, backchannel marks, filters, balance and statistics. A window is
+classified on its own turns (a classification looks at the turns after a listener turn, which a
+window ends), and marking backchannels changes only turn kinds, which classification does not
+read, so the window's events hold for its marked turns too.
 """
 
 from __future__ import annotations
@@ -15,19 +22,19 @@ from typing import Any
 
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.filters import FilterContext, apply_filters
 from duetflow.manifest import dumps
 from duetflow.model import Dialogue, Rejection, Stage
-from duetflow.rendered_length import predict_length
-from duetflow.stats import DialogueStats, overlap_counts
-from duetflow.turns import (
+from duetflow.turntaking.filters import FilterContext, apply_filters
+from duetflow.turntaking.overlaps import (
     OverlapEvent,
     balance,
     classify_overlaps,
     floor_transfer_offsets,
     mark_backchannels,
 )
-from duetflow.windows import make_windows
+from duetflow.turntaking.rendered_length import predict_length
+from duetflow.turntaking.stats import DialogueStats, overlap_counts
+from duetflow.turntaking.windows import make_windows
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +95,14 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
         empty = DialogueStats.empty(dialogue, balance((), tc, speakers))
         return Selection(kept=[], rejected=[rej], stats=empty)
 
+    events = classify_overlaps(dialogue.turns, tc)
     windows = make_windows(
-        dialogue, config.window, tc, config.filters.collection_header_patterns, config.render
+        dialogue,
+        config.window,
+        tc,
+        config.filters.collection_header_patterns,
+        config.render,
+        events=events,
     )
     kept: list[Dialogue] = []
     rejected: list[Rejection] = []
@@ -101,7 +114,7 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
         starts = [t.start for t in dialogue.turns]
         ends = [t.end for t in dialogue.turns]
         span = (max(ends) - min(starts)) if dialogue.turns else 0.0
-        predicted = predict_length(dialogue, config) if dialogue.turns else None
+        predicted = predict_length(dialogue, config, events) if dialogue.turns else None
         rejected.append(
             _rejection(
                 dialogue,
@@ -119,14 +132,15 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
             )
         )
     for w in windows:
-        marked = replace(w, turns=mark_backchannels(w.turns, tc))
-        ctx = FilterContext(marked, config)
+        w_events = classify_overlaps(w.turns, tc)
+        marked = replace(w, turns=mark_backchannels(w.turns, tc, w_events))
+        ctx = FilterContext(marked, config, w_events)
         res = apply_filters(marked, config, ctx)
         b_shares.append((ctx.balance.utterance_share.get(b_id, 0.0), res.kept))
         if res.kept:
             kept.append(marked)
             kept_events.extend(ctx.events)
-            kept_ftos.extend(floor_transfer_offsets(marked.turns, tc))
+            kept_ftos.extend(floor_transfer_offsets(marked.turns, tc, ctx.events))
         else:
             detail = {"window": list(w.window or ()), **res.detail()}
             rejected.append(_rejection(marked, Stage.FILTER, res.reason or "filtered", detail))
@@ -138,9 +152,9 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
         duration_s=dialogue.duration_s,
         n_windows=len(windows),
         n_kept=len(kept),
-        ftos=tuple(floor_transfer_offsets(dialogue.turns, tc)),
-        overlaps=overlap_counts(classify_overlaps(dialogue.turns, tc)),
-        balance=balance(dialogue.turns, tc, speakers),
+        ftos=tuple(floor_transfer_offsets(dialogue.turns, tc, events)),
+        overlaps=overlap_counts(events),
+        balance=balance(dialogue.turns, tc, speakers, events),
         kept_ftos=tuple(kept_ftos),
         kept_overlaps=overlap_counts(kept_events),
         window_b_shares=tuple(b_shares),

@@ -4,9 +4,9 @@ A boundary is only ever placed where no turn (of either speaker, speech or not) 
 no excerpt cuts a turn, overlapped ones included. An excerpt starts at the start of a speech
 turn that is not a backchannel, not the listener side of an overlap and not a corpus collection
 header, and ends at the end of a speech turn that is not a backchannel. Its length is the length
-it will *render* to (:mod:`duetflow.rendered_length`: re-timed gaps, capped pauses, trimmed
-edges), which must lie inside ``window.min_s``–``window.max_s`` less ``window.margin_s`` at both
-ends, whatever gaps are drawn. Which excerpts are chosen is the ``window.policy``:
+it will *render* to (:mod:`~duetflow.turntaking.rendered_length`: re-timed gaps, capped pauses,
+trimmed edges), which must lie inside ``window.min_s``–``window.max_s`` less ``window.margin_s``
+at both ends, whatever gaps are drawn. Which excerpts are chosen is the ``window.policy``:
 
 * ``greedy`` (default): left to right, the longest excerpt from the earliest possible start,
   then the next one from the first possible start after it. Few long excerpts, no shared audio.
@@ -28,14 +28,14 @@ from dataclasses import replace
 
 from duetflow.config import RenderConfig, TurnsConfig, WindowConfig
 from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind, window_id
-from duetflow.rendered_length import LengthModel
-from duetflow.turns import (
+from duetflow.turntaking.overlaps import (
     OverlapClass,
     OverlapEvent,
     classify_overlaps,
     cut_points,
     listener_indices,
 )
+from duetflow.turntaking.rendered_length import LengthModel
 
 log = logging.getLogger(__name__)
 
@@ -212,21 +212,23 @@ def make_windows(
     turns_cfg: TurnsConfig,
     header_patterns: Sequence[str] = (),
     render: RenderConfig | None = None,
+    events: Sequence[OverlapEvent] | None = None,
 ) -> list[Dialogue]:
     """Excerpts that render to ``cfg.min_s``–``cfg.max_s`` seconds, chosen by ``cfg.policy``.
 
-    Lengths are predicted with :class:`~duetflow.rendered_length.LengthModel` for the
+    Lengths are predicted with :class:`~duetflow.turntaking.rendered_length.LengthModel` for the
     dialogue's source kind and ``render`` settings (default: the default render section) and
     must lie inside :attr:`WindowConfig.select_range`. A dialogue that renders to that range as
     a whole is returned whole as one window (``window=(first turn start, last turn end)``); a
     shorter one yields none. Turns keep their source-timeline times; ``header_patterns`` are
     regexes of collection headers a window must not start with
-    (``filters.collection_header_patterns``).
+    (``filters.collection_header_patterns``). ``events``: the dialogue's overlap classification
+    when already computed (:func:`~duetflow.turntaking.overlaps.classify_overlaps` of its turns).
     """
     turns = dialogue.turns
     if not turns:
         return []
-    events = classify_overlaps(turns, turns_cfg)
+    events = classify_overlaps(turns, turns_cfg) if events is None else events
     model = LengthModel(
         turns,
         mixed=isinstance(dialogue.source, MixedMonoSource),

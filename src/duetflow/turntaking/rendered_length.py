@@ -13,7 +13,7 @@ separable sources overlapping turns are laid end to end. A 22 s stretch of sourc
 the turn times, once with every drawn gap at ``gap_ms_min`` and once at ``gap_ms_max``,
 so the prediction follows the renderer's rules by construction rather than by a second copy of
 them. In the process stage those times are already the acoustic extents
-(:mod:`duetflow.turn_timing`), so clip padding and annotation slack are not counted as speech;
+(:mod:`duetflow.turntaking.timing`), so clip padding and annotation slack are not counted as speech;
 on annotated times it is a bound: trimming each turn to its acoustic extent can only make the
 audio shorter, which is what ``window.margin_s`` is for; the rendered audio is checked
 afterwards anyway (:func:`length_problem`), by the process stage, the PH assembly and the schema
@@ -40,7 +40,7 @@ from duetflow.audio.retime import (
 )
 from duetflow.config import RenderConfig, RunConfig, TurnsConfig, WindowConfig
 from duetflow.model import Dialogue, MixedMonoSource, Turn
-from duetflow.turns import OverlapEvent, mark_backchannels
+from duetflow.turntaking.overlaps import OverlapEvent, mark_backchannels
 
 __all__ = [
     "TOO_LONG",

@@ -1,0 +1,17 @@
+"""Turn-taking: who holds the floor, and which stretches of a dialogue become dataset windows.
+
+Plain typed Python, no Prefect. One source dialogue goes through these modules in this order:
+
+* :mod:`~duetflow.turntaking.timing`: turn boundaries timed from the audio (acoustic timing);
+* :mod:`~duetflow.turntaking.overlaps`: overlap events and their classes, backchannels, the
+  speakers' balance (with transcript evidence from :mod:`~duetflow.turntaking.cues`);
+* :mod:`~duetflow.turntaking.windows`: candidate windows cut at floor transfers, sized with the
+  length model of :mod:`~duetflow.turntaking.rendered_length`;
+* :mod:`~duetflow.turntaking.filters`: named, pluggable predicates that keep a window or say why
+  not;
+* :mod:`~duetflow.turntaking.selection`: windows, then filters, then the dialogue's statistics
+  (:mod:`~duetflow.turntaking.stats`);
+* :mod:`~duetflow.turntaking.matching`: HH ↔ HM selection over the rendered corpora.
+
+The package re-exports nothing, so importing one module does not import the others.
+"""
