@@ -1,7 +1,7 @@
 """Re-timing (where each item lands) and the mixdown's gap closing, on their own.
 
 The mixdown is checked against truth it cannot see: clips cut from constructed utterances
-(:mod:`duetflow.samples.calibration`) whose speech edges are known from the construction, so the
+(:mod:`duetflow.audio.calibration`) whose speech edges are known from the construction, so the
 true output gap is the placement plus those known edges, never a measurement.
 """
 
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from duetflow.audio import edges
+from duetflow.audio.calibration import construct
 from duetflow.audio.mix import fade_envelope
 from duetflow.audio.retime import layout_blocks, layout_turns, merge_blocks
 from duetflow.config import build_config
 from duetflow.mixdown import GAP_TOLERANCE_S, Bed, Change, Clip, mixdown
 from duetflow.model import Turn, TurnKind
-from duetflow.samples.calibration import construct
 
 SR = 16000
 
