@@ -228,10 +228,10 @@ def test_gaps_that_stay_off_after_every_pass_reject_the_dialogue(
     real = mixdown_mod.measure_change
     calls = 0
 
-    def always_short(written, sr, prev, nxt, floor_db):  # type: ignore[no-untyped-def]
+    def always_short(written, sr, prev, nxt, floor_db, analysis=None):  # type: ignore[no-untyped-def]
         nonlocal calls
         calls += 1
-        m = real(written, sr, prev, nxt, floor_db)
+        m = real(written, sr, prev, nxt, floor_db, analysis)
         assert m is not None
         return dataclasses.replace(m, onset=m.offset + 0.12 * SR)
 
