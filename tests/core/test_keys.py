@@ -1,4 +1,4 @@
-"""Cache keys by construction (duetflow.keys, duetflow.stages) and content-only release ids.
+"""Cache keys by construction (duetflow.pipeline.keys, .stages) and content-only release ids.
 
 The instrument is independent of the hashing: a stage's import closure is checked against
 modules we know it runs, and "editing a module" is simulated by substituting the source reader
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from duetflow import keys, stages
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ConfigError
+from duetflow.pipeline import keys, stages
 
 
 @pytest.fixture(autouse=True)

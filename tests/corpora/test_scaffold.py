@@ -16,8 +16,8 @@ from duetflow.cli import main
 from duetflow.config import RunConfig
 from duetflow.corpora import get_adapter, registry_entries
 from duetflow.corpora.scaffold import class_name, render, scaffold
-from duetflow.ingest import ingest
 from duetflow.manifest import iter_dialogues
+from duetflow.pipeline.ingest import ingest
 from duetflow.samples import generators
 
 

@@ -16,7 +16,7 @@ import soundfile as sf
 from duetflow.config import build_config
 from duetflow.manifest import DIALOGUES, REJECTIONS, iter_rows
 from duetflow.model import Category, Dialogue, PerSpeakerSource, Speaker, Turn
-from duetflow.process import process_dialogues
+from duetflow.pipeline.process import process_dialogues
 from duetflow.samples.voice import FEMALE, MALE, speech
 from duetflow.turntaking.rendered_length import predict_length
 

@@ -386,8 +386,8 @@ def sample_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Returns the local store root (its ``releases/LATEST`` is the release).
     """
     from duetflow.config import RunConfig
-    from duetflow.ingest import ingest
-    from duetflow.process import process_workdir
+    from duetflow.pipeline.ingest import ingest
+    from duetflow.pipeline.process import process_workdir
     from duetflow.release.publish import publish
     from duetflow.report import release_report
     from duetflow.samples import make_samples

@@ -29,7 +29,7 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
-from duetflow.process import process_dialogues
+from duetflow.pipeline.process import process_dialogues
 from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 from duetflow.turntaking.rendered_length import predict_length

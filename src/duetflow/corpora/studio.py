@@ -38,7 +38,6 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 import duetflow
-from duetflow import keys
 from duetflow.audio.io import Audio, AudioInfo, read_frames, to_mono
 from duetflow.bounded_yaml import load_yaml
 from duetflow.corpora.base import (
@@ -69,6 +68,7 @@ from duetflow.model import (
     TurnKind,
     safe_id,
 )
+from duetflow.pipeline import keys
 from duetflow.segment import TrackSource, detect_turns_in_files
 from duetflow.studio_state import (
     STATE_VERSION,
@@ -89,7 +89,7 @@ def code_hash() -> str:
     """Hash of the code behind a session's output (so a bug fix re-processes old sessions).
 
     The source of every module this adapter imports inside ``duetflow``, transitively
-    (:func:`duetflow.keys.code_hash`); a module without a source file is an error.
+    (:func:`duetflow.pipeline.keys.code_hash`); a module without a source file is an error.
     """
     return f"{duetflow.__version__}-{keys.code_hash((__name__,))}"
 
