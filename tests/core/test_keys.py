@@ -42,7 +42,11 @@ def test_a_stage_closure_holds_the_modules_it_runs_and_no_prefect_shell() -> Non
     ingest = keys.import_closure(stages.INGEST.entries)
     # the bug this replaces: tts/pipeline.py was skipped by its basename
     assert {"duetflow.tts.pipeline", "duetflow.tts.assemble", "duetflow.tts.espeak"} <= set(synth)
-    assert {"duetflow.render", "duetflow.mixdown", "duetflow.audio.edges"} <= set(process)
+    assert {
+        "duetflow.rendering.render",
+        "duetflow.rendering.mixdown",
+        "duetflow.audio.edges",
+    } <= set(process)
     assert "duetflow.corpora.base" in ingest
     for closure in (synth, process, ingest):
         assert not any(m.split(".")[1:2] in (["flows"], ["tasks"], ["cli"]) for m in closure)

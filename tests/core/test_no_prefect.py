@@ -46,7 +46,7 @@ def test_importing_every_core_module_pulls_in_no_prefect() -> None:
         "duetflow.pipeline.run",
         "duetflow.pipeline.stages",
         "duetflow.pipeline.keys",
-        "duetflow.render",
+        "duetflow.rendering.render",
         "duetflow.release.publish",
         "duetflow.report",
         "duetflow.corpora.studio",

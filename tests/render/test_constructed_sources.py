@@ -32,7 +32,7 @@ from duetflow.model import (
     Speaker,
     Turn,
 )
-from duetflow.render import render_dialogue
+from duetflow.rendering.render import render_dialogue
 from duetflow.samples.calibration import Construction, construct
 
 SR = 16000

@@ -12,10 +12,10 @@ import pytest
 
 from duetflow.audio import edges
 from duetflow.audio.mix import fade_envelope
-from duetflow.audio.retime import layout_blocks, layout_turns, merge_blocks
 from duetflow.config import build_config
-from duetflow.mixdown import GAP_TOLERANCE_S, Bed, Change, Clip, mixdown
 from duetflow.model import Turn, TurnKind
+from duetflow.rendering.mixdown import GAP_TOLERANCE_S, Bed, Change, Clip, mixdown
+from duetflow.rendering.retime import layout_blocks, layout_turns, merge_blocks
 from duetflow.samples.calibration import construct
 
 SR = 16000

@@ -24,7 +24,7 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
-from duetflow.render import render_dialogue
+from duetflow.rendering.render import render_dialogue
 from duetflow.samples.voice import FEMALE, MALE, speech
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 
