@@ -30,7 +30,7 @@ LEVELS = (0, 1, 2, 3, 4, 5, 6, 8)
 
 
 def _render(root: Path) -> Path:
-    from duetflow.samples import make_samples
+    from duetflow.demo import make_samples
 
     samples = root / "samples"
     make_samples(samples, seed=0, scale=1, include=["dailytalk", "iemocap", "magicdata_ramc"])

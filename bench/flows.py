@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _config(samples: Path, run_dir: Path, shard_size: int, workers: int) -> Path:
-    from duetflow.cli.demo import bundled_config
+    from duetflow.demo.prepare import bundled_config
 
     data = yaml.safe_load(bundled_config().read_text(encoding="utf-8"))
     data["corpora"] = [{**c, "root": str(samples / Path(c["root"]).name)} for c in data["corpora"]]
@@ -115,7 +115,7 @@ def main() -> None:
     try:
         samples = args.samples
         if samples is None:
-            from duetflow.samples import make_samples
+            from duetflow.demo import make_samples
 
             samples = tmp / "samples"
             t0 = time.perf_counter()

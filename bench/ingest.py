@@ -56,7 +56,7 @@ def measure(corpus: str, root: Path, out: Path) -> dict[str, float]:
 def ensure_samples(base: Path, scale: int) -> Path:
     root = base / f"samples-x{scale}"
     if not (root / "truth.json").exists():
-        from duetflow.samples import make_samples
+        from duetflow.demo import make_samples
 
         t0 = time.perf_counter()
         make_samples(root, seed=0, scale=scale, include=list(ROOTS))

@@ -5,7 +5,7 @@ sample corpora scale, ``--samples DIR`` reuses a ``duetflow samples make`` outpu
 
 * **cases**: every readable audio file of the sample corpora (``make_samples``, seed 0), each
   channel on its own, resampled (soxr) to each of 8, 11.025, 16, 22.05, 24, 32, 44.1 and 48 kHz;
-  plus synthetic signals at each rate: speech-like (``duetflow.samples.voice``), white and pink
+  plus synthetic signals at each rate: speech-like (``duetflow.demo.voice``), white and pink
   noise, sines (50 Hz, 997 Hz, 0.45 fs), lengths not a whole number of 100 ms hops, short
   (0.40-0.58 s) and sparse (bursts in near-silence, and all under the -70 LUFS gate) signals.
   Cases are built one at a time and dropped after measuring: memory stays at one case.
@@ -47,7 +47,7 @@ from scipy.signal import lfilter
 
 from duetflow.audio import bs1770
 from duetflow.audio.io import resample
-from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
+from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
 
 RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000)
 
@@ -254,7 +254,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-loudness-") as tmp:
         root = args.samples
         if root is None:
-            from duetflow.samples import make_samples
+            from duetflow.demo import make_samples
 
             root = Path(tmp) / "samples"
             make_samples(root, seed=0, scale=args.scale)

@@ -32,7 +32,7 @@ import yaml
 
 
 def _config(samples: Path, run_dir: Path) -> Path:
-    from duetflow.cli.demo import bundled_config
+    from duetflow.demo.prepare import bundled_config
 
     data = yaml.safe_load(bundled_config().read_text(encoding="utf-8"))
     data["corpora"] = [{**c, "root": str(samples / Path(c["root"]).name)} for c in data["corpora"]]
@@ -111,7 +111,7 @@ def main() -> None:
     rows: dict[int, dict[str, Any]] = {}
     try:
         for scale in args.scales:
-            from duetflow.samples import make_samples
+            from duetflow.demo import make_samples
 
             samples = tmp / f"samples{scale}"
             make_samples(samples, seed=0, scale=scale)

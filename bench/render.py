@@ -56,7 +56,7 @@ UNIQUE = 3  # distinct recordings; dialogues reuse them under their own ids
 
 
 def _make_recordings(root: Path, dur_s: float) -> list[tuple[Path, list[Turn]]]:
-    from duetflow.samples.voice import FEMALE, MALE, speech
+    from duetflow.demo.voice import FEMALE, MALE, speech
 
     out = []
     for k in range(UNIQUE):

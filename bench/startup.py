@@ -104,7 +104,7 @@ def main() -> None:
         root = Path(tmp)
         samples = args.samples
         if samples is None:
-            from duetflow.samples import make_samples
+            from duetflow.demo import make_samples
 
             samples = root / "samples"
             make_samples(samples, seed=0, scale=1, include=["dailytalk"])

@@ -6,8 +6,8 @@ Usage::
 
 For every crosstalk level and seed it writes one HM ``tracks`` session (mic + clean line-out)
 and one HH ``stereo`` session (two mics hearing each other) with the sample generator, detects
-turns with :func:`duetflow.segment.detect_turns` through the studio adapter, and reports
-turn-level F1 and boundary errors against the generator's truth, plus the real-time factor
+turns with :func:`duetflow.corpora.studio.segment.detect_turns` through the studio adapter, and
+reports turn-level F1 and boundary errors against the generator's truth, plus the real-time factor
 (seconds of dialogue per CPU second). Finally it ingests the sessions of one level (-20 dB) twice
 with incremental state and reports both wall times and the second run's counters.
 """
@@ -24,9 +24,9 @@ import numpy as np
 
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter
+from duetflow.corpora.studio.segment import score_turns
+from duetflow.demo.studio import write_session
 from duetflow.model import Dialogue, Turn
-from duetflow.samples.studio import write_session
-from duetflow.segment import score_turns
 
 
 def run(seeds: list[int], levels: list[float], out: Path) -> None:

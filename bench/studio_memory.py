@@ -36,14 +36,14 @@ import soundfile as sf
 import yaml
 
 from duetflow.audio.io import read_frames, resample
-from duetflow.samples.studio import write_session
+from duetflow.demo.studio import write_session
 
 _WHOLE_TRACK = textwrap.dedent(
     """
     import sys
     from pathlib import Path
     from duetflow.audio.io import read_frames, resample, to_mono
-    from duetflow.segment import ANALYSIS_RATE, detect_turns
+    from duetflow.corpora.studio.segment import ANALYSIS_RATE, detect_turns
     folder = Path(sys.argv[1])
     tracks = {}
     for name in sys.argv[2:]:

@@ -100,7 +100,7 @@ def bench_stage(scale: int, root: Path) -> dict[str, float]:
     from tts_helpers import build_rendered_workdir
 
     from duetflow.config import RunConfig
-    from duetflow.samples.scripts import generate
+    from duetflow.demo.scripts import generate
     from duetflow.tts.pipeline import synthesize
 
     voices = build_rendered_workdir(root / f"voices{scale}")

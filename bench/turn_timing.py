@@ -32,6 +32,7 @@ import numpy as np
 import soundfile as sf
 
 from duetflow.config import build_config
+from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
 from duetflow.model import (
     AudioSource,
     Category,
@@ -42,7 +43,6 @@ from duetflow.model import (
     Turn,
 )
 from duetflow.pipeline.process import process_dialogues
-from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
 from duetflow.turntaking.timing import refine_timing
 
 SR = 16000

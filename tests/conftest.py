@@ -109,7 +109,7 @@ def sample_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Holds ``dailytalk/``, ``IEMOCAP_full_release/``, ``MagicData-RAMC/`` (and ``studio/``,
     ``scripts/`` when those generators are installed) plus ``truth.json``.
     """
-    from duetflow.samples import make_samples
+    from duetflow.demo import make_samples
 
     root = tmp_path_factory.mktemp("samples")
     make_samples(root, seed=0)

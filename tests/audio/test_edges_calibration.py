@@ -1,6 +1,6 @@
 """Calibration of the acoustic edge measure by construction (docs/turn-taking.md, *Gaps*).
 
-The truth comes from :mod:`duetflow.samples.calibration`: signals built from components whose
+The truth comes from :mod:`duetflow.audio.calibration`: signals built from components whose
 envelopes are written in closed form, the truth edge being where the speech components' power
 meets the floor's power (computed from those envelopes, never measured). The grid spans sample
 rates 8–48 kHz; floors from digital zero through -75…-45 dBFS white, pink, brown and 50/60 Hz
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from duetflow.audio import edges
-from duetflow.samples.calibration import FLOOR_KINDS, SAMPLE_RATES, construct
+from duetflow.audio.calibration import FLOOR_KINDS, SAMPLE_RATES, construct
 
 GRID = 90  # seeded constructions, 3 utterances each
 

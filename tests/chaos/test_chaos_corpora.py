@@ -16,7 +16,7 @@ import pytest
 from chaos_helpers import Cli, intake
 
 from duetflow.audio.io import write_audio
-from duetflow.samples.voice import FEMALE, MALE, speech
+from duetflow.demo.voice import FEMALE, MALE, speech
 
 SR = 16000
 pytestmark = pytest.mark.timeout(300)

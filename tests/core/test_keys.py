@@ -71,8 +71,8 @@ def test_editing_any_module_a_stage_imports_changes_its_key(
 def test_editing_a_module_outside_a_stage_keeps_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = RunConfig()
     process = stages.PROCESS.key(cfg, "input")
-    report_html = keys.module_file("duetflow.report.render")
-    assert "duetflow.report.render" not in keys.import_closure(stages.PROCESS.entries)
+    report_html = keys.module_file("duetflow.report.html")
+    assert "duetflow.report.html" not in keys.import_closure(stages.PROCESS.entries)
     _edited(monkeypatch, report_html)
     assert stages.PROCESS.key(cfg, "input") == process
     assert (

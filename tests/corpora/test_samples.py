@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from duetflow.audio.io import read_frames
 from duetflow.audio.vad import VadParams, detect_speech
 from duetflow.cli import main
-from duetflow.samples import load_truth, make_samples
-from duetflow.samples.voice import FEMALE, MALE, Voice, room_tone, speech
+from duetflow.demo import load_truth, make_samples
+from duetflow.demo.voice import FEMALE, MALE, Voice, room_tone, speech
 
 from .helpers import truth
 

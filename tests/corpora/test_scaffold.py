@@ -16,9 +16,9 @@ from duetflow.cli import main
 from duetflow.config import RunConfig
 from duetflow.corpora import get_adapter, registry_entries
 from duetflow.corpora.scaffold import class_name, render, scaffold
+from duetflow.demo import generators
 from duetflow.manifest import iter_dialogues
 from duetflow.pipeline.ingest import ingest
-from duetflow.samples import generators
 
 
 def test_cli_new_writes_three_files_and_refuses_to_overwrite(tmp_path: Path) -> None:
@@ -27,12 +27,12 @@ def test_cli_new_writes_three_files_and_refuses_to_overwrite(tmp_path: Path) -> 
     assert res.exit_code == 0, res.output
     files = [
         tmp_path / "src/duetflow/corpora/switchboard.py",
-        tmp_path / "src/duetflow/samples/switchboard.py",
+        tmp_path / "src/duetflow/demo/switchboard.py",
         tmp_path / "tests/corpora/test_switchboard.py",
     ]
     assert all(p.is_file() for p in files)
     assert 'switchboard = "duetflow.corpora.switchboard:SwitchboardAdapter"' in res.output
-    assert 'switchboard = "duetflow.samples.switchboard"' in res.output
+    assert 'switchboard = "duetflow.demo.switchboard"' in res.output
     again = runner.invoke(main, ["corpora", "new", "switchboard", "--project", str(tmp_path)])
     assert again.exit_code == 2 and "refusing to overwrite" in again.output
     bad = runner.invoke(main, ["corpora", "new", "Bad-Name", "--project", str(tmp_path)])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from duetflow.samples import make_samples
+from duetflow.demo import make_samples
 
 
 @pytest.fixture(scope="session")

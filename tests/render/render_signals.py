@@ -1,6 +1,6 @@
 """Small two-speaker recordings for the render tests, in every AudioSource shape.
 
-Speech comes from :mod:`duetflow.samples.voice`. The two speakers
+Speech comes from :mod:`duetflow.demo.voice`. The two speakers
 are recorded at very different levels, with loose annotations (slack before and after the
 speech) and long, uneven pauses, so that every property the renderer promises has something to
 fix. Measurement helpers read the rendered audio itself.
@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from duetflow.demo.voice import FEMALE, MALE, speech
 from duetflow.model import (
     AudioSource,
     Category,
@@ -27,7 +28,6 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
-from duetflow.samples.voice import FEMALE, MALE, speech
 
 SR = 16000
 LEVELS = {"A": -18.0, "B": -34.0}  # 16 dB apart: the renderer must balance them

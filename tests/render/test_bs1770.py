@@ -19,7 +19,7 @@ from scipy.signal import sosfreqz
 
 from duetflow.audio import bs1770
 from duetflow.audio import loudness as ld
-from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
+from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
 
 RATES = (8000, 11025, 16000, 22050, 24000, 32000, 44100, 48000)
 #: the contract is 0.001 LU; both sides are float64, so a slipped block boundary shows far below it

@@ -1,6 +1,6 @@
 """End to end against truth the renderer cannot see: sources built from constructed speech.
 
-Two speakers' turns are utterances of :mod:`duetflow.samples.calibration` (quiet endings,
+Two speakers' turns are utterances of :mod:`duetflow.audio.calibration` (quiet endings,
 reverberant tails, breathy onsets, breath intakes; a pink room) in every source shape. After
 rendering, each turn is found in the file by cross-correlation with its own clean speech (the
 construction's, which the renderer never had), and its true edges in the file follow from the
@@ -21,6 +21,7 @@ import pytest
 import soundfile as sf
 from scipy.signal import fftconvolve
 
+from duetflow.audio.calibration import Construction, construct
 from duetflow.config import build_config
 from duetflow.model import (
     Category,
@@ -33,7 +34,6 @@ from duetflow.model import (
     Turn,
 )
 from duetflow.rendering.render import render_dialogue
-from duetflow.samples.calibration import Construction, construct
 
 SR = 16000
 FLOOR_DB = -60.0

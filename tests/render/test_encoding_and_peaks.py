@@ -19,8 +19,8 @@ from duetflow.audio import bs1770, edges
 from duetflow.audio import loudness as ld
 from duetflow.audio.io import FLAC_COMPRESSION_LEVEL, to_pcm16, write_audio
 from duetflow.config import build_config
+from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
 from duetflow.rendering.render import render_dialogue
-from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
 
 SR = 16000
 

@@ -14,10 +14,10 @@ import numpy as np
 import soundfile as sf
 
 from duetflow.config import build_config
+from duetflow.demo.voice import FEMALE, MALE, speech
 from duetflow.manifest import DIALOGUES, REJECTIONS, iter_rows
 from duetflow.model import Category, Dialogue, PerSpeakerSource, Speaker, Turn
 from duetflow.pipeline.process import process_dialogues
-from duetflow.samples.voice import FEMALE, MALE, speech
 from duetflow.turntaking.rendered_length import predict_length
 
 SR = 16000

@@ -267,8 +267,8 @@ def test_mono_mix_with_a_long_lead_in_and_no_pause_in_the_window(tmp_path: Path)
     between the turns of the window (too short for room tone): the tone comes from the
     recording's lead-in, and no pause of the file holds digital zeros."""
     from duetflow.audio.edges import longest_zero_run
+    from duetflow.demo.voice import FEMALE, MALE, speech
     from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn
-    from duetflow.samples.voice import FEMALE, MALE, speech
 
     rng = np.random.default_rng(4)
     lead, n = 6.7, int(30 * SR)

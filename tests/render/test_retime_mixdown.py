@@ -1,7 +1,7 @@
 """Re-timing (where each item lands) and the mixdown's gap closing, on their own.
 
 The mixdown is checked against truth it cannot see: clips cut from constructed utterances
-(:mod:`duetflow.samples.calibration`) whose speech edges are known from the construction, so the
+(:mod:`duetflow.audio.calibration`) whose speech edges are known from the construction, so the
 true output gap is the placement plus those known edges, never a measurement.
 """
 
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from duetflow.audio import edges
+from duetflow.audio.calibration import construct
 from duetflow.audio.mix import fade_envelope
 from duetflow.config import build_config
 from duetflow.model import Turn, TurnKind
 from duetflow.rendering.mixdown import GAP_TOLERANCE_S, Bed, Change, Clip, mixdown
 from duetflow.rendering.retime import layout_blocks, layout_turns, merge_blocks
-from duetflow.samples.calibration import construct
 
 SR = 16000
 
@@ -211,3 +211,34 @@ def test_without_room_tone_pauses_are_measured_against_the_absolute_floor() -> N
         assert m is not None and m.floor.digital
         assert abs(t - g) <= 0.010
         assert m.zero_run > 0.1 * SR  # a clean source's pause is digital silence
+
+
+def test_gaps_that_stay_off_after_every_pass_reject_the_dialogue(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An instrument that finds every pause 120 ms long wherever the items land (a pause no
+    move can reach): the mixdown moves them MAX_CORRECTIONS times, then rejects the dialogue
+    (``gap_unconfirmed``, naming the changes) instead of letting it be written."""
+    import dataclasses
+
+    import duetflow.rendering.mixdown as mixdown_mod
+    from duetflow.errors import InputError
+
+    x, truth, seen, tone = _utterance_clips(11, -62.0)
+    real = mixdown_mod.measure_change
+    calls = 0
+
+    def always_short(written, sr, prev, nxt, floor_db):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        m = real(written, sr, prev, nxt, floor_db)
+        assert m is not None
+        return dataclasses.replace(m, onset=m.offset + 0.12 * SR)
+
+    monkeypatch.setattr(mixdown_mod, "measure_change", always_short)
+    bed = Bed(tone, 10 ** (-62.0 / 10))
+    with pytest.raises(InputError) as err:
+        _mix(x, truth, seen, [0.2, 0.19, 0.225], bed, floor_power=10 ** (-6.2), positions=False)
+    assert err.value.reason == mixdown_mod.GAP_UNCONFIRMED
+    assert "after item 0: 120.0 ms" in str(err.value) and "after item 2" in str(err.value)
+    assert calls == 3 * (1 + mixdown_mod.MAX_CORRECTIONS)  # first measure, then every pass

@@ -208,7 +208,7 @@ def test_source_rate_resampling_and_licence_are_recorded_per_dialogue(
     """Against what the generators wrote: DailyTalk clips at 44.1 kHz, IEMOCAP and RAMC at
     16 kHz, studio mic tracks at 16 kHz and the system line-out at 24 kHz."""
     from duetflow.corpora import get_adapter
-    from duetflow.samples import dailytalk, iemocap, magicdata_ramc, studio
+    from duetflow.demo import dailytalk, iemocap, magicdata_ramc, studio
 
     written = {
         "dailytalk": dailytalk.SR,

@@ -15,6 +15,7 @@ import numpy as np
 import soundfile as sf
 
 from duetflow.config import build_config
+from duetflow.demo.voice import FEMALE, MALE, speech
 from duetflow.model import (
     Category,
     Dialogue,
@@ -25,7 +26,6 @@ from duetflow.model import (
     TurnKind,
 )
 from duetflow.rendering.render import render_dialogue
-from duetflow.samples.voice import FEMALE, MALE, speech
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 
 SR = 16000

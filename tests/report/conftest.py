@@ -386,11 +386,11 @@ def sample_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     Returns the local store root (its ``releases/LATEST`` is the release).
     """
     from duetflow.config import RunConfig
+    from duetflow.demo import make_samples
     from duetflow.pipeline.ingest import ingest
     from duetflow.pipeline.process import process_workdir
     from duetflow.release.publish import publish
     from duetflow.report import release_report
-    from duetflow.samples import make_samples
 
     root = tmp_path_factory.mktemp("report-sample")
     make_samples(root / "samples", seed=0, scale=1, include=["dailytalk", "magicdata_ramc"])

@@ -18,7 +18,7 @@ from duetflow.manifest import (
     write_table,
 )
 from duetflow.report import build_report
-from duetflow.report.render import backend_table, fmt_hours, system_table, topic_table
+from duetflow.report.tables import backend_table, fmt_hours, system_table, topic_table
 
 # (category, language, topic, system, strategy, backend, duration s): the ground truth
 ROWS: list[tuple[str, str, str, str | None, str | None, str | None, float]] = [

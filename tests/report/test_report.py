@@ -17,7 +17,7 @@ from duetflow.cli import main
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.report import SECTIONS, build_report, counts_table, summary_markdown
-from duetflow.report.render import fmt_hours
+from duetflow.report.tables import fmt_hours
 
 WORKDIRS = ("dailytalk", "magicdata_ramc", "ph")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from duetflow.samples.studio import generate
+from duetflow.demo.studio import generate
 
 SEED = 20240611
 

@@ -10,7 +10,7 @@ import numpy as np
 import yaml
 
 from duetflow.audio.io import write_audio
-from duetflow.samples.voice import FEMALE, MALE, db_to_amp, room_tone, speech
+from duetflow.demo.voice import FEMALE, MALE, db_to_amp, room_tone, speech
 
 SR = 16000
 NO_STATE = {"state_dir": None}  # tests that are not about incremental ingest keep no state

@@ -15,6 +15,7 @@ from duetflow.audio.io import write_audio
 from duetflow.config import build_config
 from duetflow.corpora import get_adapter
 from duetflow.corpora.studio import StudioAdapter, sidecar_json_schema
+from duetflow.corpora.studio.segment import score_turns
 from duetflow.errors import ConfigError
 from duetflow.model import (
     Category,
@@ -26,7 +27,6 @@ from duetflow.model import (
     Role,
     Turn,
 )
-from duetflow.segment import score_turns
 
 TRUTH = [Turn(("user", "system")[w], a, b) for w, a, b in PLAN]
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from pyannote.core import Annotation, Segment
 
-from duetflow.diarize import LabelledSegment, get_backend, segments_to_turns
-from duetflow.diarize.pyannote import PyannoteBackend, annotation_to_segments
+from duetflow.corpora.studio.diarize import LabelledSegment, get_backend, segments_to_turns
+from duetflow.corpora.studio.diarize.pyannote import PyannoteBackend, annotation_to_segments
 from duetflow.errors import BackendError
 from duetflow.model import Turn
 

@@ -22,9 +22,14 @@ from studio_helpers import NO_STATE, SR, tracks, write_session
 from duetflow.audio.io import read_frames, resample, write_audio
 from duetflow.config import SegmentConfig
 from duetflow.corpora.studio import StudioAdapter
+from duetflow.corpora.studio.segment import (
+    ANALYSIS_RATE,
+    TrackSource,
+    detect_turns,
+    detect_turns_in_files,
+)
+from duetflow.corpora.studio.state import StudioState, content_hash
 from duetflow.model import Dialogue, Rejection
-from duetflow.segment import ANALYSIS_RATE, TrackSource, detect_turns, detect_turns_in_files
-from duetflow.studio_state import StudioState, content_hash
 
 
 @pytest.mark.parametrize("rate", [16000, 44100, 48000])

@@ -14,10 +14,10 @@ from duetflow.audio.io import read_frames, resample
 from duetflow.audio.vad import VadParams, detect_speech
 from duetflow.config import SegmentConfig
 from duetflow.corpora.studio import StudioAdapter, load_sidecar
+from duetflow.corpora.studio.segment import detect_turns, score_turns
+from duetflow.demo.studio import CROSSTALK_DB
+from duetflow.demo.voice import FEMALE, MALE, db_to_amp, room_tone, speech
 from duetflow.model import Dialogue, Rejection, Turn
-from duetflow.samples.studio import CROSSTALK_DB
-from duetflow.samples.voice import FEMALE, MALE, db_to_amp, room_tone, speech
-from duetflow.segment import detect_turns, score_turns
 
 SR = 16000
 
@@ -187,7 +187,7 @@ def test_loud_loudspeaker_does_not_cost_the_line_out_its_turns(tmp_path: Path) -
     into the line-out must be estimated only where the mic is the louder track, or the clean
     line-out loses its speech under every user backchannel (F1 0.8 on this session before).
     """
-    from duetflow.samples.studio import write_session
+    from duetflow.demo.studio import write_session
 
     truth = write_session(
         tmp_path, 1, "tracks_1", category="HM", layout="tracks", language="en", crosstalk_db=-10.0

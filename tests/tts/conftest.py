@@ -16,7 +16,7 @@ def voices_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def sample_scripts(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from duetflow.samples.scripts import generate
+    from duetflow.demo.scripts import generate
 
     root = tmp_path_factory.mktemp("samples")
     generate(root, seed=0, scale=1)

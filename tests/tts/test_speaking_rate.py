@@ -10,8 +10,8 @@ import pytest
 import soundfile as sf
 from tts_helpers import tts_config
 
+from duetflow.demo.scripts import SAMPLE_SCRIPTS
 from duetflow.manifest import DIALOGUES, REJECTIONS, iter_rows
-from duetflow.samples.scripts import SAMPLE_SCRIPTS
 from duetflow.tts.pipeline import synthesize
 from duetflow.tts.speaking_rate import (
     SCRIPT_SPEECH_S,

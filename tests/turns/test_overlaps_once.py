@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from duetflow.config import TurnsConfig, build_config
 from duetflow.corpora import get_adapter
+from duetflow.demo import make_samples
 from duetflow.model import Dialogue, Turn, TurnKind
-from duetflow.samples import make_samples
 from duetflow.turntaking.overlaps import (
     OverlapEvent,
     balance,

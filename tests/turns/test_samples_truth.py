@@ -11,8 +11,8 @@ import pytest
 
 from duetflow.config import build_config
 from duetflow.corpora import get_adapter
+from duetflow.demo import make_samples
 from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, TurnKind
-from duetflow.samples import make_samples
 from duetflow.turntaking.overlaps import OverlapClass, balance, classify_overlaps
 from duetflow.turntaking.selection import select
 

@@ -20,6 +20,7 @@ import soundfile as sf
 
 from duetflow.audio.io import resample
 from duetflow.config import build_config
+from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
 from duetflow.model import (
     Category,
     Dialogue,
@@ -30,7 +31,6 @@ from duetflow.model import (
     TurnKind,
 )
 from duetflow.pipeline.process import process_dialogues
-from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 from duetflow.turntaking.rendered_length import predict_length
 from duetflow.turntaking.selection import select

@@ -12,7 +12,7 @@ in the on-disk shapes of the real corpora (shared/reference/corpora.md):
 * ``studio_tracks``: a 48 kHz FLAC per party (mic + system line-out), the mic picking up the
   loudspeaker at -30 dB.
 
-Speech is :func:`duetflow.samples.voice.speech` (voiced from its first sample to its last), so a
+Speech is :func:`duetflow.demo.voice.speech` (voiced from its first sample to its last), so a
 turn's true extent is where its signal was placed. Annotations are the truth widened by slack:
 per boundary U[20, 250] ms in separable layouts; in mono mixes one typical slack per dialogue
 (drawn in [60, 200] ms) with ±30 ms of jitter per boundary, as one annotator's habit (the slack
@@ -28,6 +28,7 @@ import numpy as np
 import soundfile as sf
 
 from duetflow.audio.io import resample
+from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
 from duetflow.model import (
     AudioSource,
     Category,
@@ -40,7 +41,6 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
-from duetflow.samples.voice import FEMALE, MALE, room_tone, speech
 from duetflow.tts.espeak import speak
 
 LAYOUTS = ("iemocap", "ramc", "dailytalk", "studio", "studio_tracks")
@@ -192,7 +192,7 @@ def build(
 ) -> Built:
     """Write ``items`` in ``layout``'s on-disk shape under ``root``; the dialogue as its
     adapter would yield it (annotated turns) and the true extents. ``signals``: the speech of
-    each item (default :func:`duetflow.samples.voice.speech`, voiced from its first sample to
+    each item (default :func:`duetflow.demo.voice.speech`, voiced from its first sample to
     its last; others are placed at the item's start, truth where they reach the floor).
     ``per_boundary_slack``: mono layouts too get independent U[20, 250] ms slack per boundary."""
     sr = RATES[layout]

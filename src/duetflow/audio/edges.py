@@ -4,7 +4,7 @@ This is the one definition of "where speech starts and ends" in duetflow. The re
 turns with it, places clips by it and confirms every speaker-change gap on the rendered audio
 with it; the report, the schema checks and the benchmark measure with it. The contract it
 serves is written in docs/turn-taking.md (*Gaps*); its calibration is
-``tests/audio/test_edges_calibration.py`` (signals built by :mod:`duetflow.samples.calibration`).
+``tests/audio/test_edges_calibration.py`` (signals built by :mod:`duetflow.audio.calibration`).
 
 **Envelopes** (:func:`analyse`): mean-square energy in 10 ms windows every 2.5 ms, in dBFS, of
 the signal as it is (*level* envelope) and of the signal high-passed at 100 Hz (*edge*

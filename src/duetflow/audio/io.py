@@ -194,11 +194,27 @@ def write_audio(
         data = np.clip(samples, -1.0, 1.0 - 1.0 / 32768).astype(np.float32, copy=False)
     level = {"compression_level": FLAC_COMPRESSION_LEVEL / 8} if fmt == "FLAC" else {}
     try:
-        sf.write(str(tmp), data, sample_rate, subtype=subtype, format=fmt, **level)
+        channels = 1 if data.ndim == 1 else data.shape[1]
+        with sf.SoundFile(
+            str(tmp), "w", sample_rate, channels, subtype=subtype, format=fmt, **level
+        ) as f:
+            if data.dtype != np.int16:
+                _no_peak_chunk(f)
+            f.write(data)
         os.replace(tmp, p)
     finally:
         tmp.unlink(missing_ok=True)
     return p
+
+
+#: libsndfile's ``SFC_SET_ADD_PEAK_CHUNK``: float WAVs get a PEAK chunk stamped with the time
+#: of writing, so two writes of the same samples would differ
+_SFC_SET_ADD_PEAK_CHUNK = 0x1050
+
+
+def _no_peak_chunk(f: sf.SoundFile) -> None:
+    """Write no PEAK chunk (its timestamp would make equal samples give different bytes)."""
+    sf._snd.sf_command(f._file, _SFC_SET_ADD_PEAK_CHUNK, sf._ffi.NULL, 0)  # type: ignore[attr-defined]
 
 
 def to_mono(samples: Audio) -> Audio:

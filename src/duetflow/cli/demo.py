@@ -6,34 +6,13 @@ in ``<out>/.prefect`` unless PREFECT_API_URL or PREFECT_HOME is set.
 
 from __future__ import annotations
 
-import shutil
 import sys
-from importlib import resources
 from pathlib import Path
 
 import click
 
 from duetflow.cli.progress import progress_bars
 from duetflow.cli.run import echo_summary, prefect_env
-
-
-def bundled_config(name: str = "default.yaml") -> Path:
-    """Path of a config shipped in the package (``duetflow/configs``)."""
-    return Path(str(resources.files("duetflow").joinpath("configs", name)))
-
-
-def prepare_demo(out: Path, *, seed: int = 0, scale: int = 1) -> Path:
-    """Write sample corpora (unless present) and the default config into ``out``; its path."""
-    from duetflow.samples import make_samples
-
-    out.mkdir(parents=True, exist_ok=True)
-    samples = out / "samples"
-    if not (samples / "truth.json").exists():
-        make_samples(samples, seed=seed, scale=scale)
-    cfg = out / "config.yaml"
-    if not cfg.exists():
-        shutil.copyfile(bundled_config(), cfg)
-    return cfg
 
 
 @click.command("demo")
@@ -55,6 +34,8 @@ def command(out: Path, scale: int, seed: int, progress: bool | None) -> None:
     """
     out = out.resolve()
     prefect_env(home=out / ".prefect")
+    from duetflow.demo.prepare import prepare_demo
+
     cfg_path = prepare_demo(out, seed=seed, scale=scale)
     click.echo(f"samples and config in {out}")
     from duetflow.flows import build_dataset

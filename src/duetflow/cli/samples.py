@@ -30,7 +30,7 @@ def command() -> None:
 )
 def make(directory: Path, seed: int, scale: int, include: tuple[str, ...]) -> None:
     """Write DIRECTORY/{dailytalk, IEMOCAP_full_release, MagicData-RAMC, ...} and truth.json."""
-    from duetflow.samples import generators, make_samples
+    from duetflow.demo import generators, make_samples
 
     known = list(generators())
     unknown = [n for n in include if n not in known]
@@ -48,7 +48,7 @@ def make(directory: Path, seed: int, scale: int, include: tuple[str, ...]) -> No
 @command.command("list")
 def list_() -> None:
     """Registered sample generators (entry-point group ``duetflow.samples``)."""
-    from duetflow.samples import generator_errors, generators
+    from duetflow.demo import generator_errors, generators
 
     for name, gen in generators(refresh=True).items():
         click.echo(f"{name}  -> {gen.folder}/")

@@ -88,11 +88,11 @@ def scaffold(name: str, project: Path, *, force: bool = False, layout: str = "mo
     """
     check_name(name)
     adapter_module = f"duetflow.corpora.{name}"
-    samples_module = f"duetflow.samples.{name}"
+    samples_module = f"duetflow.demo.{name}"
     files = render(name, adapter_module, samples_module, layout)
     out = Scaffold(
         adapter=project / "src" / "duetflow" / "corpora" / f"{name}.py",
-        samples=project / "src" / "duetflow" / "samples" / f"{name}.py",
+        samples=project / "src" / "duetflow" / "demo" / f"{name}.py",
         test=project / "tests" / "corpora" / f"test_{name}.py",
         entry_point=f'{name} = "{adapter_module}:{class_name(name)}"',
         samples_entry_point=f'{name} = "{samples_module}"',
@@ -243,7 +243,7 @@ from typing import Any
 
 from duetflow.audio.io import write_audio
 from duetflow.model import dialogue_id
-from duetflow.samples.voice import random_voice, room_tone, speech
+from duetflow.demo.voice import random_voice, room_tone, speech
 from duetflow.seeding import rng_for
 
 CORPUS = "__NAME__"
@@ -474,7 +474,7 @@ import numpy as np
 
 from duetflow.audio.io import write_audio
 from duetflow.model import dialogue_id
-from duetflow.samples.voice import random_voice, room_tone, speech
+from duetflow.demo.voice import random_voice, room_tone, speech
 from duetflow.seeding import rng_for
 
 CORPUS = "__NAME__"

@@ -39,11 +39,22 @@ from duetflow.audio import loudness as ld
 from duetflow.audio.io import Audio, pcm16_levels
 from duetflow.audio.mix import place
 from duetflow.audio.roomtone import fill
+from duetflow.errors import InputError
 
 log = logging.getLogger(__name__)
 
 #: A measured gap further than this from its draw is corrected (s).
 GAP_TOLERANCE_S = 0.002
+#: Correction passes at most: a pass moves the items after every gap still off its draw and
+#: measures those gaps again (one pass almost always suffices; the room tone joined anew can
+#: shift an edge by a few ms).
+MAX_CORRECTIONS = 3
+#: How far outside the configured gap band a confirmed gap may lie (ms): what the schema checks
+#: allow for the encoder and the reader. A dialogue with a gap further out is rejected
+#: (:data:`GAP_UNCONFIRMED`), never published.
+ACOUSTIC_GAP_TOL_MS = 10.0
+#: Rejection reason of a dialogue whose gaps could not be confirmed inside the band.
+GAP_UNCONFIRMED = "gap_unconfirmed"
 #: Audio either side of a pause that its measurement looks at (s).
 CONTEXT_S = 0.5
 _FILL_FADE_S = 0.01
@@ -221,6 +232,30 @@ def floor_in_file_db(provenance: Mapping[str, Any]) -> float | None:
     return float(level) + min(0.0, float(ceiling))
 
 
+def _check_band(
+    changes: Sequence[Change],
+    measures: Sequence[edges.GapMeasure | None],
+    band_s: tuple[float, float],
+    sr: int,
+) -> None:
+    """Raise :class:`InputError` (``gap_unconfirmed``) when a confirmed gap lies outside the band
+    by more than :data:`ACOUSTIC_GAP_TOL_MS` or could not be measured at all."""
+    tol = ACOUSTIC_GAP_TOL_MS / 1000.0
+    bad = []
+    for c, m in zip(changes, measures, strict=True):
+        gap = None if m is None else m.gap / sr
+        if gap is None or not band_s[0] - tol <= gap <= band_s[1] + tol:
+            shown = "none" if gap is None else f"{gap * 1000:.1f} ms"
+            bad.append(f"after item {c.after}: {shown}")
+    if bad:
+        lo, hi = band_s[0] * 1000, band_s[1] * 1000
+        raise InputError(
+            None,
+            f"speaker-change gaps not confirmed in [{lo:g}, {hi:g}] ms: " + "; ".join(bad[:5]),
+            reason=GAP_UNCONFIRMED,
+        )
+
+
 def mixdown(
     clips: Sequence[Clip],
     spans: Sequence[tuple[int, int]],
@@ -269,18 +304,26 @@ def mixdown(
     written = as_written(out, ceiling) if changes else out
     measures = [measure(c, written) for c in changes]
     tol = GAP_TOLERANCE_S * sr
-    deltas = [0] * len(spans)
-    for c, m in zip(changes, measures, strict=True):
+
+    def off(c: Change, m: edges.GapMeasure | None) -> int:
+        # samples to add before item c.after + 1 (0: the gap holds its draw)
         if m is None:
-            log.debug("no acoustic gap measured after item %d", c.after)
-            continue
+            return 0
         err = c.gap_s * sr - m.gap
         outside = band_s is not None and not band_s[0] * sr <= m.gap <= band_s[1] * sr
-        if abs(err) > tol or outside:
-            deltas[c.after + 1] = int(round(err))
-    moved = {i for i, c in enumerate(changes) if deltas[c.after + 1]}
-    if moved:
-        shifts = list(itertools.accumulate(deltas))
+        return int(round(err)) if abs(err) > tol or outside else 0
+
+    corrected: set[int] = set()
+    todo = {i: d for i, c in enumerate(changes) if (d := off(c, measures[i]))}
+    for _ in range(MAX_CORRECTIONS):
+        if not todo:
+            break
+        corrected |= set(todo)
+        deltas = [0] * len(spans)
+        for i, d in todo.items():
+            deltas[changes[i].after + 1] = d
+        step = list(itertools.accumulate(deltas))
+        shifts = [a + b for a, b in zip(shifts, step, strict=True)]
         n1 = n0 + shifts[-1]
         assert noise is None or len(noise) >= n0
         noise1 = _shift_bed(noise, spans, shifts, n1) if noise is not None else None
@@ -288,7 +331,7 @@ def mixdown(
         # the clips moved whole: only the pauses around the moves hold new sums (room tone cut
         # and joined anew), so the true peak is the old one or one found there
         ctx = int(CONTEXT_S * sr)
-        for i in moved:
+        for i in todo:
             k = changes[i].after
             a = max(0, spans[k][1] + shifts[k] - ctx)
             b = min(len(out), spans[k + 1][0] + shifts[k + 1] + ctx)
@@ -301,9 +344,12 @@ def mixdown(
         written = as_written(out, ceiling)
         for i, c in enumerate(changes):
             m = measures[i]
-            if i in moved:
+            if i in todo:
                 measures[i] = measure(c, written)
             elif m is not None:  # moved with its two items by the moves before it
-                sh = shifts[c.after]
+                sh = step[c.after]
                 measures[i] = replace(m, offset=m.offset + sh, onset=m.onset + sh)
-    return Mix(out, stems, shifts, measures, ceiling, len(moved))
+        todo = {i: d for i in todo if (d := off(changes[i], measures[i]))}
+    if band_s is not None:
+        _check_band(changes, measures, band_s, sr)
+    return Mix(out, stems, shifts, measures, ceiling, len(corrected))

@@ -18,24 +18,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from duetflow.config import RunConfig
-from duetflow.report.collect import (
+from duetflow.report.card import render_card, summary_markdown
+from duetflow.report.collect import LICENCES, collect
+from duetflow.report.data import (
     DEFAULT_AUDIO_SAMPLE,
-    LICENCES,
     CountRow,
     Distribution,
     RejectionRow,
     ReportData,
-    collect,
 )
+from duetflow.report.html import SECTIONS, render_html
 from duetflow.report.plots import Plot, all_plots
-from duetflow.report.render import (
-    SECTIONS,
-    counts_table,
-    render_card,
-    render_html,
-    summary_markdown,
-)
 from duetflow.report.sources import ReportInput, open_inputs
+from duetflow.report.tables import counts_table
 
 if TYPE_CHECKING:
     from duetflow.release.publish import StagedRelease

@@ -1,24 +1,24 @@
 """Dataset statistics for the report, computed in one streaming pass over the manifests.
 
-Everything the HTML page and the dataset card show is a field of :class:`ReportData`, so the
-numbers on the page, in the card, in ``report.json`` and in the Prefect artifacts are the same
-numbers. Distributions are fixed-bin histograms with exact count/mean/min/max: memory stays
-constant however large the corpus is. Distributions *measured from the audio* (VAD gaps,
-per-speaker loudness) run on a deterministic sample of dialogues — the ``vad_sample`` with the
-smallest ``seed_for(seed, "report-sample", dialogue_id)`` — so the same release always samples
-the same dialogues, independently of row order.
+Everything the HTML page and the dataset card show is a field of
+:class:`~duetflow.report.data.ReportData`, so the numbers on the page, in the card, in
+``report.json`` and in the Prefect artifacts are the same numbers. Distributions are fixed-bin
+histograms with exact count/mean/min/max: memory stays constant however large the corpus is.
+Distributions *measured from the audio* (VAD gaps, per-speaker loudness) run on a deterministic
+sample of dialogues — the ``vad_sample`` with the smallest
+``seed_for(seed, "report-sample", dialogue_id)`` — so the same release always samples the same
+dialogues, independently of row order. Rows are read by :mod:`~duetflow.report.rows`, source
+statistics parsed by :mod:`~duetflow.report.source_stats`.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-import json
 import logging
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,17 +32,29 @@ from duetflow.config import RunConfig
 from duetflow.errors import DuetflowError
 from duetflow.licences import UNDECLARED, release_terms
 from duetflow.licences import terms as terms_of
-from duetflow.manifest import iter_grouped, iter_rows
+from duetflow.manifest import iter_rows
 from duetflow.model import Category, Stage
 from duetflow.rendering.mixdown import floor_in_file_db
+from duetflow.report.data import (
+    DEFAULT_AUDIO_SAMPLE,
+    MAX_EXAMPLES,
+    NO_SPLIT,
+    Accumulator,
+    CountRow,
+    DesignRow,
+    LicenceRow,
+    PhStats,
+    Provenance,
+    RejectionRow,
+    ReportData,
+)
+from duetflow.report.rows import dialogues_with_turns, json_obj, num, similarities
+from duetflow.report.source_stats import parse_source_stats
 from duetflow.report.sources import ReportInput
 from duetflow.seeding import seed_for
 
 log = logging.getLogger(__name__)
 
-NO_SPLIT = "-"
-MAX_EXAMPLES = 3
-DEFAULT_AUDIO_SAMPLE = 24
 _GAP_TOL_MS = 0.5  # rendering places samples at 1/sr; a gap of 179.99 ms is "180 ms"
 _EDGE_RES_MS = 2.5  # resolution of an acoustic edge (the envelope's hop)
 #: A run of exact digital zeros longer than this in a pause is a hole in the room tone (ms).
@@ -72,360 +84,7 @@ LICENCES: dict[str, tuple[str, str]] = {
 _STAGE_ORDER = {str(s): i for i, s in enumerate(Stage)}
 
 
-# --- distributions ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Distribution:
-    """A fixed-bin histogram with exact moments; ``in_band`` counts values inside ``band``."""
-
-    name: str
-    unit: str
-    n: int
-    mean: float | None
-    min: float | None
-    max: float | None
-    edges: tuple[float, ...]
-    counts: tuple[int, ...]
-    below: int = 0
-    above: int = 0
-    band: tuple[float, float] | None = None
-    in_band: int | None = None
-
-    @property
-    def in_band_share(self) -> float | None:
-        if self.in_band is None or self.n == 0:
-            return None
-        return self.in_band / self.n
-
-    def quantile(self, q: float) -> float | None:
-        """Approximate quantile (linear inside the bin; exact to one bin width)."""
-        if self.n == 0 or self.min is None or self.max is None:
-            return None
-        target = q * self.n
-        cum = float(self.below)
-        if target <= cum:
-            return self.min
-        for i, c in enumerate(self.counts):
-            if c and cum + c >= target:
-                lo, hi = self.edges[i], self.edges[i + 1]
-                val = lo + (hi - lo) * (target - cum) / c
-                return min(max(val, self.min), self.max)
-            cum += c
-        return self.max
-
-
-class _Acc:
-    """Streaming histogram accumulator behind a :class:`Distribution`."""
-
-    def __init__(
-        self,
-        lo: float,
-        hi: float,
-        width: float,
-        band: tuple[float, float] | None = None,
-        tol: float = 0.0,
-    ) -> None:
-        self.bins = max(1, round((hi - lo) / width))
-        self.lo, self.hi = lo, lo + self.bins * width
-        self.width = width
-        self.counts = np.zeros(self.bins, dtype=np.int64)
-        self.n = 0
-        self.total = 0.0
-        self.min = math.inf
-        self.max = -math.inf
-        self.below = 0
-        self.above = 0
-        self.band = band
-        self.tol = tol
-        self.in_band = 0
-
-    def add(self, x: float) -> None:
-        if not math.isfinite(x):
-            return
-        self.n += 1
-        self.total += x
-        self.min = min(self.min, x)
-        self.max = max(self.max, x)
-        if x < self.lo:
-            self.below += 1
-        elif x >= self.hi:
-            self.above += 1
-        else:
-            # the epsilon keeps 0.5 in [0.50, 0.52) despite 0.5 / 0.02 = 24.999...
-            idx = int(math.floor((x - self.lo) / self.width + 1e-9))
-            self.counts[min(self.bins - 1, idx)] += 1
-        if self.band is not None and self.band[0] - self.tol <= x <= self.band[1] + self.tol:
-            self.in_band += 1
-
-    def freeze(self, name: str, unit: str, band: tuple[float, float] | None = None) -> Distribution:
-        edges = tuple(round(self.lo + i * self.width, 9) for i in range(self.bins + 1))
-        return Distribution(
-            name=name,
-            unit=unit,
-            n=self.n,
-            mean=self.total / self.n if self.n else None,
-            min=self.min if self.n else None,
-            max=self.max if self.n else None,
-            edges=edges,
-            counts=tuple(int(c) for c in self.counts),
-            below=self.below,
-            above=self.above,
-            band=band if band is not None else self.band,
-            in_band=self.in_band if self.band is not None else None,
-        )
-
-
-# --- report records -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CountRow:
-    """Dialogues, hours and turns of one split × category × language × corpus cell."""
-
-    split: str
-    category: str
-    language: str
-    corpus: str
-    dialogues: int
-    seconds: float
-    turns: int
-
-    @property
-    def hours(self) -> float:
-        return self.seconds / 3600.0
-
-
-@dataclass(frozen=True)
-class DesignRow:
-    """Dialogues and hours of one category × language × topic × system × strategy × backend cell.
-
-    The Turing-test design at a glance (the layout of the seed study's dataset table): topics
-    per category and language, HM dialogues per S2S system and elicitation strategy, PH
-    dialogues per TTS backend. ``system`` is ``"<name> <version>"`` (HM), else empty; so are
-    ``strategy`` (studio sessions) and ``tts_backend`` (PH).
-    """
-
-    category: str
-    language: str
-    topic: str
-    system: str
-    strategy: str
-    tts_backend: str
-    dialogues: int
-    seconds: float
-
-    @property
-    def hours(self) -> float:
-        return self.seconds / 3600.0
-
-
-@dataclass(frozen=True)
-class RejectionRow:
-    stage: str
-    reason: str
-    count: int
-    corpora: tuple[str, ...]
-    examples: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SourceStats:
-    """Turn-taking statistics of one corpus's *source* dialogues before filtering.
-
-    Read from the process stage's ``stats.json``
-    (``duetflow.turntaking.stats.CorpusStats.to_dict()``):
-    ``fto``/``balance``/``overlaps`` describe all source dialogues (balance per candidate
-    window), the ``kept_*`` fields the windows that were kept.
-    """
-
-    label: str
-    dialogues: int | None
-    windows: int | None
-    kept: int | None
-    rejected: int | None
-    rejected_by_reason: Mapping[str, int]
-    rejected_by_stage: Mapping[str, int]
-    source_hours: float | None
-    kept_hours: float | None
-    fto: Distribution | None
-    kept_fto: Distribution | None
-    overlap_classes: Mapping[str, int]
-    kept_overlap_classes: Mapping[str, int]
-    balance: Distribution | None
-    kept_balance: Distribution | None
-
-
-@dataclass(frozen=True)
-class PhStats:
-    dialogues: int
-    backends: Mapping[str, int]
-    cloning: Mapping[str, int]  # "cloned" / "not cloned" / "unknown"
-    similarity: Distribution
-    failures: Mapping[str, int]  # synthesize-stage rejection reason -> count
-
-
-@dataclass(frozen=True)
-class LicenceRow:
-    """One licence the report's dialogues carry, with how much of the data it covers."""
-
-    licence: str
-    name: str
-    corpora: tuple[str, ...]
-    dialogues: int
-    seconds: float
-
-
-@dataclass(frozen=True)
-class Provenance:
-    code_version: str
-    code_versions_in_data: tuple[str, ...]
-    config_hash: str
-    config: Mapping[str, Any]
-    inputs: tuple[tuple[str, str], ...]  # (kind, label)
-    release_id: str | None
-    release_meta: Mapping[str, Any]
-    sources: tuple[tuple[str, str, str], ...]  # (key, name, licence)
-    licences: tuple[LicenceRow, ...] = ()  # from the rows' ``licence`` column
-    terms: tuple[str, ...] = ()  # what those licences imply (duetflow.licences.release_terms)
-
-
-@dataclass(frozen=True)
-class ReportData:
-    """Everything a report shows; the one source of truth for page, card and artifacts."""
-
-    title: str
-    counts: tuple[CountRow, ...]
-    rejections: tuple[RejectionRow, ...]
-    distributions: Mapping[str, Distribution]
-    audio_sample: tuple[str, ...]  # ids of the dialogues whose audio was measured
-    audio_errors: tuple[str, ...]
-    source_stats: tuple[SourceStats, ...]
-    ph: PhStats
-    provenance: Provenance
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    design: tuple[DesignRow, ...] = field(default_factory=tuple)
-    unmapped_topic: str = "other"
-
-    @property
-    def total_dialogues(self) -> int:
-        return sum(r.dialogues for r in self.counts)
-
-    @property
-    def total_hours(self) -> float:
-        return sum(r.seconds for r in self.counts) / 3600.0
-
-    @property
-    def total_turns(self) -> int:
-        return sum(r.turns for r in self.counts)
-
-    @property
-    def total_rejections(self) -> int:
-        return sum(r.count for r in self.rejections)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (``report.json``)."""
-        d = asdict(self)
-        d["totals"] = {
-            "dialogues": self.total_dialogues,
-            "hours": self.total_hours,
-            "turns": self.total_turns,
-            "rejections": self.total_rejections,
-        }
-        return d
-
-
 # --- the pass -----------------------------------------------------------------------------------
-
-
-def _in_lockstep(inp: ReportInput) -> bool:
-    """Whether turn rows follow dialogue rows in order (a cheap pass over the id columns)."""
-    if inp.turns is None:
-        return True
-    turn_ids = (r["dialogue_id"] for r in iter_rows(inp.turns, ["dialogue_id"]))
-    cur = next(turn_ids, None)
-    for r in iter_rows(inp.dialogues, ["dialogue_id"]):
-        while cur is not None and cur == r["dialogue_id"]:
-            cur = next(turn_ids, None)
-    return cur is None
-
-
-def _zip_turns(inp: ReportInput) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """Dialogue rows with their turn rows, zipped in lockstep (how stages write them)."""
-    return iter_grouped(inp.dialogues, inp.turns)
-
-
-def _grouped_turns(inp: ReportInput) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """Fallback for a turn table not in dialogue order: index it once (logged, uses memory)."""
-    import pyarrow.parquet as pq
-
-    log.warning("%s: turns are not in dialogue order; grouping them in memory", inp.label)
-    assert inp.turns is not None
-    table = pq.read_table(inp.turns).sort_by(
-        [("dialogue_id", "ascending"), ("turn_index", "ascending")]
-    )
-    ids = table.column("dialogue_id").to_pylist()
-    index: dict[str, tuple[int, int]] = {}
-    start = 0
-    for i in range(1, len(ids) + 1):
-        if i == len(ids) or ids[i] != ids[start]:
-            index[ids[start]] = (start, i)
-            start = i
-    for row in iter_rows(inp.dialogues):
-        span = index.get(row["dialogue_id"])
-        rows = table.slice(span[0], span[1] - span[0]).to_pylist() if span else []
-        yield row, rows
-
-
-def _dialogues_with_turns(
-    inp: ReportInput,
-) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    return _zip_turns(inp) if _in_lockstep(inp) else _grouped_turns(inp)
-
-
-def _json_obj(text: Any) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        v = json.loads(text)
-    except (TypeError, json.JSONDecodeError):
-        return {}
-    return v if isinstance(v, dict) else {}
-
-
-def _num(v: Any) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
-
-
-def _similarities(prov: Mapping[str, Any]) -> list[float]:
-    """Clone-similarity values a PH provenance carries, whatever its exact key layout."""
-    out: list[float] = []
-    for key in ("clone_similarity", "similarity", "speaker_similarity", "similarity_mean"):
-        v = prov.get(key)
-        if isinstance(v, Mapping):
-            out.extend(f for f in (_num(x) for x in v.values()) if f is not None)
-        elif isinstance(v, list):
-            out.extend(f for f in (_num(x) for x in v) if f is not None)
-        elif (f := _num(v)) is not None:
-            out.append(f)
-        if out:
-            return out
-    pair = [
-        _num(prov.get(f"{key}_{side}"))
-        for key in ("clone_similarity", "similarity")
-        for side in ("a", "b")
-    ]
-    out.extend(f for f in pair if f is not None)
-    if out:
-        return out
-    qa = prov.get("qa")
-    if isinstance(qa, Mapping):
-        return _similarities(qa)
-    return out
 
 
 class _Collector:
@@ -436,27 +95,27 @@ class _Collector:
         self.splits = splits or {}
         r, f = config.render, config.filters
         gap_band = (r.gap_ms_min, r.gap_ms_max)
-        self.acc: dict[str, _Acc] = {
-            "gap_ms": _Acc(-1000, 2000, 5, gap_band, _GAP_TOL_MS),
-            "gap_ms_audio": _Acc(-1000, 2000, 5, gap_band, _EDGE_RES_MS),
-            "floor_step_db": _Acc(-20, 20, 0.5, (-3.0, 3.0)),
-            "floor_dip_db": _Acc(0, 20, 0.5, (0.0, 6.0)),
-            "gap_corrections": _Acc(0, 50, 1, (0.0, 0.5)),
-            "duration_s": _Acc(0, 120, 1),
-            "turns_per_dialogue": _Acc(0, 200, 1),
-            "utterance_share_a": _Acc(0, 1.0001, 0.02, (f.balance_min, f.balance_max)),
-            "speaking_time_share_a": _Acc(0, 1.0001, 0.02),
-            "loudness_a": _Acc(-70, 0, 0.5),
-            "loudness_b": _Acc(-70, 0, 0.5),
-            "loudness_diff": _Acc(
+        self.acc: dict[str, Accumulator] = {
+            "gap_ms": Accumulator(-1000, 2000, 5, gap_band, _GAP_TOL_MS),
+            "gap_ms_audio": Accumulator(-1000, 2000, 5, gap_band, _EDGE_RES_MS),
+            "floor_step_db": Accumulator(-20, 20, 0.5, (-3.0, 3.0)),
+            "floor_dip_db": Accumulator(0, 20, 0.5, (0.0, 6.0)),
+            "gap_corrections": Accumulator(0, 50, 1, (0.0, 0.5)),
+            "duration_s": Accumulator(0, 120, 1),
+            "turns_per_dialogue": Accumulator(0, 200, 1),
+            "utterance_share_a": Accumulator(0, 1.0001, 0.02, (f.balance_min, f.balance_max)),
+            "speaking_time_share_a": Accumulator(0, 1.0001, 0.02),
+            "loudness_a": Accumulator(-70, 0, 0.5),
+            "loudness_b": Accumulator(-70, 0, 0.5),
+            "loudness_diff": Accumulator(
                 -12, 12, 0.2, (-r.loudness_tolerance_lu, r.loudness_tolerance_lu)
             ),
-            "loudness_a_audio": _Acc(-70, 0, 0.5),
-            "loudness_b_audio": _Acc(-70, 0, 0.5),
-            "loudness_diff_audio": _Acc(
+            "loudness_a_audio": Accumulator(-70, 0, 0.5),
+            "loudness_b_audio": Accumulator(-70, 0, 0.5),
+            "loudness_diff_audio": Accumulator(
                 -12, 12, 0.2, (-r.loudness_tolerance_lu, r.loudness_tolerance_lu)
             ),
-            "ph_similarity": _Acc(-1, 1.0001, 0.02),
+            "ph_similarity": Accumulator(-1, 1.0001, 0.02),
         }
         self.counts: dict[tuple[str, str, str, str], list[float]] = {}
         self.design: dict[tuple[str, str, str, str, str, str], list[float]] = {}
@@ -490,7 +149,7 @@ class _Collector:
         a = self.acc
         a["duration_s"].add(dur)
         a["turns_per_dialogue"].add(len(turns))
-        la, lb = _num(row.get("loudness_lufs_a")), _num(row.get("loudness_lufs_b"))
+        la, lb = num(row.get("loudness_lufs_a")), num(row.get("loudness_lufs_b"))
         if la is not None:
             a["loudness_a"].add(la)
         if lb is not None:
@@ -498,11 +157,11 @@ class _Collector:
         if la is not None and lb is not None:
             a["loudness_diff"].add(la - lb)
         self._turn_stats(row, turns)
-        prov = _json_obj(row.get("provenance"))
+        prov = json_obj(row.get("provenance"))
         cv = prov.get("code_version")
         if isinstance(cv, str) and (cv in self.code_versions or len(self.code_versions) < 20):
             self.code_versions[cv] += 1
-        moved = _num(prov.get("gap_corrections"))
+        moved = num(prov.get("gap_corrections"))
         if moved is not None:
             self.acc["gap_corrections"].add(moved)
         if str(row["category"]) == Category.PH:
@@ -560,7 +219,7 @@ class _Collector:
         self.ph_cloning[
             "unknown" if cloned is None else ("cloned" if cloned else "not cloned")
         ] += 1
-        for s in _similarities(prov):
+        for s in similarities(prov):
             self.acc["ph_similarity"].add(s)
 
     def rejection(self, row: Mapping[str, Any]) -> None:
@@ -616,7 +275,7 @@ class _Collector:
             for t in turns
             if t["kind"] == "turn"
         ]
-        level = floor_in_file_db(_json_obj(row.get("provenance")))
+        level = floor_in_file_db(json_obj(row.get("provenance")))
         digital = level is not None and math.isinf(level)
         mono = np.asarray(data2.mean(axis=1), dtype=np.float32)
         for m in change_gaps(
@@ -664,122 +323,6 @@ def _speaker_loudness(
         return None
     m = measure(np.concatenate(parts).astype(np.float32), sr)
     return m.lufs if m.lufs > SILENCE_LUFS else None
-
-
-# --- source turn-taking stats ------------------------------------------------------------------
-
-
-def _dist_from_hist(name: str, unit: str, d: Any, scale: float = 1.0) -> Distribution | None:
-    """A Distribution from a stats.json histogram (``turntaking.stats.Histogram.to_dict()``).
-
-    ``scale`` converts units (seconds → ms). Min/max are not stored there, so they are the
-    outer edges of the first and last non-empty bins.
-    """
-    if not isinstance(d, Mapping):
-        return None
-    edges, counts = d.get("edges"), d.get("counts")
-    if not isinstance(edges, list) or not isinstance(counts, list):
-        return None
-    if len(edges) != len(counts) + 1:
-        return None
-    e = tuple(round(float(x) * scale, 9) for x in edges)
-    c: tuple[int, ...] = tuple(int(x) for x in counts)
-    below = int(d.get("underflow", d.get("below", 0)) or 0)
-    above = int(d.get("overflow", d.get("above", 0)) or 0)
-    total = int(sum(c))
-    n = int(d.get("n") or (total + below + above))
-    mean = _num(d.get("mean"))
-    if mean is not None:
-        mean *= scale
-    elif total:
-        mids = [(e[i] + e[i + 1]) / 2 for i in range(len(c))]
-        mean = sum(m * k for m, k in zip(mids, c, strict=True)) / total
-    nz = [i for i, k in enumerate(c) if k]
-    return Distribution(
-        name=name,
-        unit=unit,
-        n=n,
-        mean=mean,
-        min=e[nz[0]] if nz else None,
-        max=e[nz[-1] + 1] if nz else None,
-        edges=e,
-        counts=c,
-        below=below,
-        above=above,
-    )
-
-
-def _int_map(v: Any) -> dict[str, int]:
-    if not isinstance(v, Mapping):
-        return {}
-    out: dict[str, int] = {}
-    for k, x in v.items():
-        if isinstance(x, int | float):
-            out[str(k)] = int(x)
-    return out
-
-
-def _opt_int(v: Any) -> int | None:
-    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
-def _hours(v: Any) -> float | None:
-    f = _num(v)
-    return None if f is None else f / 3600.0
-
-
-def _one_source(label: str, d: Mapping[str, Any]) -> SourceStats:
-    # CorpusStats stores FTOs in seconds under "fto"; "fto_ms" is accepted as milliseconds.
-    fto_scale = 1.0 if "fto_ms" in d else 1000.0
-    fto_key = "fto_ms" if "fto_ms" in d else "fto"
-    by_reason = _int_map(d.get("rejected_by_reason"))
-    rejected = _opt_int(d.get("rejected"))
-    return SourceStats(
-        label=label,
-        dialogues=_opt_int(d.get("dialogues")),
-        windows=_opt_int(d.get("windows")),
-        kept=_opt_int(d.get("kept")),
-        rejected=rejected if rejected is not None else (sum(by_reason.values()) or None),
-        rejected_by_reason=by_reason,
-        rejected_by_stage=_int_map(d.get("rejected_by_stage")),
-        source_hours=_hours(d.get("source_duration_s")),
-        kept_hours=_hours(d.get("kept_duration_s")),
-        fto=_dist_from_hist(
-            f"{label}: floor-transfer offset, all sources", "ms", d.get(fto_key), fto_scale
-        ),
-        kept_fto=_dist_from_hist(
-            f"{label}: floor-transfer offset, kept windows",
-            "ms",
-            d.get(f"kept_{fto_key}"),
-            fto_scale,
-        ),
-        overlap_classes=_int_map(d.get("overlaps") or d.get("overlap_classes")),
-        kept_overlap_classes=_int_map(d.get("kept_overlaps")),
-        balance=_dist_from_hist(
-            f"{label}: speaker B utterance share, all windows",
-            "share",
-            d.get("balance_b_share") or d.get("balance"),
-        ),
-        kept_balance=_dist_from_hist(
-            f"{label}: speaker B utterance share, kept windows",
-            "share",
-            d.get("kept_balance_b_share"),
-        ),
-    )
-
-
-def parse_source_stats(label: str, d: Mapping[str, Any]) -> list[SourceStats]:
-    """One :class:`SourceStats` per corpus of a ``stats.json``.
-
-    The process stage writes ``{"total": {...}, "corpora": {name: {...}}}``; a bare per-corpus
-    object is read as one source named ``label``.
-    """
-    corpora = d.get("corpora")
-    if isinstance(corpora, Mapping) and corpora:
-        return [
-            _one_source(str(k), v) for k, v in sorted(corpora.items()) if isinstance(v, Mapping)
-        ]
-    return [_one_source(str(d.get("corpus") or label), d)]
 
 
 # --- entry point --------------------------------------------------------------------------------
@@ -846,7 +389,7 @@ def collect(
     cfg = config or _config_from_release(release.release if release else None) or RunConfig()
     c = _Collector(cfg, audio_sample, splits)
     for inp in inputs:
-        for row, turns in _dialogues_with_turns(inp):
+        for row, turns in dialogues_with_turns(inp):
             c.dialogue(inp, row, turns)
         if inp.rejections is not None:
             for r in iter_rows(inp.rejections):

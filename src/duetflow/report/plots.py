@@ -1,4 +1,4 @@
-"""Headless matplotlib plots of :class:`~duetflow.report.collect.ReportData` as PNG bytes.
+"""Headless matplotlib plots of :class:`~duetflow.report.data.ReportData` as PNG bytes.
 
 Figures are built with the object API on the Agg canvas (no pyplot, no global backend switch),
 so plotting is thread-safe and never needs a display. PNGs carry no software/date metadata:
@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from duetflow.report.collect import CountRow, Distribution, ReportData
+from duetflow.report.data import CountRow, Distribution, ReportData
 
 _BLUE = "#3b6ea8"
 _ORANGE = "#d9822b"

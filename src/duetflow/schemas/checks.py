@@ -38,7 +38,7 @@ from duetflow.audio.io import audio_info, read_frames
 from duetflow.config import RunConfig
 from duetflow.errors import InputError, ManifestError
 from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS
-from duetflow.rendering.mixdown import floor_in_file_db
+from duetflow.rendering.mixdown import ACOUSTIC_GAP_TOL_MS, floor_in_file_db
 from duetflow.schemas.tables import (
     CHECK_COLUMN,
     GAP_TOL_MS,
@@ -56,9 +56,6 @@ log = logging.getLogger(__name__)
 MAX_SHOWN = 200
 #: Dialogues whose audio is re-measured by default.
 AUDIO_SAMPLE = 8
-#: An acoustic gap may lie this far outside the configured window (ms): the rows' gaps are the
-#: file's acoustic gaps as the renderer measured them; a re-measurement agrees within this.
-ACOUSTIC_GAP_TOL_MS = 10.0
 #: A run of exact digital zeros longer than this in a pause is a hole in the room tone (ms).
 ZERO_RUN_MS = 1.0
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from duetflow.audio.io import Audio, to_mono
-from duetflow.diarize import LabelledSegment
+from duetflow.corpora.studio.diarize import LabelledSegment
 from duetflow.errors import BackendError
 
 log = logging.getLogger(__name__)

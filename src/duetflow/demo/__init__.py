@@ -11,6 +11,10 @@ must quarantine with their expected reason codes.
 
 Same seed + scale → byte-identical files. ``scale`` multiplies the number of dialogues, never
 their shape (for memory benchmarks).
+
+Modules: one generator per corpus (``dailytalk``, ``iemocap``, ``magicdata_ramc``, ``studio``,
+``scripts``), ``plan`` (dialogue timelines and their truth), ``voice`` (speech-like audio and
+room tone) and ``prepare`` (the ``duetflow demo`` folder).
 """
 
 from __future__ import annotations

@@ -21,8 +21,7 @@ from typing import Any, Literal
 import numpy as np
 
 from duetflow.audio.io import resample, write_audio
-from duetflow.model import dialogue_id
-from duetflow.samples.plan import (
+from duetflow.demo.plan import (
     CHINESE,
     CHINESE_BACKCHANNELS,
     Plan,
@@ -30,7 +29,8 @@ from duetflow.samples.plan import (
     plan_dialogue,
     truth_entry,
 )
-from duetflow.samples.voice import Voice, db_to_amp, random_voice, room_tone, speech
+from duetflow.demo.voice import Voice, db_to_amp, random_voice, room_tone, speech
+from duetflow.model import dialogue_id
 from duetflow.seeding import rng_for
 
 CORPUS = "magicdata_ramc"

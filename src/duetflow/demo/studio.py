@@ -32,8 +32,8 @@ import numpy as np
 import yaml
 
 from duetflow.audio.io import Audio, resample, write_audio
+from duetflow.demo.voice import Voice, db_to_amp, random_voice, room_tone, speech
 from duetflow.model import dialogue_id
-from duetflow.samples.voice import Voice, db_to_amp, random_voice, room_tone, speech
 from duetflow.seeding import rng_for
 
 log = logging.getLogger(__name__)

@@ -32,6 +32,10 @@ the first sample where that power reaches the floor's power and its offset the s
 last one (a tail that sinks into the floor ends, for a listener, where it meets the floor).
 Where the floor is digital silence the absolute floor of the edge module stands in
 (:data:`duetflow.audio.edges.ABSOLUTE_FLOOR_DB`). No envelope of the signal is measured.
+
+It lives in ``audio/`` next to the module it calibrates: pure signal construction (numpy and
+:mod:`duetflow.audio.edges` only, no config, no model, no files), used by the calibration and
+rendering tests and by bench/, never by the pipeline or the demo corpora.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from duetflow.audio.io import write_audio
+from duetflow.demo.plan import ENGLISH
+from duetflow.demo.voice import random_voice, room_tone, speech
 from duetflow.model import dialogue_id
-from duetflow.samples.plan import ENGLISH
-from duetflow.samples.voice import random_voice, room_tone, speech
 from duetflow.seeding import rng_for
 
 CORPUS = "dailytalk"

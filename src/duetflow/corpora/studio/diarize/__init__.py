@@ -24,7 +24,9 @@ from duetflow.model import Turn
 log = logging.getLogger(__name__)
 
 #: built-in backends: name -> "module:Class"
-BACKENDS: Mapping[str, str] = {"pyannote": "duetflow.diarize.pyannote:PyannoteBackend"}
+BACKENDS: Mapping[str, str] = {
+    "pyannote": "duetflow.corpora.studio.diarize.pyannote:PyannoteBackend"
+}
 
 
 @dataclass(frozen=True)

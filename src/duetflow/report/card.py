@@ -1,0 +1,202 @@
+"""The Markdown dataset card (``README.md`` with Hugging Face front matter) and the short
+Markdown summary the Prefect flows publish as an artifact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from duetflow.licences import hf_licence
+from duetflow.report.data import ReportData
+from duetflow.report.tables import (
+    DIST_ORDER,
+    backend_table,
+    counts_table,
+    dist_row,
+    fmt_hours,
+    fmt_num,
+    fmt_pct,
+    languages,
+    licence_table,
+    rejection_rows,
+    source_rows,
+    subtotals,
+    system_table,
+    topic_table,
+)
+
+
+def summary_markdown(data: ReportData) -> str:
+    """A short Markdown summary for a Prefect artifact: totals, splits, rejections, gaps."""
+    hours = fmt_hours(sum(r.seconds for r in data.counts))
+    lines = [
+        f"# {data.title}",
+        "",
+        f"**{data.total_dialogues}** dialogues, **{hours} h**,"
+        f" {data.total_turns} turns; **{data.total_rejections}** items rejected.",
+        "",
+        _md_table(subtotals(data.counts, "split")),
+        "",
+        _md_table(subtotals(data.counts, "category")),
+    ]
+    if data.rejections:
+        top = sorted(data.rejections, key=lambda r: -r.count)[:5]
+        lines += ["", "Top rejection reasons: " + ", ".join(f"{r.reason} ({r.count})" for r in top)]
+    g = data.distributions["gap_ms"]
+    band = f"{g.band[0]:.0f}–{g.band[1]:.0f}" if g.band else "–"
+    if g.n:
+        lines += [
+            "",
+            f"Inter-turn gaps: mean {fmt_num(g.mean)} ms, {fmt_pct(g.in_band_share)} within"
+            f" {band} ms"
+            f" (n={g.n}).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _md_cell(v: Any) -> str:
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
+    if not rows:
+        return "_none_"
+    cols = list(columns or rows[0].keys())
+    out = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
+    out += ["| " + " | ".join(_md_cell(r.get(c, "")) for c in cols) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
+    """A Markdown dataset card; ``plot_files`` maps plot names to paths relative to the card."""
+
+    def img(name: str) -> list[str]:
+        return [f"![{name}]({plot_files[name]})", ""] if name in plot_files else []
+
+    pv = data.provenance
+    front = {
+        "pretty_name": data.title,
+        "language": languages(data),
+        "license": hf_licence(r.licence for r in pv.licences),
+        "task_categories": ["audio-to-audio", "automatic-speech-recognition"],
+        "tags": ["spoken-dialogue", "two-speaker", "turn-taking", "duetflow"],
+    }
+    lines = [
+        "---",
+        yaml.safe_dump(front, sort_keys=True, allow_unicode=True).rstrip(),
+        "---",
+        "",
+        f"# {data.title}",
+        "",
+        "Two-speaker dialogue audio for spoken-dialogue systems: human-human (HH),"
+        " human-machine (HM) and pseudo-human voice-cloned TTS (PH) dialogues of 20–60 s,"
+        " inter-turn gaps re-timed and both speakers loudness-balanced.",
+        "",
+        "- Categories: "
+        + (
+            ", ".join(
+                f"{r['category']} {r['dialogues']}" for r in subtotals(data.counts, "category")
+            )
+            or "none"
+        ),
+        f"- Dialogues: **{data.total_dialogues}**",
+        f"- Hours: **{fmt_hours(sum(r.seconds for r in data.counts))}**",
+        f"- Turns: **{data.total_turns}**",
+        f"- Rejected items: **{data.total_rejections}**",
+        "",
+        "## Counts and hours",
+        "",
+        _md_table(counts_table(data)),
+        "",
+        _md_table(subtotals(data.counts, "split")),
+        "",
+        _md_table(subtotals(data.counts, "category")),
+        "",
+        *img("hours"),
+        "## Turing-test design: topics, systems, TTS backends",
+        "",
+        "Per language × topic, categories side by side:",
+        "",
+        _md_table(topic_table(data)),
+        "",
+        "HM per S2S system × strategy:",
+        "",
+        _md_table(system_table(data)),
+        "",
+        "PH per TTS backend × language:",
+        "",
+        _md_table(backend_table(data)),
+        "",
+        "## Rejections",
+        "",
+        _md_table(rejection_rows(data)),
+        "",
+        *img("rejections"),
+        "## Distributions",
+        "",
+        f"Audio re-measured on a sample of {len(data.audio_sample)} dialogue(s).",
+        "",
+        _md_table([dist_row(data.distributions[k]) for k in DIST_ORDER]),
+        "",
+    ]
+    for n in (
+        "gaps",
+        "gaps_audio",
+        "floor_continuity",
+        "loudness",
+        "loudness_diff",
+        "durations",
+        "turns",
+        "utterance_share",
+    ):
+        lines += img(n)
+    lines += ["## Turn-taking in the sources (before filtering)", ""]
+    if data.source_stats:
+        lines += [_md_table([source_rows(s) for s in data.source_stats]), ""]
+        for i, _ in enumerate(data.source_stats):
+            lines += img(f"fto_{i}") + img(f"overlaps_{i}") + img(f"balance_{i}")
+    else:
+        lines += ["_No source statistics in the inputs._", ""]
+    ph = data.ph
+    lines += [
+        "## Pseudo-human (PH) synthesis",
+        "",
+        f"{ph.dialogues} PH dialogue(s).",
+        "",
+        _md_table([{"backend": k, "dialogues": v} for k, v in ph.backends.items()]),
+        "",
+        _md_table([dist_row(ph.similarity)]),
+        "",
+        "Synthesis failures:",
+        "",
+        _md_table([{"reason": k, "count": v} for k, v in ph.failures.items()]),
+        "",
+        *img("ph_similarity"),
+        "## Provenance and licences",
+        "",
+        f"- Code version: `{pv.code_version}`",
+        f"- Config hash: `{pv.config_hash}`",
+        f"- Release: `{pv.release_id or '-'}`",
+        "- Inputs: " + ", ".join(f"{k} `{lbl}`" for k, lbl in pv.inputs),
+        "",
+        _md_table([{"source": k, "name": n, "licence": lic} for k, n, lic in pv.sources]),
+        "",
+        "Licences the dialogues carry (each row's `licence` column):",
+        "",
+        _md_table(licence_table(data)),
+        "",
+        *(f"- {t}" for t in pv.terms),
+        "",
+        "<details><summary>Configuration</summary>",
+        "",
+        "```yaml",
+        yaml.safe_dump(dict(pv.config), sort_keys=True, allow_unicode=True).rstrip(),
+        "```",
+        "",
+        "</details>",
+        "",
+    ]
+    return "\n".join(lines)
