@@ -55,6 +55,9 @@ MAX_CORRECTIONS = 3
 ACOUSTIC_GAP_TOL_MS = 10.0
 #: Rejection reason of a dialogue whose gaps could not be confirmed inside the band.
 GAP_UNCONFIRMED = "gap_unconfirmed"
+#: Re-measurements from the edges found, at most, and how close two must agree to hold (s).
+_REMEASURE = 3
+_HOLD = 0.001
 #: Audio either side of a pause that its measurement looks at (s).
 CONTEXT_S = 0.5
 _FILL_FADE_S = 0.01
@@ -197,16 +200,42 @@ def _shift_bed(
 
 
 def measure_change(
-    written: Audio, sr: int, prev: tuple[int, int], nxt: tuple[int, int], floor_db: float | None
+    written: Audio,
+    sr: int,
+    prev: tuple[int, int],
+    nxt: tuple[int, int],
+    floor_db: float | None,
+    analysis: edges.Analysis | None = None,
 ) -> edges.GapMeasure | None:
-    """The pause between two items of a dialogue (output samples), measured only around it,
-    against the floor level the file holds (``floor_db``; -inf: digital silence)."""
-    ctx = int(CONTEXT_S * sr)
-    r0, r1 = max(0, prev[1] - ctx), min(len(written), nxt[0] + ctx)
-    an = edges.analyse(written, sr, r0, r1)
-    a = (float(max(prev[0], r0)), float(prev[1]))
-    b = (float(nxt[0]), float(min(nxt[1], r1)))
-    return edges.measure_gap(written, sr, a, b, analysis=an, floor_db=floor_db)
+    """The pause between two items of a dialogue (output samples), against the floor level the
+    file holds (``floor_db``; -inf: digital silence), measured as every reader of the rows
+    measures it: ``analysis`` is the whole file's (:func:`duetflow.audio.edges.change_gaps`
+    analyses whole files; without it, only the audio around the pause is analysed), and the
+    measure is repeated from the edges it found, which the rows record as the turns' ends,
+    until they hold."""
+    if analysis is None:
+        ctx = int(CONTEXT_S * sr)
+        r0, r1 = max(0, prev[1] - ctx), min(len(written), nxt[0] + ctx)
+        analysis = edges.analyse(written, sr, r0, r1)
+        a = (float(max(prev[0], r0)), float(prev[1]))
+        b = (float(nxt[0]), float(min(nxt[1], r1)))
+    else:
+        a, b = (float(prev[0]), float(prev[1])), (float(nxt[0]), float(nxt[1]))
+    m = edges.measure_gap(written, sr, a, b, analysis=analysis, floor_db=floor_db)
+    for _ in range(_REMEASURE):
+        if m is None or not (a[0] < m.offset and m.onset < b[1]):
+            break
+        again = edges.measure_gap(
+            written, sr, (a[0], m.offset), (m.onset, b[1]), analysis=analysis, floor_db=floor_db
+        )
+        if again is None:
+            break
+        hold = _HOLD * sr
+        held = abs(again.offset - m.offset) < hold and abs(again.onset - m.onset) < hold
+        m = again
+        if held:
+            break
+    return m
 
 
 def floor_in_file_db(provenance: Mapping[str, Any]) -> float | None:
@@ -292,6 +321,8 @@ def mixdown(
     peak = true_peak(out)
     ceiling = min(0.0, ceiling_dbtp - peak - 0.05) if math.isfinite(peak) else 0.0
 
+    analysed: list[Any] = [None, None]
+
     def measure(c: Change, written: Audio) -> edges.GapMeasure | None:
         k = c.after
         prev = (spans[k][0] + shifts[k], spans[k][1] + shifts[k])
@@ -299,7 +330,9 @@ def mixdown(
         # the floor the file holds is the bed laid (after the ceiling): a soft tail that fills
         # half a pause does not pass for the pause's floor
         level = 10 * math.log10(power) + min(0.0, ceiling) if power > 0 else -math.inf
-        return measure_change(written, sr, prev, nxt, level)
+        if analysed[0] is not written:  # the whole file's envelopes, once per version
+            analysed[:] = [written, edges.analyse(written, sr)]
+        return measure_change(written, sr, prev, nxt, level, analysed[1])
 
     written = as_written(out, ceiling) if changes else out
     measures = [measure(c, written) for c in changes]
