@@ -32,7 +32,7 @@ CHILD = r"""
 import json, sys, time
 from pathlib import Path
 from duetflow.config import RunConfig
-from duetflow.ingest import ingest
+from duetflow.pipeline.ingest import ingest
 corpus, root, out = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 t0 = time.process_time()
 r = ingest(corpus, root, out, RunConfig())

@@ -4,7 +4,7 @@
 
 For each scale, the sample corpora (``duetflow samples make``, seed 0) are generated and the
 bundled demo config (every corpus, PH synthesis with eSpeak NG, matching, report, publish to a
-local store) runs through ``duetflow.pipeline.run_pipeline`` in a fresh child process, one
+local store) runs through ``duetflow.pipeline.run.run_pipeline`` in a fresh child process, one
 worker. Peak RSS is the child's ``ru_maxrss`` (its high-water mark: interpreter, imports,
 buffers). ``--stages`` also reports, per pipeline step, the peak of Python-allocated memory
 while it ran (``tracemalloc``, numpy buffers included; slower), which names the step that grows.
@@ -46,18 +46,19 @@ def _config(samples: Path, run_dir: Path) -> Path:
 
 
 def _child(cfg_path: Path, stages: bool) -> dict[str, Any]:
-    from duetflow import pipeline
     from duetflow.config import load_config
+    from duetflow.pipeline import merge, publishing, run, steps
 
     peaks: dict[str, float] = {}
     if stages:
         import tracemalloc
 
         tracemalloc.start()
-        names = [n for n in dir(pipeline) if n.startswith("run_") and n != "run_pipeline"]
-        names += ["merge_workdirs"]
-        for name in names:
-            fn = getattr(pipeline, name)
+        # the step functions, looked up through their modules by run_pipeline and the merges
+        targets = [(m, n) for m in (steps, publishing) for n in dir(m) if n.startswith("run_")]
+        targets += [(merge, "merge_workdirs")]
+        for module, name in targets:
+            fn = getattr(module, name)
             if not callable(fn):
                 continue
 
@@ -69,7 +70,7 @@ def _child(cfg_path: Path, stages: bool) -> dict[str, Any]:
                     mb = tracemalloc.get_traced_memory()[1] / 2**20
                     peaks[__name] = max(peaks.get(__name, 0.0), round(mb, 1))
 
-            setattr(pipeline, name, wrapped)
+            setattr(module, name, wrapped)
     from duetflow.errors import ManifestError
 
     def rss() -> float:
@@ -77,11 +78,11 @@ def _child(cfg_path: Path, stages: bool) -> dict[str, Any]:
 
     cfg = load_config(cfg_path)
     t0 = time.perf_counter()
-    result = pipeline.run_pipeline(cfg, publish=False)
+    result = run.run_pipeline(cfg, publish=False)
     phases = {"ingest..synth": rss()}
     dirs = [m.path for m in result.merged]
     try:  # the release's report is made inside publish, from the staged release
-        pipeline.run_publish(dirs, cfg)
+        publishing.run_publish(dirs, cfg)
         published = "ok"
     except ManifestError as e:  # the release's checks refused it: measured up to there
         published = "refused: " + str(e).splitlines()[0][-80:]

@@ -5,13 +5,13 @@ One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a cProfile
 * corpus: HH dialogues recorded two-channel (one speaker per channel, IEMOCAP/studio shape),
   16 kHz, ~45 s windows with loose annotations, speakers 16 dB apart and a -58 dBFS room;
   ``--dialogues`` per scale (1x), and 10x as many for the memory check;
-* **ours**: ``duetflow.render.render_dialogue`` per dialogue (seeked reads, trim, re-time,
+* **ours**: ``duetflow.rendering.render.render_dialogue`` per dialogue (seeked reads, trim, re-time,
   room tone, per-speaker BS.1770, true-peak ceiling, FLAC write, sha256);
 * **pydub**: what a user would write with pydub: ``AudioSegment.from_file`` of the whole file,
   ``split_to_mono``, slicing by milliseconds, ``apply_gain``, ``fade_in/fade_out``, ``+`` joins
   with ``AudioSegment.silent`` gaps, then export. pydub has neither VAD nor loudness, so the
   same trimmer and the same BS.1770 measurement (``duetflow.audio.bs1770``) are called on the
-  slices' samples, the same gap confirmation (``duetflow.mixdown.measure_change``: the
+  slices' samples, the same gap confirmation (``duetflow.rendering.mixdown.measure_change``: the
   acoustic edge measure on the 16-bit mix, silences moved by the difference, moved ones
   measured again) times the gaps, and the same true-peak check runs on the result. ffmpeg is
   not installed here, so the FLAC encode of the joined segment goes through soundfile (the same
@@ -106,7 +106,7 @@ def _dialogues(recs: list[tuple[Path, list[Turn]]], count: int, dur_s: float) ->
 
 
 def run_ours(ds: list[Dialogue], out: Path) -> float:
-    from duetflow.render import render_dialogue
+    from duetflow.rendering.render import render_dialogue
 
     cfg = build_config({})
     audio = 0.0
@@ -139,9 +139,9 @@ def run_pydub(ds: list[Dialogue], out: Path) -> float:
 
     from duetflow.audio import bs1770
     from duetflow.audio import loudness as ld
-    from duetflow.audio.retime import plan_gaps
     from duetflow.audio.trim import acoustic_extent
-    from duetflow.mixdown import GAP_TOLERANCE_S, as_written, measure_change
+    from duetflow.rendering.mixdown import GAP_TOLERANCE_S, as_written, measure_change
+    from duetflow.rendering.retime import plan_gaps
     from duetflow.seeding import rng_for
 
     cfg = build_config({})
@@ -238,7 +238,7 @@ def child(args: argparse.Namespace) -> None:
     import pydub  # noqa: F401
 
     import duetflow.audio.loudness
-    import duetflow.render
+    import duetflow.rendering.render
 
     duetflow.audio.loudness.measure(np.zeros(SR, np.float32) + 0.1, SR)
     prof = cProfile.Profile() if args.profile else None

@@ -9,7 +9,7 @@ One command: ``.venv/bin/python bench/turn_timing.py`` (``--minutes 30 --repeat 
   20–250 ms loose on each side;
 * **timing**: :func:`duetflow.turntaking.timing.refine_timing` on a ``--minutes`` recording of each
   shape, CPU seconds per source hour (``time.process_time``: per core);
-* **process, before / after**: :func:`duetflow.process.process_dialogues` (timing, windows,
+* **process, before / after**: :func:`duetflow.pipeline.process.process_dialogues` (timing, windows,
   filters, render of every kept window; interruptions allowed, so both render about the same
   windows) on a 3-minute recording of each shape with ``turns.acoustic_timing`` false and
   true, interleaved ``--repeat`` times, the best run of each (the least disturbed on a shared
@@ -42,7 +42,7 @@ from duetflow.model import (
     Speaker,
     Turn,
 )
-from duetflow.process import process_dialogues
+from duetflow.pipeline.process import process_dialogues
 from duetflow.turntaking.timing import refine_timing
 
 SR = 16000

@@ -1,7 +1,7 @@
 """Typed rendered records: one dataclass per rendered table, the tables' one declaration.
 
 :class:`RenderedDialogueRow` (``dialogues.parquet`` of a rendered work directory) and
-:class:`RenderedTurnRow` (``turns.parquet``) are what the renderers build (``render.py``,
+:class:`RenderedTurnRow` (``turns.parquet``) are what the renderers build (``rendering/rows.py``,
 ``tts/assemble.py``). The Arrow schemas (:func:`arrow_schema`; ``manifest.RENDERED_*_SCHEMA``),
 the column lists the pandera schemas check (:func:`columns`) and a release's manifests
 (``release.layout``: these columns + split and audio key) are derived from them, so a column

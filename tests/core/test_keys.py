@@ -1,4 +1,4 @@
-"""Cache keys by construction (duetflow.keys, duetflow.stages) and content-only release ids.
+"""Cache keys by construction (duetflow.pipeline.keys, .stages) and content-only release ids.
 
 The instrument is independent of the hashing: a stage's import closure is checked against
 modules we know it runs, and "editing a module" is simulated by substituting the source reader
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from duetflow import keys, stages
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ConfigError
+from duetflow.pipeline import keys, stages
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +42,11 @@ def test_a_stage_closure_holds_the_modules_it_runs_and_no_prefect_shell() -> Non
     ingest = keys.import_closure(stages.INGEST.entries)
     # the bug this replaces: tts/pipeline.py was skipped by its basename
     assert {"duetflow.tts.pipeline", "duetflow.tts.assemble", "duetflow.tts.espeak"} <= set(synth)
-    assert {"duetflow.render", "duetflow.mixdown", "duetflow.audio.edges"} <= set(process)
+    assert {
+        "duetflow.rendering.render",
+        "duetflow.rendering.mixdown",
+        "duetflow.audio.edges",
+    } <= set(process)
     assert "duetflow.corpora.base" in ingest
     for closure in (synth, process, ingest):
         assert not any(m.split(".")[1:2] in (["flows"], ["tasks"], ["cli"]) for m in closure)

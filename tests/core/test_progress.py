@@ -14,7 +14,7 @@ from duetflow.cli import main
 from duetflow.cli.progress import _BarHandler, progress_bars
 from duetflow.config import build_config
 from duetflow.corpora import get_adapter
-from duetflow.ingest import ingest
+from duetflow.pipeline.ingest import ingest
 from duetflow.progress import LOGGER, Progress, emit, track
 
 

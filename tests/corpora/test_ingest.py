@@ -15,8 +15,8 @@ from duetflow.cli import main
 from duetflow.config import RunConfig
 from duetflow.corpora import available_adapters, get_adapter, registry_entries, registry_errors
 from duetflow.errors import ConfigError
-from duetflow.ingest import ingest
 from duetflow.manifest import iter_dialogues, iter_rejections
+from duetflow.pipeline.ingest import ingest
 
 from .helpers import truth_for
 

@@ -12,7 +12,6 @@ from duetflow.config import build_config
 from duetflow.corpora import get_adapter
 from duetflow.corpora.dailytalk import DailyTalkAdapter
 from duetflow.errors import ConfigError
-from duetflow.ingest import ingest
 from duetflow.licences import (
     STUDIO_CONSENT,
     UNDECLARED,
@@ -22,7 +21,8 @@ from duetflow.licences import (
     release_terms,
 )
 from duetflow.manifest import iter_dialogues
-from duetflow.pipeline import preflight
+from duetflow.pipeline.ingest import ingest
+from duetflow.pipeline.steps import preflight
 
 
 def test_licence_ids_are_checked() -> None:
@@ -86,7 +86,7 @@ class _NoLicence(DailyTalkAdapter):
 def test_a_corpus_without_licence_fails_before_anything_is_written(
     sample_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import duetflow.ingest as ingest_mod
+    import duetflow.pipeline.ingest as ingest_mod
 
     monkeypatch.setattr(ingest_mod, "get_adapter", lambda name: _NoLicence)
     with pytest.raises(ConfigError, match=r"no licence declared.*corpora\[\]\.licence"):

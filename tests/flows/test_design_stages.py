@@ -10,8 +10,9 @@ import pytest
 import yaml
 from flow_helpers import write_config
 
-from duetflow import manifest, pipeline
+from duetflow import manifest
 from duetflow.config import load_config
+from duetflow.pipeline import run, steps
 from llm_server import GOOD_EN, Received, Reply, chat_server
 
 pytest.importorskip("openai")
@@ -26,7 +27,7 @@ def test_matching_mirrors_the_hm_topics_of_the_studio(tmp_path: Path, flow_sampl
         tmp_path / "run.yaml", flow_samples, corpora=("dailytalk", "studio"), scripts=False
     )
     cfg = load_config(cfg_path)
-    res = pipeline.run_pipeline(cfg, publish=False)
+    res = run.run_pipeline(cfg, publish=False)
     hist: Counter[tuple[str, str, str]] = Counter()
     for m in res.merged:
         for r in _rows(m.path):
@@ -70,12 +71,12 @@ def test_llm_scripts_stage_generates_rewrites_and_resumes(
         data["filters"] = {"topics": ["work"]}  # the topics filter keeps the HH side small
         cfg_path.write_text(yaml.safe_dump(data))
         cfg = load_config(cfg_path)
-        assert pipeline.synth_wanted(cfg) and pipeline.scripts_wanted(cfg)
-        first = pipeline.run_pipeline(cfg, publish=False)
+        assert steps.synth_wanted(cfg) and steps.scripts_wanted(cfg)
+        first = run.run_pipeline(cfg, publish=False)
         asked = srv.count()
-        second = pipeline.run_pipeline(cfg, publish=False)
+        second = run.run_pipeline(cfg, publish=False)
         assert srv.count() == asked  # every script is on disk: nothing asked again
-    ph = next(m for m in first.merged if m.label == pipeline.PH_LABEL)
+    ph = next(m for m in first.merged if m.label == steps.PH_LABEL)
     rows = _rows(ph.path)
     hh = _rows(next(m for m in first.merged if m.label == "dailytalk").path)
     sources = Counter(json.loads(str(r["provenance"]))["script_source"] for r in rows)

@@ -10,21 +10,22 @@ import pyarrow.parquet as pq
 import pytest
 from flow_helpers import write_config
 
-from duetflow import manifest, pipeline
-from duetflow.pipeline import StepOutcome
+from duetflow import manifest
+from duetflow.pipeline import cache, keys, merge, run, steps
+from duetflow.pipeline.cache import StepOutcome
 
 
 def test_tree_fingerprint_sees_new_and_changed_files(tmp_path: Path) -> None:
     (tmp_path / "s1").mkdir()
     (tmp_path / "s1" / "a.wav").write_bytes(b"abc")
-    before = pipeline.tree_fingerprint(tmp_path)
-    assert pipeline.tree_fingerprint(tmp_path) == before
+    before = keys.tree_fingerprint(tmp_path)
+    assert keys.tree_fingerprint(tmp_path) == before
     (tmp_path / "s2").mkdir()
     (tmp_path / "s2" / "b.wav").write_bytes(b"x")
-    added = pipeline.tree_fingerprint(tmp_path)
+    added = keys.tree_fingerprint(tmp_path)
     assert added != before
     (tmp_path / "s1" / "a.wav").write_bytes(b"abcd")
-    assert pipeline.tree_fingerprint(tmp_path) != added
+    assert keys.tree_fingerprint(tmp_path) != added
 
 
 def test_a_step_that_dies_leaves_nothing_that_looks_finished(tmp_path: Path) -> None:
@@ -41,14 +42,14 @@ def test_a_step_that_dies_leaves_nothing_that_looks_finished(tmp_path: Path) -> 
         return StepOutcome("process", "c", "k1", str(out), found=2, kept=1, rejected=1)
 
     with pytest.raises(RuntimeError):
-        pipeline._build_cached(final, dying)
-    assert pipeline.load_outcome(final) is None
+        cache.build_cached(final, dying)
+    assert cache.load_outcome(final) is None
     assert not list(tmp_path.rglob("*.partial"))  # a failed step leaves no half-built folder
-    first = pipeline._build_cached(final, working)
+    first = cache.build_cached(final, working)
     assert not first.reused and first.path == str(final)
     assert (final / "dialogues.parquet").read_bytes() == b"done"
     assert not (tmp_path / "cache" / "process" / "k1.partial").exists()
-    again = pipeline._build_cached(final, working)
+    again = cache.build_cached(final, working)
     assert again.reused and calls == [1]
     assert (again.found, again.kept, again.rejected) == (2, 1, 1)
 
@@ -58,7 +59,7 @@ def test_merge_stats_adds_counts_and_reweights_means() -> None:
          "min": 0.5, "max": 1.5}}  # fmt: skip
     b = {"kept": 1, "dur": 0.5, "h": {"edges": [0, 1, 2], "counts": [0, 1], "n": 1, "mean": 1.6,
          "min": 1.6, "max": 1.6}, "new": {"x": 1}}  # fmt: skip
-    m = pipeline.merge_stats([a, b])
+    m = merge.merge_stats([a, b])
     assert m["kept"] == 3 and m["dur"] == 2.0 and m["new"] == {"x": 1}
     assert m["h"]["edges"] == [0, 1, 2] and m["h"]["counts"] == [1, 2] and m["h"]["n"] == 3
     assert m["h"]["mean"] == pytest.approx(1.2)
@@ -72,7 +73,7 @@ def test_plain_pipeline_merges_shards_in_intake_order_and_resumes(
     from duetflow.config import load_config
 
     cfg = load_config(cfg_path)
-    first = pipeline.run_pipeline(cfg, publish=False)
+    first = run.run_pipeline(cfg, publish=False)
     intake = next(s for s in first.steps if s.stage == "ingest")
     shards = [s for s in first.steps if s.stage == "process"]
     assert sum(s.found for s in shards) == intake.kept and first.computed("process") == len(shards)
@@ -96,7 +97,7 @@ def test_plain_pipeline_merges_shards_in_intake_order_and_resumes(
     assert stats["total"]["rejected"] == merged.rejected
     before = pq.read_table(rendered / manifest.DIALOGUES)
 
-    second = pipeline.run_pipeline(cfg, publish=False)
+    second = run.run_pipeline(cfg, publish=False)
     assert second.computed("ingest") == second.computed("process") == 0
     assert second.reused("process") == len(shards)
     assert pq.read_table(rendered / manifest.DIALOGUES).equals(before)
@@ -106,8 +107,8 @@ def test_a_failed_run_leaves_no_partial_folders(
     tmp_path: Path, flow_samples: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A render that dies mid-shard, then a merge that dies: no ``*.partial`` folder is left."""
-    from duetflow import process
     from duetflow.config import load_config
+    from duetflow.pipeline import process
 
     cfg = load_config(write_config(tmp_path / "run.yaml", flow_samples, scripts=False))
     real = process.process_dialogues
@@ -122,7 +123,7 @@ def test_a_failed_run_leaves_no_partial_folders(
 
     monkeypatch.setattr(process, "process_dialogues", dies_on_the_second_shard)
     with pytest.raises(OSError, match="disk full"):
-        pipeline.run_pipeline(cfg, publish=False)
+        run.run_pipeline(cfg, publish=False)
     workdir = Path(cfg.workdir)
     assert len(calls) == 2 and not list(workdir.rglob("*.partial"))
     monkeypatch.setattr(process, "process_dialogues", real)
@@ -130,9 +131,9 @@ def test_a_failed_run_leaves_no_partial_folders(
     def merge_dies(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise OSError("merge interrupted")
 
-    monkeypatch.setattr(pipeline, "_merge_stats", merge_dies)
+    monkeypatch.setattr(merge, "_merge_stats", merge_dies)
     with pytest.raises(OSError, match="merge interrupted"):
-        pipeline.run_pipeline(cfg, publish=False)
+        run.run_pipeline(cfg, publish=False)
     assert (
         not list(workdir.rglob("*.partial")) and not (workdir / "rendered" / "dailytalk").exists()
     )
@@ -140,15 +141,13 @@ def test_a_failed_run_leaves_no_partial_folders(
 
 def test_stable_chunks_keep_shards_when_an_item_is_inserted() -> None:
     items = [f"studio__session_{i:04d}" for i in range(0, 400, 2)]
-    before = list(pipeline.stable_chunks(items, 8, str))
+    before = list(steps.stable_chunks(items, 8, str))
     assert [x for c in before for x in c] == items
     assert all(1 <= len(c) <= 16 for c in before) and 10 <= len(before) <= 45
-    after = list(
-        pipeline.stable_chunks([*items[:101], "studio__session_0203", *items[101:]], 8, str)
-    )
+    after = list(steps.stable_chunks([*items[:101], "studio__session_0203", *items[101:]], 8, str))
     changed = [c for c in after if c not in before]
     assert len(changed) == 1 and "studio__session_0203" in changed[0]
-    assert list(pipeline.stable_chunks(items, 1, str)) == [[x] for x in items]
+    assert list(steps.stable_chunks(items, 1, str)) == [[x] for x in items]
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc to name synced fds")
@@ -179,7 +178,7 @@ def test_a_step_is_synced_once_at_its_commit_not_per_file(
         return StepOutcome("process", "c", "k", str(out), found=3, kept=3, rejected=0)
 
     final = tmp_path / "cache" / "process" / "k"
-    pipeline._build_cached(final, build)
+    cache.build_cached(final, build)
     assert during == [0]  # nothing synced while the step ran
     partial = str(final) + ".partial"
     files = [f"{partial}/audio/d{k}.flac" for k in range(3)] + [f"{partial}/dialogues.parquet"]
@@ -187,4 +186,4 @@ def test_a_step_is_synced_once_at_its_commit_not_per_file(
     marker = [i for i, p in enumerate(synced) if p.endswith(".result.json.tmp")]
     assert len(marker) == 1 and marker[0] > max(synced.index(f) for f in files)
     assert {partial, f"{partial}/audio", str(final.parent)} <= set(synced)  # folders too
-    assert pipeline.load_outcome(final) is not None
+    assert cache.load_outcome(final) is not None

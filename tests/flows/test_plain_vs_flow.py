@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from flow_helpers import release_content, tree_digest, write_config
 
-from duetflow import pipeline
 from duetflow.config import load_config
 from duetflow.flows import build_dataset
+from duetflow.pipeline import run
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 
@@ -33,7 +33,7 @@ def test_plain_and_flow_runs_publish_byte_identical_releases_with_their_report(
         tmp_path / "flow" / "run.yaml", flow_samples, runner={"max_workers": 2, "shard_size": 3}
     )
 
-    plain = pipeline.run_pipeline(plain_cfg)
+    plain = run.run_pipeline(plain_cfg)
     flow = build_dataset(config=str(flow_path))
 
     assert plain.release is not None and flow.release_id == plain.release.release_id

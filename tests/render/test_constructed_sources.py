@@ -33,7 +33,7 @@ from duetflow.model import (
     Speaker,
     Turn,
 )
-from duetflow.render import render_dialogue
+from duetflow.rendering.render import render_dialogue
 
 SR = 16000
 FLOOR_DB = -60.0

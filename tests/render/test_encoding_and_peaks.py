@@ -14,13 +14,13 @@ import soundfile as sf
 from render_signals import make
 from scipy.ndimage import median_filter
 
-import duetflow.mixdown
+import duetflow.rendering.mixdown
 from duetflow.audio import bs1770, edges
 from duetflow.audio import loudness as ld
 from duetflow.audio.io import FLAC_COMPRESSION_LEVEL, to_pcm16, write_audio
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
-from duetflow.render import render_dialogue
+from duetflow.rendering.render import render_dialogue
 
 SR = 16000
 
@@ -106,13 +106,13 @@ def test_the_file_holds_the_samples_its_gaps_were_confirmed_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[np.ndarray] = []
-    real = duetflow.mixdown.as_written
+    real = duetflow.rendering.mixdown.as_written
 
     def spy(x: np.ndarray, gain_db: float) -> np.ndarray:
         seen.append(real(x, gain_db))
         return seen[-1]
 
-    monkeypatch.setattr(duetflow.mixdown, "as_written", spy)
+    monkeypatch.setattr(duetflow.rendering.mixdown, "as_written", spy)
     for target in (-23.0, -8.0):  # without and with a true-peak ceiling
         cfg = build_config({"render": {"loudness_target_lufs": target}})
         r = render_dialogue(make("per_speaker", tmp_path / "src"), cfg, tmp_path / f"o{target}")

@@ -22,7 +22,7 @@ from duetflow.audio.mix import max_jump
 from duetflow.config import build_config
 from duetflow.errors import InputError
 from duetflow.manifest import RENDERED_DIALOGUE_SCHEMA, RENDERED_TURN_SCHEMA
-from duetflow.render import render_dialogue
+from duetflow.rendering.render import render_dialogue
 
 KINDS = ["multichannel", "per_speaker", "per_turn", "mixed_mono"]
 

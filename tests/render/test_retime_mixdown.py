@@ -13,10 +13,10 @@ import pytest
 from duetflow.audio import edges
 from duetflow.audio.calibration import construct
 from duetflow.audio.mix import fade_envelope
-from duetflow.audio.retime import layout_blocks, layout_turns, merge_blocks
 from duetflow.config import build_config
-from duetflow.mixdown import GAP_TOLERANCE_S, Bed, Change, Clip, mixdown
 from duetflow.model import Turn, TurnKind
+from duetflow.rendering.mixdown import GAP_TOLERANCE_S, Bed, Change, Clip, mixdown
+from duetflow.rendering.retime import layout_blocks, layout_turns, merge_blocks
 
 SR = 16000
 
@@ -221,7 +221,7 @@ def test_gaps_that_stay_off_after_every_pass_reject_the_dialogue(
     (``gap_unconfirmed``, naming the changes) instead of letting it be written."""
     import dataclasses
 
-    import duetflow.mixdown as mixdown_mod
+    import duetflow.rendering.mixdown as mixdown_mod
     from duetflow.errors import InputError
 
     x, truth, seen, tone = _utterance_clips(11, -62.0)

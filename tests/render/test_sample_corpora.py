@@ -27,10 +27,10 @@ from render_signals import change_pauses, pause_edges
 from duetflow.audio.edges import DIGITAL_FLOOR, longest_zero_run, measure_gap
 from duetflow.audio.loudness import measure, true_peak_dbtp
 from duetflow.config import RunConfig, build_config
-from duetflow.ingest import ingest
 from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS, iter_rows
-from duetflow.mixdown import floor_in_file_db
-from duetflow.process import process_workdir
+from duetflow.pipeline.ingest import ingest
+from duetflow.pipeline.process import process_workdir
+from duetflow.rendering.mixdown import floor_in_file_db
 
 FOLDERS = {
     "dailytalk": "dailytalk",

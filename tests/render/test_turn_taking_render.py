@@ -25,7 +25,7 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
-from duetflow.render import render_dialogue
+from duetflow.rendering.render import render_dialogue
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 
 SR = 16000

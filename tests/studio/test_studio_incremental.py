@@ -13,9 +13,9 @@ from studio_helpers import SR, tracks, write_session
 from duetflow.audio.io import write_audio
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter
-from duetflow.ingest import ingest
 from duetflow.manifest import iter_dialogues, iter_rejections
 from duetflow.model import Dialogue, Rejection
+from duetflow.pipeline.ingest import ingest
 
 
 def _adapter(root: Path, state: Path, **cfg: object) -> StudioAdapter:

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from tts_helpers import tts_config, write_json
 
-from duetflow import pipeline
 from duetflow.manifest import DIALOGUES, iter_rows
+from duetflow.pipeline import steps
 from duetflow.tts import base
 from duetflow.tts.espeak import EspeakBackend
 from duetflow.tts.pipeline import synthesize
@@ -85,9 +85,9 @@ def test_pipeline_shards_carry_their_backend(
             "runner": {"shard_size": 1},
         }
     )
-    pool = pipeline.build_voices(cfg, [voices_workdir])
+    pool = steps.build_voices(cfg, [voices_workdir])
     rejected: list[object] = []
-    shards = list(pipeline.plan_synth_shards(cfg, [voices_workdir], pool, rejected))
+    shards = list(steps.plan_synth_shards(cfg, [voices_workdir], pool, rejected))
     got = sorted((s.backend, s.scripts[0].id) for s in shards)
     assert got == [("default", "en-kitchen"), ("default", "zh-books"), ("espeak-alt", "en-kitchen")]
     assert [getattr(r, "reason", None) for r in rejected] == ["no_backend"]

@@ -30,7 +30,7 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
-from duetflow.process import process_dialogues
+from duetflow.pipeline.process import process_dialogues
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 from duetflow.turntaking.rendered_length import predict_length
 from duetflow.turntaking.selection import select

@@ -37,6 +37,13 @@ Annotations and VAD only *locate* speech (a turn's ``hint``); edges come from en
 
 Pure numpy/scipy, no configuration, no I/O. Positions are sample indices of the analysed
 signal (floats: edges are interpolated between envelope frames).
+
+One module (about 680 lines) on purpose: envelope, floor, edge and gap measurement are one
+definition whose thresholds (:data:`EDGE_DB`, :data:`CORE_ABOVE_EDGE_DB`, the flicker and
+quiet-run constants) and private helpers (``_crossing``, ``_sharpen``, ``_quietest``) are shared
+by the floor estimate, the edge search and :func:`measure_gap`, and are calibrated together by
+``tests/audio/test_edges_calibration.py``; splitting them would spread one contract over
+modules that must change in step.
 """
 
 from __future__ import annotations
@@ -662,7 +669,7 @@ def change_gaps(
     schema checks and the benchmark read gaps this way). ``turns``: the floor-holding turns
     (rows of kind ``turn``) in seconds; ``digital``: the file was rendered without room tone, so
     its pauses are measured against the absolute floor; ``floor_db``: the floor level the file's
-    pauses hold, when recorded (see :func:`duetflow.mixdown.floor_in_file_db`)."""
+    pauses hold, when recorded (see :func:`duetflow.rendering.mixdown.floor_in_file_db`)."""
     x = to_mono(samples)
     an = analyse(x, sample_rate)
     sr = sample_rate

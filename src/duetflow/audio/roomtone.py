@@ -17,8 +17,8 @@ the whole file (docs/turn-taking.md, *Room tone*).
   level), :func:`extract_room_tone` does all of it for a signal with known speech regions
   (PH ambience from reference recordings).
 
-Pure numpy; nothing here reads files (see :mod:`duetflow.tone_sources` for reading more of a
-recording when a window holds too little non-speech).
+Pure numpy; nothing here reads files (see :mod:`duetflow.rendering.tone_sources` for reading
+more of a recording when a window holds too little non-speech).
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def command(
     corpus, missing or wrong root, bad option, no licence).
     """
     from duetflow.config import load_config
-    from duetflow.ingest import ingest
+    from duetflow.pipeline.ingest import ingest
 
     opts: dict[str, object] = {}
     for item in options:

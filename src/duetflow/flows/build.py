@@ -1,6 +1,6 @@
 """``build_dataset``: the main job, the whole configured pipeline from one YAML config.
 
-:func:`duetflow.pipeline.run_pipeline` (the one definition of a run) on the Prefect executor:
+:func:`duetflow.pipeline.run.run_pipeline` (the one definition of a run) on the Prefect executor:
 ingest → process → match → synthesize → publish, each stage a subflow on the task runner the
 config names (one local Dask cluster shared by all of them), then Prefect artifacts: a markdown
 summary and a table of kept/rejected counts by stage and reason.
@@ -17,11 +17,11 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from duetflow import pipeline
 from duetflow.config import RunConfig
 from duetflow.flows.executor import PrefectExecutor
 from duetflow.flows.runner import build_task_runner, dask_cluster, resolve_config
-from duetflow.pipeline import StepOutcome
+from duetflow.pipeline import run
+from duetflow.pipeline.cache import StepOutcome
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def build_dataset(
     )  # fmt: skip
     with dask_cluster(cfg.runner) as address:
         executor = PrefectExecutor(lambda: build_task_runner(cfg.runner, address))
-        result = pipeline.run_pipeline(
+        result = run.run_pipeline(
             cfg,
             executor=executor,
             synthesize=synthesize,

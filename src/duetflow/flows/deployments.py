@@ -15,7 +15,8 @@ from duetflow.config import RunConfig
 from duetflow.flows import stages
 from duetflow.flows.build import BuildSummary, build_dataset
 from duetflow.flows.runner import build_task_runner, dask_cluster, resolve_config
-from duetflow.pipeline import ReleaseSummary, StepOutcome
+from duetflow.pipeline.cache import StepOutcome
+from duetflow.pipeline.publishing import ReleaseSummary
 
 
 @flow(name="nightly-studio-ingest")

@@ -1,6 +1,7 @@
 """The Prefect executor: the pipeline's steps as Prefect tasks, its stages as subflows.
 
-:func:`duetflow.pipeline.run_pipeline` is written against :class:`duetflow.executors.Executor`;
+:func:`duetflow.pipeline.run.run_pipeline` is written against
+:class:`duetflow.pipeline.executors.Executor`;
 this one submits each step function as its task (:data:`duetflow.tasks.TASKS`: names, tags,
 retries) on the task runner the config names, and runs each stage as a subflow, so the UI
 shows ingest / process / synthesize / publish with their task runs. Nothing here decides what
@@ -17,7 +18,7 @@ from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.task_runners import TaskRunner
 
-from duetflow.executors import Batch
+from duetflow.pipeline.executors import Batch
 from duetflow.progress import Progress
 from duetflow.tasks import task_for
 

@@ -2,7 +2,7 @@
 
 For deployments and the UI: each takes a config path (or a :class:`~duetflow.config.RunConfig`)
 plus a few explicit overrides, and runs one stage function of :mod:`duetflow.pipeline` (the
-same ones :func:`~duetflow.pipeline.run_pipeline` runs) with the Prefect executor on this
+same ones :func:`~duetflow.pipeline.run.run_pipeline` runs) with the Prefect executor on this
 flow's task runner. What a stage needs from earlier stages is found in the work directory.
 """
 
@@ -12,11 +12,12 @@ from typing import Any
 
 from prefect import flow
 
-from duetflow import pipeline
 from duetflow.config import RunConfig
 from duetflow.flows.executor import PrefectExecutor
 from duetflow.flows.runner import default_task_runner, resolve_config
-from duetflow.pipeline import ReleaseSummary, StepOutcome
+from duetflow.pipeline import run, steps
+from duetflow.pipeline.cache import StepOutcome
+from duetflow.pipeline.publishing import ReleaseSummary
 
 
 @flow(name="ingest", task_runner=default_task_runner(), log_prints=False)
@@ -28,7 +29,7 @@ def ingest(
 ) -> list[StepOutcome]:
     """Ingest the configured corpora (or only ``corpora``) into intake work directories."""
     cfg = resolve_config(config, workdir=workdir, overrides=overrides)
-    return pipeline.ingest_stage(cfg, PrefectExecutor(), corpora)
+    return run.ingest_stage(cfg, PrefectExecutor(), corpora)
 
 
 @flow(name="process", task_runner=default_task_runner())
@@ -45,16 +46,16 @@ def process(
     ingests of the current files and config are looked up in the work directory.
     """
     cfg = resolve_config(config, workdir=workdir, overrides=overrides)
-    found = intakes if intakes is not None else pipeline.find_intakes(cfg, corpora)
-    return pipeline.process_stage(cfg, PrefectExecutor(), found, corpora)
+    found = intakes if intakes is not None else run.find_intakes(cfg, corpora)
+    return run.process_stage(cfg, PrefectExecutor(), found, corpora)
 
 
 def _matched_dirs(cfg: RunConfig, ex: PrefectExecutor, with_ph: bool) -> list[str]:
     """The corpora's rendered work directories after HH ↔ HM matching (+ PH when asked)."""
-    found = pipeline.rendered_outcomes(cfg, with_ph=with_ph)
-    corpora = [o for o in found if o.label != pipeline.PH_LABEL]
-    ph = [o for o in found if o.label == pipeline.PH_LABEL]
-    return [o.path for o in [*pipeline.match_stage(cfg, ex, corpora), *ph]]
+    found = run.rendered_outcomes(cfg, with_ph=with_ph)
+    corpora = [o for o in found if o.label != steps.PH_LABEL]
+    ph = [o for o in found if o.label == steps.PH_LABEL]
+    return [o.path for o in [*run.match_stage(cfg, ex, corpora), *ph]]
 
 
 @flow(name="synthesize", task_runner=default_task_runner())
@@ -74,10 +75,10 @@ def synthesize(
     """
     cfg = resolve_config(config, workdir=workdir, overrides=overrides)
     ex = PrefectExecutor()
-    if not pipeline.synth_wanted(cfg):
-        return pipeline.synth_stage(cfg, ex, [])
+    if not steps.synth_wanted(cfg):
+        return run.synth_stage(cfg, ex, [])
     dirs = voices if voices is not None else _matched_dirs(cfg, ex, with_ph=False)
-    return pipeline.synth_stage(cfg, ex, dirs)
+    return run.synth_stage(cfg, ex, dirs)
 
 
 @flow(name="publish", task_runner=default_task_runner())
@@ -95,4 +96,4 @@ def publish(
     cfg = resolve_config(config, store=store, overrides=overrides)
     ex = PrefectExecutor()
     dirs = workdirs if workdirs is not None else _matched_dirs(cfg, ex, with_ph=True)
-    return pipeline.publish_stage(cfg, ex, dirs, release_id)
+    return run.publish_stage(cfg, ex, dirs, release_id)

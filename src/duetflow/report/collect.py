@@ -33,8 +33,8 @@ from duetflow.errors import DuetflowError
 from duetflow.licences import UNDECLARED, release_terms
 from duetflow.licences import terms as terms_of
 from duetflow.manifest import iter_rows
-from duetflow.mixdown import floor_in_file_db
 from duetflow.model import Category, Stage
+from duetflow.rendering.mixdown import floor_in_file_db
 from duetflow.report.data import (
     DEFAULT_AUDIO_SAMPLE,
     MAX_EXAMPLES,

@@ -38,7 +38,7 @@ from duetflow.audio.io import audio_info, read_frames
 from duetflow.config import RunConfig
 from duetflow.errors import InputError, ManifestError
 from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS
-from duetflow.mixdown import ACOUSTIC_GAP_TOL_MS, floor_in_file_db
+from duetflow.rendering.mixdown import ACOUSTIC_GAP_TOL_MS, floor_in_file_db
 from duetflow.schemas.tables import (
     CHECK_COLUMN,
     GAP_TOL_MS,
@@ -265,9 +265,9 @@ def acoustic_failures(
     """Acoustic gaps and digital holes of one rendered dialogue, measured on its audio.
 
     ``floor_db``: the floor level the renderer recorded for the file's pauses
-    (:func:`duetflow.mixdown.floor_in_file_db`): -inf measures them against the absolute floor
-    (they are meant to be digital silence), a level also checks them for digital holes, None
-    (not recorded) measures against each pause's own floor."""
+    (:func:`duetflow.rendering.mixdown.floor_in_file_db`): -inf measures them against the
+    absolute floor (they are meant to be digital silence), a level also checks them for digital
+    holes, None (not recorded) measures against each pause's own floor."""
     try:
         x, sr = read_frames(path, mono=True)
     except InputError as e:

@@ -7,7 +7,7 @@ A task takes a shard (a list of dialogues or script ids) or a whole corpus, neve
 utterance: at ~15 ms of orchestration per task run, per-utterance tasks would cost more than the
 work. Caching is the pipeline's own content-addressed cache directories (``cache_policy=NO_CACHE``
 here), so a resumed run finds finished shards whether they were computed by threads, by a Dask
-worker or by the plain :func:`duetflow.pipeline.run_pipeline`, and a wiped Prefect home never
+worker or by the plain :func:`duetflow.pipeline.run.run_pipeline`, and a wiped Prefect home never
 returns a result whose files are gone.
 """
 
@@ -22,10 +22,12 @@ from prefect.cache_policies import NO_CACHE
 from prefect.client.schemas.objects import State
 from prefect.tasks import exponential_backoff
 
-from duetflow import pipeline
 from duetflow.config import RunConfig
 from duetflow.errors import BackendError, ConfigError, InputError, ManifestError
-from duetflow.pipeline import CorpusJob, ProcessShard, ReleaseSummary, StepOutcome, SynthShard
+from duetflow.pipeline import publishing, steps
+from duetflow.pipeline.cache import StepOutcome
+from duetflow.pipeline.publishing import ReleaseSummary
+from duetflow.pipeline.steps import CorpusJob, ProcessShard, SynthShard
 from duetflow.tts.voices import VoicePool
 
 #: tag of synthesis tasks; ``duetflow deploy`` creates a tag concurrency limit (1 per GPU)
@@ -60,7 +62,7 @@ def transient_only(task: Any, task_run: Any, state: State[Any]) -> bool:
 )
 def ingest_corpus(job: CorpusJob, config: RunConfig) -> StepOutcome:
     """Ingest one corpus root into intake tables (reused when its files did not change)."""
-    return pipeline.run_ingest(job, config)
+    return steps.run_ingest(job, config)
 
 
 @task(
@@ -73,7 +75,7 @@ def ingest_corpus(job: CorpusJob, config: RunConfig) -> StepOutcome:
 )
 def process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
     """Window, filter and render one shard of dialogues (reused when already rendered)."""
-    return pipeline.run_process_shard(shard, config)
+    return steps.run_process_shard(shard, config)
 
 
 @task(
@@ -87,7 +89,7 @@ def process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
 )
 def synthesize_shard(shard: SynthShard, pool: VoicePool, config: RunConfig) -> StepOutcome:
     """Synthesize one shard of scripts (reused when already synthesized)."""
-    return pipeline.run_synth_shard(shard, pool, config)
+    return steps.run_synth_shard(shard, pool, config)
 
 
 @task(
@@ -106,13 +108,13 @@ def publish_release(
 
     Timeouts live in the store clients (a thread cannot be interrupted by ``timeout_seconds``).
     """
-    return pipeline.run_publish(workdirs, config, release_id)
+    return publishing.run_publish(workdirs, config, release_id)
 
 
 @task(name="match-hh-hm", retries=0, cache_policy=NO_CACHE)
 def match_dialogues(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutcome]:
     """HH ↔ HM matching: the work directories later steps read (``turntaking.matching``)."""
-    return pipeline.run_match(merged, config)
+    return steps.run_match(merged, config)
 
 
 @task(
@@ -125,17 +127,17 @@ def match_dialogues(merged: Sequence[StepOutcome], config: RunConfig) -> list[St
 )
 def write_scripts(config: RunConfig, hh_dirs: Sequence[str]) -> tuple[list[Path], list[Any]]:
     """LLM scripts: generated per topic, rewritten from kept HH (only missing ones are asked)."""
-    return pipeline.run_scripts(config, hh_dirs)
+    return steps.run_scripts(config, hh_dirs)
 
 
 #: the task that runs each step function of :mod:`duetflow.pipeline`
 TASKS: Mapping[Callable[..., Any], Any] = {
-    pipeline.run_ingest: ingest_corpus,
-    pipeline.run_process_shard: process_shard,
-    pipeline.run_synth_shard: synthesize_shard,
-    pipeline.run_match: match_dialogues,
-    pipeline.run_scripts: write_scripts,
-    pipeline.run_publish: publish_release,
+    steps.run_ingest: ingest_corpus,
+    steps.run_process_shard: process_shard,
+    steps.run_synth_shard: synthesize_shard,
+    steps.run_match: match_dialogues,
+    steps.run_scripts: write_scripts,
+    publishing.run_publish: publish_release,
 }
 
 

@@ -13,7 +13,7 @@ Order of operations (each step exists because a listener would otherwise hear a 
 4. lay the utterances end to end with pauses drawn from U[render.gap_ms_min, render.gap_ms_max]
    by ``rng_for(seed, draws_key(script_id))`` (the same for every backend voicing the script),
    over the ambience at one steady level, and confirm every pause on the audio
-   (:func:`duetflow.mixdown.mixdown`, the renderer's mixdown): the rows' pauses are the
+   (:func:`duetflow.rendering.mixdown.mixdown`, the renderer's mixdown): the rows' pauses are the
    acoustic pauses of the file;
 5. a true-peak ceiling (gain down, never clip), then FLAC; a dialogue that lasts less than
    ``window.min_s`` or more than ``window.max_s`` is rejected instead (``rendered_too_short`` /
@@ -44,11 +44,11 @@ from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.licences import UNDECLARED, combine
 from duetflow.manifest import dumps
-from duetflow.mixdown import Bed, Change, Clip, mixdown
 from duetflow.model import Category, DesignFields, TurnKind, safe_id
 from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
+from duetflow.rendering.source_rate import resampling_record
 from duetflow.seeding import rng_for
-from duetflow.source_rate import resampling_record
 from duetflow.tts.base import Synthesis, Voice
 from duetflow.tts.script import Script
 from duetflow.tts.voices import speech_power

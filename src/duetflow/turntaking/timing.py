@@ -7,8 +7,8 @@ current one stops) as a 0.4–0.7 s overlap, a floor-taking interruption, and th
 counts the padding as speech. :func:`refine_timing` therefore moves each turn's ``start``/``end``
 to the acoustic extent of its speech *within* its annotation, with the project's one edge
 definition (:func:`duetflow.audio.edges.speech_extent` over the track's floor, crosstalk blocked
-as :mod:`duetflow.source_acoustics` does for rendering). Windows, overlap classes, balance, the
-length model and the renderer see the refined times; the annotation stays on the turn
+as :mod:`duetflow.audio.source_acoustics` does for rendering). Windows, overlap classes, balance,
+the length model and the renderer see the refined times; the annotation stays on the turn
 (:attr:`~duetflow.model.Turn.annotated`) and the manifest's ``orig_start_s``/``orig_end_s``
 keep meaning it.
 
@@ -57,10 +57,8 @@ from typing import Any
 
 import numpy as np
 
-from duetflow import source_acoustics
-from duetflow.audio import edges
+from duetflow.audio import edges, source_acoustics
 from duetflow.audio.io import read_frames
-from duetflow.audio.retime import merge_blocks
 from duetflow.config import TurnsConfig
 from duetflow.errors import InputError
 from duetflow.model import (
@@ -71,6 +69,7 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
+from duetflow.rendering.retime import merge_blocks
 from duetflow.turntaking.track_reader import (
     CONTEXT_S,
     Reader,

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import duetflow
-from duetflow import keys
 from duetflow.audio.io import Audio, AudioInfo, read_frames, to_mono
 from duetflow.corpora.base import (
     CorpusAdapter,
@@ -68,6 +67,7 @@ from duetflow.model import (
     Turn,
     safe_id,
 )
+from duetflow.pipeline import keys
 from duetflow.topics import TopicMatch
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def code_hash() -> str:
     """Hash of the code behind a session's output (so a bug fix re-processes old sessions).
 
     The source of every module this adapter imports inside ``duetflow``, transitively
-    (:func:`duetflow.keys.code_hash`); a module without a source file is an error.
+    (:func:`duetflow.pipeline.keys.code_hash`); a module without a source file is an error.
     """
     return f"{duetflow.__version__}-{keys.code_hash((__name__,))}"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from duetflow.config import RUN_ONLY_FIELDS, RunConfig
-from duetflow.keys import code_hash, scoped_config, stage_key
+from duetflow.pipeline.keys import code_hash, scoped_config, stage_key
 
 #: every section that can change what a release holds (all but where a run happens)
 CONTENT_SECTIONS: tuple[str, ...] = tuple(
@@ -53,14 +53,14 @@ class StageSpec:
 INGEST = StageSpec(
     "ingest",
     ("seed", "sample_rate", "segment", "studio", "topics"),
-    ("duetflow.ingest",),
+    ("duetflow.pipeline.ingest",),
     inputs="a corpus root (adapter, options, licence)",
     outputs="intake tables (dialogues, turns, rejections) of one corpus",
 )
 PROCESS = StageSpec(
     "process",
     ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
-    ("duetflow.process",),
+    ("duetflow.pipeline.process",),
     inputs="a shard of intake dialogues and their audio",
     outputs="rendered tables + audio of the shard; merged per corpus into rendered/<corpus>",
 )

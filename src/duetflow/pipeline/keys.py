@@ -9,7 +9,7 @@ A stage's key (:func:`stage_key`) hashes three things and nothing else:
   TYPE_CHECKING:`` blocks are skipped, they never run. A module that cannot be found is an
   error, never a silent gap in the hash. Plugins named by the config (a corpus adapter, a TTS
   backend, a filter from another package) are added by the stage as extra entry modules.
-* **its config sections**: only those the stage declares (:mod:`duetflow.stages`), and the
+* **its config sections**: only those the stage declares (:mod:`duetflow.pipeline.stages`), and the
   stage's work functions receive a config in which every other section raises on access
   (:func:`scoped_config`), so a section it reads is a section its key covers.
 * **its inputs**: fingerprints of the data it reads (:func:`tree_fingerprint`,
@@ -53,7 +53,7 @@ class CodeHashError(ConfigError):
 # --- the import closure -------------------------------------------------------------------------
 
 
-_ROOT = Path(__file__).resolve().parent
+_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _package_path(name: str) -> Path | None:
@@ -210,7 +210,8 @@ class _Undeclared:
         section = object.__getattribute__(self, "_section")
         raise ConfigError(
             f"stage {stage!r} read config section {section!r}, which it does not declare: "
-            f"add it to the stage's sections in duetflow.stages (its cache key must cover it)"
+            "add it to the stage's sections in duetflow.pipeline.stages "
+            "(its cache key must cover it)"
         )
 
     def __getattr__(self, name: str) -> NoReturn:

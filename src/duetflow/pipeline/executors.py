@@ -1,6 +1,6 @@
 """How a run executes its steps: in this process (:class:`PlainExecutor`) or as Prefect tasks.
 
-The pipeline (:func:`duetflow.pipeline.run_pipeline` and its stage functions) is written once
+The pipeline (:func:`duetflow.pipeline.run.run_pipeline` and its stage functions) is written once
 against the :class:`Executor` protocol; an executor decides only *where* a step function runs.
 :class:`PlainExecutor` calls it here, one after the other; the Prefect executor
 (``duetflow.flows.executor.PrefectExecutor``) submits the same function as a task and groups a

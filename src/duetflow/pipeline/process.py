@@ -33,7 +33,8 @@ from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.model import Dialogue, Rejection, Stage
 from duetflow.progress import Progress
-from duetflow.render import RenderedDialogue, render_dialogue
+from duetflow.rendering.render import render_dialogue
+from duetflow.rendering.rows import RenderedDialogue
 from duetflow.turntaking.rendered_length import length_problem
 from duetflow.turntaking.selection import select
 from duetflow.turntaking.stats import CorpusStats

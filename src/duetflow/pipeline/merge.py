@@ -1,0 +1,218 @@
+"""Merging shard work directories into one per corpus (and PH), in shard order.
+
+Shards are concatenated by ``index`` (their position in the intake stream), not by completion,
+streaming row groups; audio is hard-linked; ``stats.json`` documents are folded exactly
+(:func:`merge_stats`), so the merged directory is the same bytes whatever the shard borders,
+the runner or a resume.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from duetflow import manifest
+from duetflow.config import RunConfig
+from duetflow.pipeline.cache import RESULT, StepOutcome
+from duetflow.pipeline.steps import PH_LABEL, CorpusJob
+from duetflow.turntaking.stats import mean_of, seconds_of
+
+
+def _link(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def merge_workdirs(
+    label: str,
+    parts: Sequence[StepOutcome],
+    out_dir: str | Path,
+    *,
+    leading_rejections: Sequence[str | Path] = (),
+    extra_rejections: Iterable[Mapping[str, Any]] = (),
+    stage: str = "merge",
+) -> StepOutcome:
+    """Concatenate shard work directories into one, in shard order, streaming row groups.
+
+    Shards are ordered by ``index`` (their position in the intake stream), not by completion, so
+    threads, Dask and a resumed run write the same bytes. Audio files are hard-linked (copied
+    across file systems); ``audio_path`` stays relative to the work directory. Rejections from
+    earlier stages (``leading_rejections``) come first, so inputs = kept + rejected holds for the
+    merged directory alone.
+    """
+    out = Path(out_dir)
+    partial = out.with_name(f".{out.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    try:
+        outcome = _merge_into(
+            partial, label, parts, out, leading_rejections, extra_rejections, stage
+        )
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if out.exists():
+        shutil.rmtree(out)
+    os.replace(partial, out)
+    return outcome
+
+
+def _merge_into(
+    partial: Path,
+    label: str,
+    parts: Sequence[StepOutcome],
+    out: Path,
+    leading_rejections: Sequence[str | Path],
+    extra_rejections: Iterable[Mapping[str, Any]],
+    stage: str,
+) -> StepOutcome:
+    ordered = sorted(parts, key=lambda p: p.index)
+    tables = {
+        manifest.DIALOGUES: manifest.RENDERED_DIALOGUE_SCHEMA,
+        manifest.TURNS: manifest.RENDERED_TURN_SCHEMA,
+    }
+    for name, default_schema in tables.items():
+        sources = [Path(p.path) / name for p in ordered if (Path(p.path) / name).exists()]
+        schema = pq.read_schema(sources[0]) if sources else default_schema
+        with manifest.TableWriter(partial / name, schema) as w:
+            for src in sources:
+                pf = pq.ParquetFile(src)
+                for g in range(pf.num_row_groups):
+                    w.write(pf.read_row_group(g).to_pylist())
+    reasons: Counter[str] = Counter()
+
+    def counted(rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
+        for row in rows:
+            reasons[f"{row['stage']}:{row['reason']}"] += 1
+            yield row
+
+    for p in ordered:  # the shards' own counts, from their outcomes
+        reasons.update(p.by_reason)
+    with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as w:
+        for src in [*map(Path, leading_rejections)]:
+            if src.exists():
+                w.write(counted(manifest.iter_rows(src)))
+        w.write(counted(extra_rejections))
+        for p in ordered:
+            src = Path(p.path) / manifest.REJECTIONS
+            if src.exists():
+                w.write(manifest.iter_rows(src))
+    for p in ordered:
+        audio = Path(p.path) / "audio"
+        if audio.is_dir():
+            for f in sorted(audio.rglob("*")):
+                if f.is_file():
+                    _link(f, partial / "audio" / f.relative_to(audio))
+    _merge_stats(ordered, partial, [Path(p) for p in leading_rejections])
+    kept, rejected = sum(p.kept for p in ordered), sum(reasons.values())
+    by_reason = dict(sorted(reasons.items()))
+    found = sum(p.found for p in ordered)
+    outcome = StepOutcome(stage, label, "", str(out), found, kept, rejected, by_reason)
+    (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
+    return outcome
+
+
+def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Fold ``stats.json`` documents of shards into one, as if one run had counted them all.
+
+    Counts add up, histogram ``counts`` add bin by bin, ``edges`` stay, ``min``/``max`` take
+    the extreme; sums kept in integer microseconds (``sum_us``, ``*_duration_us``) add exactly
+    and the means and durations derived from them are recomputed, so the merged document is
+    the same bytes whatever the shard borders. A ``mean`` without ``sum_us`` is re-weighted by
+    ``n``; anything else keeps the first value.
+    """
+    out: dict[str, Any] = {}
+    for part in parts:
+        for k, v in part.items():
+            cur = out.get(k)
+            if cur is None:
+                out[k] = json.loads(json.dumps(v))
+            elif isinstance(v, Mapping) and isinstance(cur, dict):
+                out[k] = _merge_hist(cur, v) if "n" in v and "mean" in v else merge_stats([cur, v])
+            elif isinstance(v, bool) or k == "edges":
+                continue
+            elif k in ("min", "max") and isinstance(v, int | float):
+                out[k] = min(cur, v) if k == "min" else max(cur, v)
+            elif isinstance(v, int | float) and isinstance(cur, int | float):
+                total = cur + v
+                out[k] = round(total, 6) if isinstance(total, float) else total
+            elif isinstance(v, list) and isinstance(cur, list) and len(v) == len(cur):
+                out[k] = [a + b for a, b in zip(cur, v, strict=True)]
+    for k in list(out):
+        if k.endswith("_duration_us") and isinstance(out[k], int):
+            out[k.removesuffix("_us") + "_s"] = seconds_of(out[k])
+    return out
+
+
+def _merge_hist(a: Mapping[str, Any], b: Mapping[str, Any]) -> dict[str, Any]:
+    merged = merge_stats([{k: v for k, v in a.items() if k != "mean"},
+                          {k: v for k, v in b.items() if k != "mean"}])  # fmt: skip
+    if isinstance(merged.get("sum_us"), int):
+        merged["mean"] = mean_of(merged["sum_us"], merged["n"])
+        return merged
+    weighted = [
+        (m, n) for m, n in ((a.get("mean"), a["n"]), (b.get("mean"), b["n"])) if m is not None
+    ]
+    n = sum(n for _, n in weighted)
+    merged["mean"] = sum(m * n for m, n in weighted) / n if n else None
+    return merged
+
+
+def _merge_stats(
+    parts: Sequence[StepOutcome], out: Path, leading_rejections: Sequence[Path]
+) -> None:
+    """``stats.json`` of the merged directory: the shards' plus the carried rejections."""
+    docs: list[Mapping[str, Any]] = []
+    carried = [p for p in leading_rejections if p.exists()]
+    if carried:
+        from duetflow.turntaking.stats import CorpusStats
+
+        acc = CorpusStats()
+        for path in carried:
+            for row in manifest.iter_rows(path):
+                acc.add_rejection(manifest.rejection_from_row(row))
+        docs.append(acc.to_dict())
+    shard_docs = [Path(p.path) / "stats.json" for p in parts]
+    docs.extend(json.loads(f.read_text(encoding="utf-8")) for f in shard_docs if f.exists())
+    if any(f.exists() for f in shard_docs):
+        text = json.dumps(merge_stats(docs), sort_keys=True, indent=1)
+        (out / "stats.json").write_text(text, encoding="utf-8")
+
+
+def rendered_dir(config: RunConfig, label: str) -> Path:
+    return Path(config.workdir) / "rendered" / label
+
+
+def merge_process(
+    job: CorpusJob, intake: StepOutcome, shards: Sequence[StepOutcome], config: RunConfig
+) -> StepOutcome:
+    """The corpus's rendered work directory: intake rejections + every shard, in order."""
+    merged = merge_workdirs(
+        job.label,
+        shards,
+        rendered_dir(config, job.label),
+        leading_rejections=[Path(intake.path) / manifest.REJECTIONS],
+        stage="process",
+    )
+    return dataclasses.replace(merged, found=intake.found)
+
+
+def merge_synth(
+    shards: Sequence[StepOutcome], script_rejections: Sequence[Any], config: RunConfig
+) -> StepOutcome:
+    rows = [manifest.rejection_to_row(r) for r in script_rejections]
+    merged = merge_workdirs(
+        PH_LABEL, shards, rendered_dir(config, PH_LABEL), extra_rejections=rows, stage="synth"
+    )
+    return dataclasses.replace(merged, found=merged.found + len(rows))

@@ -1,0 +1,17 @@
+"""Rendering one dialogue window to the file a listener hears, step by step.
+
+* :mod:`~duetflow.rendering.sources` — read the window's tracks (the source kinds);
+* :mod:`~duetflow.rendering.roomtone`, :mod:`~duetflow.rendering.tone_sources` — floors and
+  room tone of the window (and of the rest of its recording);
+* :mod:`~duetflow.rendering.trim` — where each turn's acoustic extent may lie;
+* :mod:`~duetflow.rendering.retime` — where each trimmed turn lands (seeded gaps);
+* :mod:`~duetflow.rendering.mixdown` — clips over one floor, ceiling, gap confirmation;
+  :mod:`~duetflow.rendering.gaps` — the confirmed gaps as the rows report them;
+* :mod:`~duetflow.rendering.separable`, :mod:`~duetflow.rendering.mixed` — the two layouts;
+* :mod:`~duetflow.rendering.rows`, :mod:`~duetflow.rendering.source_rate` — the records and
+  their provenance;
+* :mod:`~duetflow.rendering.render` — :func:`~duetflow.rendering.render.render_dialogue`.
+
+Signal processing without configuration lives in :mod:`duetflow.audio`. This ``__init__``
+imports nothing: a stage's cache key hashes its modules' parent packages too.
+"""

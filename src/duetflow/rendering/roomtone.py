@@ -1,0 +1,147 @@
+"""A window's background: each track's floor, the room tone laid under the file, its floor.
+
+A track's floor is measured where no turn of any speaker is annotated
+(:mod:`duetflow.audio.source_acoustics`), else in the rest of its recording
+(:mod:`duetflow.rendering.tone_sources`). Room tone comes from the window's pauses, then the
+recording's, then noise of the floor's spectrum; its draws use their own generator
+(:func:`tone_rng`), so the gap draws never depend on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from duetflow.audio import bs1770, edges, roomtone, source_acoustics
+from duetflow.audio import loudness as ld
+from duetflow.audio.io import Audio
+from duetflow.audio.trim import rms_db
+from duetflow.config import RenderConfig, RunConfig
+from duetflow.model import Dialogue, Turn
+from duetflow.rendering.sources import Track
+from duetflow.rendering.tone_sources import RecordingTone, recording_tone
+from duetflow.seeding import rng_for
+
+_REACH_S = 0.05  # background is judged only this close around the window's own turns
+_MIN_TONE_S = 1.0  # less room tone than this in the window: look in the rest of the recording
+
+
+def turn_spans(track: Track, turns: Sequence[Turn], sr: int) -> list[tuple[float, float]]:
+    """Every turn's annotated span in track samples."""
+    return [((t.start - track.t0) * sr, (t.end - track.t0) * sr) for t in turns]
+
+
+def track_view(
+    d: Dialogue, track: Track, turns: Sequence[Turn], sr: int
+) -> source_acoustics.TrackView:
+    """The track analysed around the window's turns (background judged only near them; a
+    clip-per-turn track's stretches without material are no background)."""
+    lo = min((t.start for t in turns), default=track.t0)
+    hi = max((t.end for t in turns), default=track.t0 + track.n / sr)
+    if d.window is not None:
+        lo, hi = min(lo, d.window[0]), max(hi, d.window[1])
+    reach = ((lo - _REACH_S - track.t0) * sr, (hi + _REACH_S - track.t0) * sr)
+    gaps = [((a - track.t0) * sr, (b - track.t0) * sr) for a, b in track.gaps]
+    return source_acoustics.view(
+        track.samples, sr, turn_spans(track, turns, sr), no_material=gaps, reach=reach
+    )
+
+
+def window_floor(
+    track: Track, v: source_acoustics.TrackView, sr: int
+) -> tuple[edges.Floor | None, RecordingTone | None]:
+    """A track's floor: its window's background, else the rest of its recording's."""
+    floor = source_acoustics.track_floor(v)
+    clear = v.clear if v.blocked is None else v.clear & ~v.blocked
+    enough = np.count_nonzero(clear) * v.an.edge.hop >= 0.3 * sr
+    if (floor is None or not enough) and track.recording is not None:
+        rec = recording_tone(*track.recording, sr)
+        return (rec.floor or floor), rec
+    return floor, None
+
+
+def tone_rng(config: RunConfig, d: Dialogue) -> np.random.Generator:
+    """The room tone's own draws (excerpts, synthesis): the gap draws never depend on them."""
+    return rng_for(config.seed, d.id, "room-tone")
+
+
+def measure_speech(chunks: Sequence[Audio], sr: int) -> ld.Loudness:
+    """BS.1770 loudness of a speaker's trimmed speech, taken together (silent when none)."""
+    if not chunks:
+        return ld.Loudness(ld.SILENCE_LUFS, "silent")
+    return bs1770.measure(np.concatenate(chunks), sr)
+
+
+@dataclass
+class Tone:
+    """Room tone for the bed, where it came from, and the floor it was judged against."""
+
+    samples: Audio
+    origin: str  # window / recording / synthesized
+    speaker: str
+
+
+def find_tone(
+    who: str,
+    track: Track,
+    v: source_acoustics.TrackView,
+    floor: edges.Floor,
+    extents: Sequence[tuple[float, float]],
+    rec: RecordingTone | None,
+    sr: int,
+    rng: np.random.Generator,
+    *,
+    annotated: bool = True,
+) -> Tone | None:
+    """Room tone of one track: its window's pauses, then its recording's, then synthesized.
+
+    ``annotated``: whether the annotations mark where speech is not (a clip-per-turn track's
+    turns span whole clips: its background is what lies outside the acoustic extents)."""
+    runs = source_acoustics.tone_runs(v, floor, extents, annotated=annotated)
+    tone = roomtone.tone_pieces(v.samples, runs, sr)
+    got = 0.0 if tone is None else len(tone) / sr
+    if got >= _MIN_TONE_S or track.recording is None:
+        if tone is not None:
+            return Tone(tone, "window", who)
+    else:
+        rec = rec or recording_tone(*track.recording, sr)
+        if rec.tone is not None:
+            more = rec.tone
+            if tone is not None:  # at the window's own level: the bed holds one level
+                more = more * np.float32(10 ** ((rms_db(tone) - rms_db(more)) / 20))
+            parts = [t for t in (tone, more) if t is not None]
+            fade_n = max(1, int(round(roomtone.XFADE_S * sr)))
+            return Tone(roomtone.xfade_concat(parts, fade_n), "recording", who)
+        if tone is not None:
+            return Tone(tone, "window", who)
+    synth = source_acoustics.synthesized(v, floor, extents, rng)
+    return Tone(synth, "synthesized", who) if synth is not None else None
+
+
+def describe_tone(
+    cfg: RenderConfig, tone: Tone | None, floor_db: float | None, sr: int
+) -> dict[str, Any]:
+    """The provenance's ``room_tone`` record: what was laid (origin, level, length) or why not."""
+    if tone is not None and floor_db is not None:
+        return {
+            "used": True,
+            "from_speaker": tone.speaker,
+            "origin": tone.origin,
+            "floor_dbfs": round(floor_db, 2),
+            "material_s": round(len(tone.samples) / sr, 3),
+        }
+    if not cfg.room_tone:
+        return {"used": False, "reason": "render.room_tone is false"}
+    return {"used": False, "reason": "the source's floor is digital silence"}
+
+
+def file_floor(cfg: RenderConfig, post: Sequence[edges.Floor], tone: Tone | None) -> float | None:
+    """The rendered file's floor (dBFS before the ceiling): the loudest background after gain,
+    when room tone is laid; None when it is not (the file's pauses are then digital silence)."""
+    noisy = [f.db for f in post if not f.digital]
+    if not cfg.room_tone or not noisy or tone is None:
+        return None
+    return max(noisy)

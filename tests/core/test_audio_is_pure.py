@@ -1,0 +1,65 @@
+"""``duetflow.audio`` is pure signal processing: no run configuration, no data model.
+
+Read from the source (every import statement of every ``audio/*.py``, including those under
+``if TYPE_CHECKING:``), not from what happens to be imported at run time. Configuration-aware
+steps (re-timing, the renderer's floors and room tone) live in :mod:`duetflow.rendering` and
+pass plain parameters down.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import duetflow.audio
+
+AUDIO = Path(duetflow.audio.__file__).parent
+#: the only duetflow modules outside the package that audio code may import (a leaf: exceptions)
+ALLOWED = {"duetflow.errors"}
+
+
+def _duetflow_imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: inside duetflow.audio, or above it
+                found.add("duetflow.audio" if node.level == 1 else "duetflow")
+            elif node.module:
+                found.update(
+                    [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                    if node.module == "duetflow"
+                    else [node.module]
+                )
+    return {m for m in found if m == "duetflow" or m.startswith("duetflow.")}
+
+
+def _outside_audio(module: str) -> bool:
+    inside = module == "duetflow.audio" or module.startswith("duetflow.audio.")
+    return not inside and module not in ALLOWED
+
+
+def test_audio_modules_import_neither_config_nor_model() -> None:
+    files = sorted(AUDIO.glob("*.py"))
+    assert len(files) >= 10  # the probe really read the package
+    offending = {f.name: sorted(filter(_outside_audio, _duetflow_imports(f))) for f in files}
+    assert {name: bad for name, bad in offending.items() if bad} == {}
+
+
+def test_the_probe_sees_a_config_import(tmp_path: Path) -> None:
+    """The instrument itself: the import forms it must catch are caught."""
+    sample = tmp_path / "bad.py"
+    sample.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from duetflow import model\n"
+        "if TYPE_CHECKING:\n"
+        "    from duetflow.config import RenderConfig\n"
+        "def f():\n"
+        "    import duetflow.manifest\n"
+        "from . import io\n",
+        encoding="utf-8",
+    )
+    assert _duetflow_imports(sample) >= {
+        "duetflow.model", "duetflow.config", "duetflow.manifest", "duetflow.audio",
+    }  # fmt: skip
