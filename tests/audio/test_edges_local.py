@@ -100,9 +100,9 @@ def test_local_envelopes_equal_the_whole_files_frame_by_frame() -> None:
                                   whole.edge_median[k0 + lo : k0 + lo + 90])  # fmt: skip
 
 
-def test_the_prefix_search_for_a_quiet_run_finds_the_first_run_of_the_whole() -> None:
-    """The edge walk's quiet-run search looks in growing prefixes: on random levels (runs of every
-    length, cut at every prefix boundary) it finds what a scan of the whole array finds."""
+def test_the_chunked_walk_for_a_quiet_run_finds_the_first_run_of_the_whole() -> None:
+    """The edge walk's quiet-run search walks growing chunks: on random levels (runs of every
+    length, cut at every chunk boundary) it finds what a scan of the whole array finds."""
 
     def scan(quiet: np.ndarray, m: int) -> int | None:  # the definition, sample by sample
         k = 0
@@ -125,3 +125,11 @@ def test_the_prefix_search_for_a_quiet_run_finds_the_first_run_of_the_whole() ->
         v = np.where(rng.random(n) < rng.uniform(0.05, 0.6), -60.0, -20.0)
         m = int(rng.integers(1, 6))
         assert edges._quiet_run(v, -50.0, m) == scan(v <= -50.0, m), trial
+
+
+def test_the_partial_sort_median_is_numpys() -> None:
+    rng = np.random.default_rng(1)
+    for n in list(range(1, 40)) + [257, 1000]:
+        for _ in range(20):
+            v = np.round(rng.normal(-50.0, 8.0, n), int(rng.integers(0, 4)))  # ties too
+            assert edges._median(v) == float(np.median(v))

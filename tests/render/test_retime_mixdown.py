@@ -304,3 +304,21 @@ def _spans_of(
         out.append((at + e0, at + e1))
         pos += e1 - e0 + (int(round(gaps[k] * SR)) if k < len(gaps) else 0)
     return out
+
+
+def test_the_bed_moves_by_slices_as_by_clamped_indices() -> None:
+    """The bed's segments are copied by slices, indices outside the tone clamped to its ends:
+    the same samples as indexing with clamped positions, wherever the segment lies."""
+    import duetflow.rendering.mixdown as mixdown_mod
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        src = rng.normal(size=int(rng.integers(1, 60))).astype(np.float32)
+        lo = int(rng.integers(0, 40))
+        hi = lo + int(rng.integers(0, 80))
+        at = int(rng.integers(-100, 100))
+        got = np.zeros(hi + 5, dtype=np.float32)
+        mixdown_mod._copy_clamped(got, lo, hi, src, at)
+        want = np.zeros(hi + 5, dtype=np.float32)
+        want[lo:hi] = src[np.clip(np.arange(at, at + hi - lo), 0, len(src) - 1)]
+        np.testing.assert_array_equal(got, want)

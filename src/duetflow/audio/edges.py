@@ -124,6 +124,15 @@ def quantiles(v: FloatArray, qs: Sequence[float]) -> list[float]:
     return [float(part[k]) for k in ks]
 
 
+def _median(v: FloatArray) -> float:
+    """``numpy.median`` of a non-empty array without NaN, by one partial sort (the same value:
+    the middle element, or the mean of the two middle ones)."""
+    n = v.size
+    lo, hi = (n - 1) // 2, n // 2
+    part = np.partition(v, [lo, hi])
+    return float((part[lo] + part[hi]) / 2)
+
+
 def _power(db: float) -> float:
     return float(10.0 ** (db / 10.0))
 
@@ -381,25 +390,22 @@ def _quiet_run(values: FloatArray, level: float, m: int) -> int | None:
     """Index of the first frame of the first run of at least ``m`` frames of ``values`` at or
     under ``level`` (or of such a run reaching the end of ``values``); None when there is none.
 
-    Looked for in a growing prefix (an edge is usually within a few dozen frames of the core
-    it is walked out from): a run found inside a prefix is the first of the whole, a run the
-    prefix cuts short is looked at again in the next one."""
+    Walked frame by frame in growing chunks: an edge is usually within a few dozen frames of
+    the core it is walked out from, where a few numpy calls would cost more than the walk."""
     n = values.size
+    pos = run = 0
     size = 64
-    while True:
-        whole = size >= n
-        quiet = values if whole else values[:size]
-        d = np.diff(np.concatenate(([0], (quiet <= level).astype(np.int8), [0])))
-        starts, stops = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
-        ok = stops - starts >= m
-        if whole:
-            ok |= stops == n
-        hit = np.flatnonzero(ok)
-        if hit.size:
-            return int(starts[hit[0]])
-        if whole:
-            return None
+    while pos < n:
+        for k, quiet in enumerate((values[pos : pos + size] <= level).tolist(), pos):
+            if quiet:
+                run += 1
+                if run >= m:
+                    return k - run + 1
+            else:
+                run = 0
+        pos += size
         size *= 4
+    return n - run if run else None
 
 
 def _crossing(env: Envelope, db: FloatArray, k0: int, below: int, above: int, lv: float) -> float:
@@ -692,7 +698,7 @@ def measure_gap(
     pause = analysis.level.db[q0:q1]
     if pause.size >= 2 * MIN_FLOOR_FRAMES and not floor.digital:
         half = pause.size // 2
-        step = float(np.median(pause[half:]) - np.median(pause[:half]))
+        step = _median(pause[half:]) - _median(pause[:half])
         # the quietest 20 ms of the pause (hop blocks averaged: a single 10 ms window of noise
         # flickers by several dB on its own)
         lv = analysis.level

@@ -193,10 +193,21 @@ def _shift_bed(
         else:
             hi = n
         hi = min(max(hi, lo), n)
-        src = np.arange(lo - sh, hi - sh)
-        out[lo:hi] = bed[np.clip(src, 0, len(bed) - 1)]
+        _copy_clamped(out, lo, hi, bed, lo - sh)
         lo = hi
     return out
+
+
+def _copy_clamped(out: Audio, lo: int, hi: int, src: Audio, at: int) -> None:
+    """``out[lo:hi] = src[at : at + hi - lo]``, indices outside ``src`` clamped to its ends."""
+    m, last = len(src), len(src) - 1
+    a, b = max(at, 0), min(at + hi - lo, m)  # the part inside src
+    if b <= a:  # wholly before or after it
+        out[lo:hi] = src[0 if at + hi - lo <= 0 else last]
+        return
+    out[lo : lo + a - at] = src[0]
+    out[lo + a - at : lo + b - at] = src[a:b]
+    out[lo + b - at : hi] = src[last]
 
 
 def measure_change(
