@@ -129,7 +129,7 @@ def test_the_chunked_walk_for_a_quiet_run_finds_the_first_run_of_the_whole() -> 
 
 def test_the_partial_sort_median_is_numpys() -> None:
     rng = np.random.default_rng(1)
-    for n in list(range(1, 40)) + [257, 1000]:
+    for n in [*range(1, 40), 257, 1000]:
         for _ in range(20):
             v = np.round(rng.normal(-50.0, 8.0, n), int(rng.integers(0, 4)))  # ties too
             assert edges._median(v) == float(np.median(v))
