@@ -133,3 +133,42 @@ def test_the_partial_sort_median_is_numpys() -> None:
         for _ in range(20):
             v = np.round(rng.normal(-50.0, 8.0, n), int(rng.integers(0, 4)))  # ties too
             assert edges._median(v) == float(np.median(v))
+
+
+def test_a_floor_estimated_on_its_masks_stretch_is_the_whole_envelopes() -> None:
+    """The floor estimate works on the stretch its mask spans: the same floor as the estimate
+    written over the whole envelope, for masks of every shape (a pause, scattered frames, most
+    of the file, frames at the envelope's ends) on a signal with speech, floor and zeros."""
+    from scipy.ndimage import median_filter
+
+    def whole_envelope(an: edges.Analysis, m: np.ndarray) -> edges.Floor | None:
+        lv, hv = an.level.db, an.edge.db
+        if np.count_nonzero(m) < edges.MIN_FLOOR_FRAMES:
+            return None
+        digital = lv < edges.DIGITAL_DB
+        if np.count_nonzero(digital & m) >= edges.DIGITAL_SHARE * np.count_nonzero(m):
+            return edges.DIGITAL_FLOOR
+        use = m & ~digital
+        level, hp = edges._trimmed_level(lv[use]), edges._trimmed_level(hv[use])
+        med = median_filter(hv, size=edges._FLICKER_FRAMES, mode="nearest")
+        flicker = edges.quantiles((hv - med)[use], (99,))[0]
+        q50 = edges.quantiles(hv[use], (50,))[0]
+        return edges.Floor(level, hp, max(0.0, q50 + flicker - hp), False)
+
+    x, sr, _ = _signal(5, "hum60")
+    x[len(x) // 3 : len(x) // 3 + sr // 2] = 0.0  # half a second of digital silence
+    an = edges.analyse(x, sr)
+    n = len(an.edge)
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        m = np.zeros(n, dtype=bool)
+        a = int(rng.integers(0, n))
+        b = min(n, a + int(rng.integers(1, n)))
+        m[a:b] = rng.random(b - a) < rng.uniform(0.05, 1.0)
+        if rng.random() < 0.2:
+            m[: int(rng.integers(0, 30))] = True  # the envelope's ends
+            m[n - int(rng.integers(0, 30)) :] = True
+        # a fresh analysis: a short stretch's median computed on its own, not the cached one
+        fresh = edges.analyse(x, sr)
+        assert edges.estimate_floor(fresh, m) == whole_envelope(an, m)
+    assert edges.estimate_floor(an) == whole_envelope(an, np.ones(n, dtype=bool))

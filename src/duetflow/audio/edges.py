@@ -320,8 +320,15 @@ def _trimmed_level(v: FloatArray) -> float:
 def estimate_floor(an: Analysis, mask: BoolArray | None = None) -> Floor | None:
     """The floor of the background frames ``mask`` (all frames when None); None if too few."""
     n = len(an.edge)
-    m = np.ones(n, dtype=bool) if mask is None else mask[:n]
-    lv, hv = an.level.db[:n], an.edge.db
+    if mask is None:
+        i0, i1, m = 0, n, np.ones(n, dtype=bool)
+    else:  # the mask's own stretch (a pause is a few dozen frames of a whole file)
+        on = np.flatnonzero(mask[:n])
+        if on.size < MIN_FLOOR_FRAMES:
+            return None
+        i0, i1 = int(on[0]), int(on[-1]) + 1
+        m = mask[i0:i1]
+    lv, hv = an.level.db[i0:i1], an.edge.db[i0:i1]
     if np.count_nonzero(m) < MIN_FLOOR_FRAMES:
         return None
     digital = lv < DIGITAL_DB
@@ -329,11 +336,11 @@ def estimate_floor(an: Analysis, mask: BoolArray | None = None) -> Floor | None:
         return DIGITAL_FLOOR
     use = m & ~digital
     level, hp = _trimmed_level(lv[use]), _trimmed_level(hv[use])
-    idx = np.flatnonzero(use)
+    idx = np.flatnonzero(use) + i0
     lo, hi = max(0, int(idx[0]) - _FLICKER_FRAMES), min(n, int(idx[-1]) + _FLICKER_FRAMES + 1)
     # the frames used lie a whole neighbourhood inside [lo, hi) or reach the envelope's ends:
     # the running median of the whole envelope is theirs
-    dev = (hv[lo:hi] - an.edge_median_in(lo, hi))[use[lo:hi]]
+    dev = an.edge.db[idx] - an.edge_median_in(lo, hi)[idx - lo]
     flicker = quantiles(dev, (99,))[0]
     q50 = quantiles(hv[use], (50,))[0]
     return Floor(level, hp, max(0.0, q50 + flicker - hp), False)
