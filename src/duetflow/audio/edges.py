@@ -172,7 +172,9 @@ def _envelope(x: Audio, sr: int, start: int, hop: int) -> Envelope:
     if count < WINDOW_HOPS:
         return Envelope(np.zeros(0), hop, sr, start, np.zeros(0))
     seg = x[: count * hop].reshape(count, hop)
-    p = np.einsum("ij,ij->i", seg, seg, dtype=np.float64) / hop
+    # a hop's energy summed in the samples' own float32 (a few 1e-7 relative: 1e-6 dB; four
+    # times cheaper than a float64 accumulation), then carried in float64
+    p = np.einsum("ij,ij->i", seg, seg).astype(np.float64) / hop
     # each window the sum of its own hop blocks (not a difference of running sums): a frame's
     # value depends on its samples alone, wherever the analysed stretch starts
     w = p[: count - WINDOW_HOPS + 1].copy()
