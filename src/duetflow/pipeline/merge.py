@@ -97,8 +97,10 @@ def _merge_into(
             reasons[f"{row['stage']}:{row['reason']}"] += 1
             yield row
 
+    totals: Counter[str] = Counter()
     for p in ordered:  # the shards' own counts, from their outcomes
         reasons.update(p.by_reason)
+        totals.update(p.totals)
     with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as w:
         for src in [*map(Path, leading_rejections)]:
             if src.exists():
@@ -108,6 +110,7 @@ def _merge_into(
             src = Path(p.path) / manifest.REJECTIONS
             if src.exists():
                 w.write(manifest.iter_rows(src))
+    (partial / "audio").mkdir()  # a rendered work directory has one, if empty
     for p in ordered:
         audio = Path(p.path) / "audio"
         if audio.is_dir():
@@ -118,7 +121,10 @@ def _merge_into(
     kept, rejected = sum(p.kept for p in ordered), sum(reasons.values())
     by_reason = dict(sorted(reasons.items()))
     found = sum(p.found for p in ordered)
-    outcome = StepOutcome(stage, label, "", str(out), found, kept, rejected, by_reason)
+    outcome = StepOutcome(
+        stage, label, "", str(out), found, kept, rejected, by_reason,
+        totals=dict(sorted(totals.items())),
+    )  # fmt: skip
     (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
     return outcome
 

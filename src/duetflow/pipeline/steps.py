@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -40,6 +41,7 @@ from duetflow.pipeline.keys import (
     tree_fingerprint,
 )
 from duetflow.pipeline.stages import INGEST, MATCH, PROCESS, SCRIPTS, SYNTH
+from duetflow.turntaking.stats import micros
 
 if TYPE_CHECKING:
     from duetflow.tts.script import Script
@@ -195,10 +197,12 @@ def _script_key(s: Script) -> str:
 
 
 def plan_process_shards(
-    label: str, intake_dir: str | Path, config: RunConfig
+    label: str, intake_dir: str | Path | Sequence[str | Path], config: RunConfig
 ) -> Iterator[ProcessShard]:
-    """Stream an intake work directory as shards of about ``runner.shard_size`` dialogues."""
-    dialogues = manifest.iter_dialogues(intake_dir)
+    """Stream intake work directories (one, or several read one after the other) as shards of
+    about ``runner.shard_size`` dialogues."""
+    dirs = [intake_dir] if isinstance(intake_dir, str | Path) else list(intake_dir)
+    dialogues = itertools.chain.from_iterable(manifest.iter_dialogues(d) for d in dirs)
     for i, batch in enumerate(stable_chunks(dialogues, config.runner.shard_size, _dialogue_key)):
         key = PROCESS.key(config, dialogues_fingerprint(batch))
         yield ProcessShard(label=label, index=i, key=key, dialogues=tuple(batch))
@@ -211,9 +215,14 @@ def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
     def build(out: Path) -> StepOutcome:
         res = process_dialogues(list(shard.dialogues), PROCESS.scoped(config), out)
         kept, rejected, by_reason = record_counts(len(res.dialogues), res.rejections)
+        totals = {
+            "windows": res.windows,
+            "windowless": res.windowless,
+            "audio_us": sum(micros(float(r["duration_s"])) for r in res.dialogues),
+        }
         return StepOutcome(
             "process", shard.label, shard.key, str(out), len(shard.dialogues), kept, rejected,
-            by_reason, shard.index,
+            by_reason, shard.index, totals=totals,
         )  # fmt: skip
 
     return build_cached(cache_dir(config, "process", shard.key), build)
@@ -222,12 +231,15 @@ def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
 # --- synthesize ---------------------------------------------------------------------------------
 
 
-def build_voices(config: RunConfig, voices_dirs: Sequence[str | Path]) -> VoicePoolLike:
-    """One voice pool from every rendered work directory (references cached on disk)."""
+def build_voices(
+    config: RunConfig, voices_dirs: Sequence[str | Path], cache: Path | None = None
+) -> VoicePoolLike:
+    """One voice pool from every rendered work directory (references cached on disk, in
+    ``cache``, default ``<workdir>/cache/voices``)."""
     from duetflow.tts.voices import VoicePool, build_voice_pool
 
+    cache = cache or Path(config.workdir) / "cache" / "voices"
     config = SYNTH.scoped(config)
-    cache = Path(config.workdir) / "cache" / "voices"
     voices: dict[str, Any] = {}
     problems: list[tuple[str, str, str]] = []
     for d in voices_dirs:
@@ -297,9 +309,9 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
     from duetflow.tts.pipeline import synthesize_scripts
 
     def build(out: Path) -> StepOutcome:
-        res = synthesize_scripts(
-            list(shard.scripts), pool, shard.backend, SYNTH.scoped(config), out
-        )
+        scoped = SYNTH.scoped(config)
+        qa = scoped.synth.clone_qa
+        res = synthesize_scripts(list(shard.scripts), pool, shard.backend, scoped, out, qa=qa)
         with (
             manifest.TableWriter(out / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA) as dw,
             manifest.TableWriter(out / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
@@ -310,9 +322,13 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
                 tw.write(t.to_row() for t in turns)
             rw.write(manifest.rejection_to_row(r) for r in res.rejections)
         kept, rejected, by_reason = record_counts(len(res.dialogues), res.rejections)
+        totals = {
+            "utterances": res.utterances,
+            "audio_us": sum(micros(row.duration_s) for row in res.dialogues),
+        }
         return StepOutcome(
             "synth", shard.label, shard.key, str(out), len(shard.scripts), kept, rejected,
-            by_reason, shard.index,
+            by_reason, shard.index, totals=totals, work_s=res.synth_s,
         )  # fmt: skip
 
     return build_cached(cache_dir(config, "synth", shard.key), build)
