@@ -29,6 +29,7 @@ from typing import Any
 from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
+from duetflow.locations import dialogue_roots, relative_rejection
 from duetflow.model import Dialogue, Rejection, Stage
 from duetflow.rendering.render import render_dialogue
 from duetflow.rendering.rows import RenderedDialogue
@@ -63,7 +64,7 @@ class ShardResult:
 
 
 def _rejection(d: Dialogue, e: InputError) -> Rejection:
-    return Rejection(
+    rej = Rejection(
         item_id=d.id,
         stage=Stage.RENDER,
         reason=e.reason,
@@ -71,6 +72,7 @@ def _rejection(d: Dialogue, e: InputError) -> Rejection:
         corpus=d.corpus,
         source_path=e.path or "",
     )
+    return relative_rejection(rej, dialogue_roots(d))
 
 
 def _length_rejection(
@@ -87,7 +89,7 @@ def _length_rejection(
     if stems:
         (out_dir / str(stems)).unlink(missing_ok=True)
     window = list(d.window) if d.window else None
-    return Rejection(
+    rej = Rejection(
         item_id=d.id,
         stage=Stage.RENDER,
         reason=reason,
@@ -95,6 +97,7 @@ def _length_rejection(
         corpus=d.corpus,
         source_path=str(getattr(d.source, "path", "")),
     )
+    return relative_rejection(rej, dialogue_roots(d))
 
 
 class _Writer:

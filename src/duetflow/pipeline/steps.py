@@ -135,6 +135,10 @@ def preflight(config: RunConfig) -> None:
 
 
 def ingest_key(job: CorpusJob, config: RunConfig) -> str:
+    """Key of one corpus's ingest: adapter, options, licence and the tree's fingerprint, plus the
+    resolved root as a locator (the intake tables point at its audio by absolute path, so an
+    intake is valid only where it was read; no release records the root,
+    :mod:`duetflow.locations`)."""
     from duetflow.corpora import get_adapter
 
     spec = job.spec
