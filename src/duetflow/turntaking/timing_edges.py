@@ -105,6 +105,8 @@ def edges_of(
 
 
 def floor_for(v: source_acoustics.TrackView, last: edges.Floor | None) -> edges.Floor | None:
+    """The floor a chunk's edges are judged against: the chunk's own, or the one last measured on
+    the same track where the chunk holds less than :data:`MIN_BACKGROUND_S` of background."""
     floor = source_acoustics.track_floor(v)
     clear = v.clear if v.blocked is None else v.clear & ~v.blocked
     enough = np.count_nonzero(clear) * v.an.edge.hop >= MIN_BACKGROUND_S * v.sr
@@ -114,14 +116,17 @@ def floor_for(v: source_acoustics.TrackView, last: edges.Floor | None) -> edges.
 
 
 def speech_indices(turns: Sequence[Turn]) -> list[int]:
+    """Indices of the turns timing looks at: speech (not nonspeech) of positive length."""
     return [i for i, t in enumerate(turns) if t.kind != TurnKind.NONSPEECH and t.end > t.start]
 
 
 def in_range(turns: Sequence[Turn], a: float, b: float) -> list[Turn]:
+    """The turns that reach into ``[a, b)`` (s)."""
     return [t for t in turns if t.end > a and t.start < b]
 
 
 def record_edges(res: Measured, i: int, got: tuple[float | None, float | None] | None) -> None:
+    """Record one turn's measured edges as acoustic (``got`` None: the turn holds no speech)."""
     if got is None:
         res.no_speech.add(i)
         return

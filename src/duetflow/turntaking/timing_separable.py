@@ -72,6 +72,9 @@ class _Talk:
 def measure_separable(
     d: Dialogue, turns: Sequence[Turn], cfg: TurnsConfig, read: Reader
 ) -> Measured:
+    """A track per speaker (channel or file), read in chunks: each turn's edges measured on its
+    speaker's track with the other's leak blocked, then masked edges limited
+    (:func:`limit_masked`)."""
     ids = [s.id for s in d.speakers]
     res = Measured()
     speech = [i for i in speech_indices(turns) if turns[i].speaker in ids]
