@@ -97,11 +97,19 @@ def test_plain_pipeline_merges_shards_in_intake_order_and_resumes(
     stats = json.loads((rendered / "stats.json").read_text())
     assert stats["total"]["rejected"] == merged.rejected
     before = pq.read_table(rendered / manifest.DIALOGUES)
+    written = (rendered / manifest.DIALOGUES).stat().st_ino
 
     second = run.run_pipeline(cfg, publish=False)
     assert second.computed("ingest") == second.computed("process") == 0
     assert second.reused("process") == len(shards)
     assert pq.read_table(rendered / manifest.DIALOGUES).equals(before)
+    # the merge of unchanged shards is kept, not written again
+    assert second.processed[0].reused and second.processed[0].key == merged.key != ""
+    assert (rendered / manifest.DIALOGUES).stat().st_ino == written
+    # one shard fewer (a changed shard key): merged anew, the shard's dialogues gone
+    fewer = merge.merge_workdirs(merged.label, shards[1:], rendered, stage="process")
+    assert not fewer.reused and fewer.key != merged.key
+    assert fewer.kept == merged.kept - shards[0].kept
 
 
 def test_a_failed_run_leaves_no_partial_folders(
