@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 
 from duetflow import manifest
 from duetflow.config import RunConfig
-from duetflow.pipeline.cache import RESULT, StepOutcome
+from duetflow.pipeline.cache import RESULT, StepOutcome, load_outcome
+from duetflow.pipeline.keys import code_hash, files_fingerprint, text_digest
 from duetflow.pipeline.steps import PH_LABEL, CorpusJob
 from duetflow.turntaking.stats import mean_of, seconds_of
 
@@ -52,13 +53,17 @@ def merge_workdirs(
     merged directory alone.
     """
     out = Path(out_dir)
+    extra = list(extra_rejections)
+    ordered = sorted(parts, key=lambda p: p.index)
+    key = merge_key(stage, label, ordered, leading_rejections, extra)
+    done = load_outcome(out)
+    if done is not None and done.key == key:  # the same shards merged before: nothing to do
+        return done
     partial = out.with_name(f".{out.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        outcome = _merge_into(
-            partial, label, parts, out, leading_rejections, extra_rejections, stage
-        )
+        outcome = _merge_into(partial, label, ordered, out, leading_rejections, extra, stage, key)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -66,6 +71,30 @@ def merge_workdirs(
         shutil.rmtree(out)
     os.replace(partial, out)
     return outcome
+
+
+def merge_key(
+    stage: str,
+    label: str,
+    ordered: Sequence[StepOutcome],
+    leading_rejections: Sequence[str | Path],
+    extra_rejections: Sequence[Mapping[str, Any]],
+) -> str:
+    """What a merged directory is made of: the shards' keys in order (each content-addressed),
+    the earlier stages' rejection tables, the extra rejection rows and this module's code.
+
+    A re-run whose shards were all reused finds the merged directory with this key and keeps
+    it, instead of rewriting every table of the corpus.
+    """
+    doc = {
+        "stage": stage,
+        "label": label,
+        "shards": [p.key for p in ordered],
+        "leading": files_fingerprint(leading_rejections),
+        "extra": list(extra_rejections),
+        "code": code_hash((__name__,)),
+    }
+    return text_digest(json.dumps(doc, sort_keys=True, default=str))
 
 
 def _merge_into(
@@ -76,6 +105,7 @@ def _merge_into(
     leading_rejections: Sequence[str | Path],
     extra_rejections: Iterable[Mapping[str, Any]],
     stage: str,
+    key: str,
 ) -> StepOutcome:
     ordered = sorted(parts, key=lambda p: p.index)
     tables = {
@@ -122,7 +152,7 @@ def _merge_into(
     by_reason = dict(sorted(reasons.items()))
     found = sum(p.found for p in ordered)
     outcome = StepOutcome(
-        stage, label, "", str(out), found, kept, rejected, by_reason,
+        stage, label, key, str(out), found, kept, rejected, by_reason,
         totals=dict(sorted(totals.items())),
     )  # fmt: skip
     (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")

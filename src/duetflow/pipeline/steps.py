@@ -152,11 +152,11 @@ def ingest_key(job: CorpusJob, config: RunConfig) -> str:
 
 def run_ingest(job: CorpusJob, config: RunConfig, key: str | None = None) -> StepOutcome:
     """Ingest one corpus into its cache directory (or find it already ingested)."""
-    from duetflow.pipeline.ingest import ingest
-
     key = key or ingest_key(job, config)
 
     def build(out: Path) -> StepOutcome:
+        from duetflow.pipeline.ingest import ingest  # not imported when the step is reused
+
         spec = job.spec
         report = ingest(
             spec.name, spec.root, out, INGEST.scoped(config), dict(spec.options) or None,
@@ -214,9 +214,10 @@ def plan_process_shards(
 
 def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
     """Window, filter and render one shard into its cache directory (or reuse it)."""
-    from duetflow.pipeline.process import process_dialogues
 
     def build(out: Path) -> StepOutcome:
+        from duetflow.pipeline.process import process_dialogues  # the render stack: only to build
+
         res = process_dialogues(list(shard.dialogues), PROCESS.scoped(config), out)
         kept, rejected, by_reason = record_counts(len(res.dialogues), res.rejections)
         totals = {
@@ -310,9 +311,10 @@ def plan_synth_shards(
 
 def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -> StepOutcome:
     """Synthesize one shard of scripts into its cache directory (or reuse it)."""
-    from duetflow.tts.pipeline import synthesize_scripts
 
     def build(out: Path) -> StepOutcome:
+        from duetflow.tts.pipeline import synthesize_scripts  # the TTS stack: only to build
+
         scoped = SYNTH.scoped(config)
         qa = scoped.synth.clone_qa
         res = synthesize_scripts(list(shard.scripts), pool, shard.backend, scoped, out, qa=qa)
