@@ -126,14 +126,25 @@ def assemble(
     noise: Audio | None,
     floor_power: float,
     n_stems: int = 0,
+    *,
+    lo: int = 0,
+    hi: int | None = None,
 ) -> tuple[Audio, Audio | None]:
     """Lay the clips (moved by ``shifts`` per group) over unit-power ``noise`` brought to
-    ``floor_power`` wherever the clips' own background falls short of it."""
-    out = np.zeros(n, dtype=np.float32)
-    lack = [np.zeros(n, dtype=np.float32) for _ in range(1 + n_stems)] if noise is not None else []
-    layers = [np.zeros(n, dtype=np.float32) for _ in range(n_stems)]
+    ``floor_power`` wherever the clips' own background falls short of it.
+
+    ``lo``, ``hi``: only output samples ``[lo, hi)`` of the ``n`` (default all), with the very
+    values the whole assembly has there: every output sample is the same sequence of float32
+    operations on the clips covering it, in clip order, and on ``noise`` at that sample."""
+    hi = n if hi is None else hi
+    m = max(0, hi - lo)
+    out = np.zeros(m, dtype=np.float32)
+    lack = [np.zeros(m, dtype=np.float32) for _ in range(1 + n_stems)] if noise is not None else []
+    layers = [np.zeros(m, dtype=np.float32) for _ in range(n_stems)]
     for c in clips:
-        at = c.at + shifts[c.group]
+        at = c.at + shifts[c.group] - lo
+        if at >= m or at + _reach(c) <= 0:
+            continue  # wholly outside the part assembled
         place(out, c.data, at)
         if n_stems and c.stem is not None:
             place(layers[c.stem], c.data, at)
@@ -146,10 +157,99 @@ def assemble(
             np.subtract(np.float32(floor_power), have, out=have)
             np.maximum(have, 0.0, out=have)
             np.sqrt(have, out=have)
-            have *= noise[:n]
+            have *= noise[lo : lo + m]
             (out if k == 0 else layers[k - 1])[:] += have
     stems = np.stack(layers, axis=1).astype(np.float32) if n_stems else None
     return out, stems
+
+
+def _reach(c: Clip) -> int:
+    """Samples from a clip's start that it touches (its data, its envelope's background)."""
+    return max(len(c.data), len(c.env))
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """Where an assembly put things: the items' shifts, its length, the bed's cuts."""
+
+    shifts: list[int]
+    n: int
+    cuts: list[int]  # end of each item's stretch of room tone (:func:`_bed_cuts`)
+
+
+def _subtract(
+    spans: list[tuple[int, int]], holes: Sequence[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """``spans`` (sorted, disjoint) less the union of ``holes`` (sorted by start)."""
+    out: list[tuple[int, int]] = []
+    j = 0
+    for a, b in spans:
+        while j < len(holes) and holes[j][1] <= a:
+            j += 1
+        k = j
+        while a < b and k < len(holes) and holes[k][0] < b:
+            h0, h1 = holes[k]
+            if h0 > a:
+                out.append((a, h0))
+            a = max(a, h1)
+            k += 1
+        if a < b:
+            out.append((a, b))
+    return out
+
+
+def _unchanged(clips: Sequence[Clip], old: _Layout, new: _Layout) -> list[tuple[int, int, int]]:
+    """Stretches ``(lo, hi, d)`` of the new assembly equal, sample for sample, to the old one's
+    ``[lo - d, hi - d)``: every clip covering them moved by ``d`` and covered them before too,
+    and the room tone under them is the same item's, moved by ``d``. Sorted, disjoint."""
+    step = [b - a for a, b in zip(old.shifts, new.shifts, strict=True)]
+    cand: dict[int, list[tuple[int, int]]] = {}
+    for k, d in enumerate(step):
+        a0 = max(new.cuts[k - 1] if k else 0, (old.cuts[k - 1] if k else 0) + d, d, 0)
+        b0 = min(new.cuts[k], old.cuts[k] + d, old.n + d, new.n)
+        if b0 > a0:
+            cand.setdefault(d, []).append((a0, b0))
+    found: list[tuple[int, int, int]] = []
+    for d, spans in cand.items():
+        holes: list[tuple[int, int]] = []
+        for c in clips:
+            if step[c.group] != d:  # a clip that moved otherwise: where it is and where it was
+                at = c.at + new.shifts[c.group]
+                holes.append((at, at + _reach(c)))
+                at = c.at + old.shifts[c.group] + d
+                holes.append((at, at + _reach(c)))
+        holes.sort()
+        found += [(a, b, d) for a, b in _subtract(spans, holes)]
+    return sorted(found)
+
+
+def reassemble(
+    clips: Sequence[Clip],
+    old: _Layout,
+    new: _Layout,
+    done: tuple[Audio, Audio | None],
+    noise: Audio | None,
+    floor_power: float,
+    n_stems: int = 0,
+) -> tuple[Audio, Audio | None, list[tuple[int, int, int]]]:
+    """:func:`assemble` at the ``new`` layout, given the assembly ``done`` at the ``old`` one:
+    what only moved is copied from it, the rest (around the moves) assembled anew. Equal to
+    assembling whole. Also returns the copied stretches (:func:`_unchanged`)."""
+    same = _unchanged(clips, old, new)
+    out = np.empty(new.n, dtype=np.float32)
+    stems = np.empty((new.n, n_stems), dtype=np.float32) if n_stems else None
+    lo = 0
+    for a, b, d in [*same, (new.n, new.n, 0)]:
+        if a > lo:
+            part, sp = assemble(clips, new.shifts, new.n, noise, floor_power, n_stems, lo=lo, hi=a)
+            out[lo:a] = part
+            if stems is not None and sp is not None:
+                stems[lo:a] = sp
+        out[a:b] = done[0][a - d : b - d]
+        if stems is not None and done[1] is not None:
+            stems[a:b] = done[1][a - d : b - d]
+        lo = max(lo, b)
+    return out, stems, same
 
 
 def _place_background(have: Audio, c: Clip, at: int) -> None:
@@ -181,12 +281,25 @@ def as_written(x: Audio, gain_db: float) -> Audio:
     return q
 
 
-def _shift_bed(
-    bed: Audio, spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int
+def _rewrite(
+    out: Audio, gain_db: float, done: Audio, same: Sequence[tuple[int, int, int]]
 ) -> Audio:
-    """The bed cut at mid-gap and moved with the items, so the room tone under and around every
-    turn is the very noise its edges were measured against (only mid-gap length changes)."""
-    out = np.empty(n, dtype=np.float32)
+    """:func:`as_written` of ``out``, given ``done``, the written form (at the same gain) of the
+    assembly that ``out[lo:hi]`` copies at ``[lo - d, hi - d)`` for each of ``same``."""
+    w = np.empty(len(out), dtype=np.float32)
+    lo = 0
+    for a, b, d in [*same, (len(out), len(out), 0)]:
+        if a > lo:
+            w[lo:a] = as_written(out[lo:a], gain_db)
+        w[a:b] = done[a - d : b - d]
+        lo = max(lo, b)
+    return w
+
+
+def _bed_cuts(spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int) -> list[int]:
+    """Where each item's stretch of room tone ends (:func:`_shift_bed`): at mid-gap, moved by
+    half the change of shift across the gap; the last at ``n``."""
+    cuts = []
     lo = 0
     for k, sh in enumerate(shifts):
         if k + 1 < len(shifts):
@@ -194,7 +307,19 @@ def _shift_bed(
             hi = mid + sh + (shifts[k + 1] - sh) // 2
         else:
             hi = n
-        hi = min(max(hi, lo), n)
+        lo = min(max(hi, lo), n)
+        cuts.append(lo)
+    return cuts
+
+
+def _shift_bed(
+    bed: Audio, spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int
+) -> Audio:
+    """The bed cut at mid-gap and moved with the items, so the room tone under and around every
+    turn is the very noise its edges were measured against (only mid-gap length changes)."""
+    out = np.empty(n, dtype=np.float32)
+    lo = 0
+    for sh, hi in zip(shifts, _bed_cuts(spans, shifts, n), strict=True):
         _copy_clamped(out, lo, hi, bed, lo - sh)
         lo = hi
     return out
@@ -327,6 +452,7 @@ def mixdown(
     power = bed.power if bed is not None else 0.0
     shifts = [0] * len(spans)
     out, stems = assemble(clips, shifts, n0, noise, power, n_stems)
+    layout = _Layout(shifts, n0, _bed_cuts(spans, shifts, n0))
 
     def true_peak(x: Audio) -> float:
         # the true peak, or -inf where it lies under the ceiling's reach: every use below
@@ -391,7 +517,10 @@ def mixdown(
         n1 = n0 + shifts[-1]
         assert noise is None or len(noise) >= n0
         noise1 = _shift_bed(noise, spans, shifts, n1) if noise is not None else None
-        out, stems = assemble(clips, shifts, n1, noise1, power, n_stems)
+        # only the stretches around the moves are assembled anew, the rest copied
+        moved = _Layout(shifts, n1, _bed_cuts(spans, shifts, n1))
+        out, stems, same = reassemble(clips, layout, moved, (out, stems), noise1, power, n_stems)
+        layout = moved
         # the clips moved whole: only the pauses around the moves hold new sums (room tone cut
         # and joined anew), so the true peak is the old one or one found there
         ctx = int(CONTEXT_S * sr)
@@ -405,7 +534,9 @@ def mixdown(
             extra = ceiling_dbtp - 0.05 - (peak + ceiling)
             log.info("true peak moved after re-timing: %.3f dB more reduction", extra)
             ceiling += extra
-        written = as_written(out, ceiling)
+            written = as_written(out, ceiling)
+        else:
+            written = _rewrite(out, ceiling, written, same)
         for i, c in enumerate(changes):
             m = measures[i]
             if i in todo:
