@@ -39,6 +39,7 @@ from duetflow.rendering.roomtone import (
     find_tone,
     track_view,
     window_floor,
+    window_floor_again,
 )
 from duetflow.rendering.rows import Rendering, dialogue_record, ordered_turn_rows, turn_row
 from duetflow.rendering.sources import Track, load_mixed, load_separable, source_turns
@@ -191,6 +192,39 @@ def test_blocks_are_cut_at_the_quietest_point_of_an_overlap_else_mid_pause() -> 
 
 
 # --- room tone and floors -----------------------------------------------------------------------
+
+
+def test_the_floor_after_marking_crosstalk_is_the_floor_found_anew() -> None:
+    """The floor kept when the crosstalk blocks no clear frame equals the one found again; one
+    that blocks clear frames is found again (its floor and the frames it counts change)."""
+    rng = np.random.default_rng(4)
+    x = _noise(6 * SR, -50.0, 1)
+    x[: 3 * SR] *= np.float32(3.0)  # a louder first half: blocking it moves the floor
+    t = np.arange(SR) / SR
+    for a in (1.0, 3.5):
+        x[int(a * SR) : int(a * SR) + SR] += (0.1 * np.sin(2 * np.pi * 300 * t)).astype(np.float32)
+    turns = [Turn("A", 1.0, 2.0), Turn("A", 3.5, 4.5)]
+    track = Track(x, t0=0.0)
+    d = _dialogue(tuple(turns), window=(0.0, 6.0), duration_s=6.0)
+    kept = 0
+    for trial in range(40):
+        v = track_view(d, track, turns, SR)
+        found = window_floor(track, v, SR)
+        blocked = rng.random(v.n_frames) < rng.uniform(0.0, 0.9)
+        if trial % 2 == 0:
+            blocked &= ~v.clear  # blocks only frames no floor reads
+        v.blocked = blocked
+        got = window_floor_again(track, v, SR, found, None)
+        assert got == window_floor(track, v, SR)
+        kept += got is found
+    assert 0 < kept < 40
+    v = track_view(d, track, turns, SR)
+    found = window_floor(track, v, SR)
+    v.blocked = v.clear.copy()
+    v.blocked[v.n_frames // 2 :] = False  # the louder half's background blocked: a lower floor
+    got = window_floor_again(track, v, SR, found, None)
+    assert got == window_floor(track, v, SR)
+    assert got[0] is not None and found[0] is not None and got[0].db < found[0].db - 3.0
 
 
 def test_the_window_floor_is_the_level_of_its_background() -> None:

@@ -63,6 +63,24 @@ def window_floor(
     return floor, None
 
 
+def window_floor_again(
+    track: Track,
+    v: source_acoustics.TrackView,
+    sr: int,
+    found: tuple[edges.Floor | None, RecordingTone | None],
+    blocked_before: edges.BoolArray | None,
+) -> tuple[edges.Floor | None, RecordingTone | None]:
+    """:func:`window_floor` after ``v.blocked`` was set (crosstalk marked), given what it found
+    with ``blocked_before``: that, when the marking blocks none of the clear frames it looks
+    at (every mask it reads is ``clear`` less ``blocked``), else found anew."""
+    b = v.blocked
+    if b is blocked_before or (
+        blocked_before is None and b is not None and not (v.clear & b).any()
+    ):
+        return found
+    return window_floor(track, v, sr)
+
+
 def tone_rng(config: RunConfig, d: Dialogue) -> np.random.Generator:
     """The room tone's own draws (excerpts, synthesis): the gap draws never depend on them."""
     return rng_for(config.seed, d.id, "room-tone")

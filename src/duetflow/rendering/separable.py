@@ -31,6 +31,7 @@ from duetflow.rendering.roomtone import (
     track_view,
     turn_spans,
     window_floor,
+    window_floor_again,
 )
 from duetflow.rendering.rows import Rendering, turn_row
 from duetflow.rendering.sources import CONTEXT_S, load_separable
@@ -56,8 +57,9 @@ def render_separable(
     found = {s: window_floor(tracks[s], views[s], sr) for s in ids}
     if not isinstance(d.source, PerTurnSource) and len(ids) == 2:
         own = [turn_spans(tracks[s], [t for t in turns if t.speaker == s], sr) for s in ids]
+        was = {s: views[s].blocked for s in ids}
         source_acoustics.mark_crosstalk([views[s] for s in ids], own, [found[s][0] for s in ids])
-        found = {s: window_floor(tracks[s], views[s], sr) for s in ids}
+        found = {s: window_floor_again(tracks[s], views[s], sr, found[s], was[s]) for s in ids}
     speech = [i for i, t in enumerate(turns) if t.kind != TurnKind.NONSPEECH]
     by_speaker = {s: [i for i in speech if turns[i].speaker == s] for s in ids}
 
