@@ -111,6 +111,9 @@ class Mix:
     measures: list[edges.GapMeasure | None]  # per change, on the final audio
     ceiling_db: float
     corrected: int = 0  # changes whose gap was moved
+    #: ``out`` at ``ceiling_db`` as 16-bit PCM holds it (:func:`as_written`), when the
+    #: confirmation made it (a dialogue with a speaker change); the file is written from it
+    written: Audio | None = None
 
 
 def _unit_noise(bed: Bed, n: int, rng: np.random.Generator, sr: int) -> Audio:
@@ -551,4 +554,4 @@ def mixdown(
         todo = {i: d for i in todo if (d := off(changes[i], measures[i]))}
     if band_s is not None:
         _check_band(changes, measures, band_s, sr)
-    return Mix(out, stems, shifts, measures, ceiling, len(corrected))
+    return Mix(out, stems, shifts, measures, ceiling, len(corrected), written if changes else None)

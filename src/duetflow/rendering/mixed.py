@@ -189,6 +189,6 @@ def render_mixed(
         tone_meta["stems"] = "unavailable for mixed mono"
     res = Rendering(
         mix.out, None, rows, gaps, measured_gaps_ms(mix, sr), mix.corrected, loud, gains, tone_meta,
-        dropped, mix.ceiling_db,
+        dropped, mix.ceiling_db, mix.written,
     )  # fmt: skip
     return res, [src.path]

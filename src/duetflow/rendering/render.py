@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from duetflow.audio import loudness as ld
-from duetflow.audio.io import to_pcm16, write_audio
+from duetflow.audio.io import PCM16, Audio, to_pcm16, write_audio
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.model import Dialogue, MixedMonoSource, safe_id
@@ -58,6 +58,13 @@ from duetflow.rendering.sources import source_turns
 from duetflow.seeding import rng_for
 
 log = logging.getLogger(__name__)
+
+
+def written_pcm16(written: Audio) -> PCM16:
+    """The int16 samples of :func:`duetflow.rendering.mixdown.as_written`'s output: its values
+    are 16-bit levels times 2^-15, so this is exactly :func:`to_pcm16` of the scaled mix."""
+    q = written * np.float32(32768.0)
+    return q.astype(np.int16)
 
 
 def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> RenderedDialogue:
@@ -88,7 +95,8 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
     name = safe_id(d.id)
     rel = f"audio/{name}.{cfg.audio_format}"
     # the 16-bit samples the gap confirmation measured (mixdown.as_written), written as they are
-    path = write_audio(out_dir / rel, to_pcm16(out), sr, audio_format=cfg.audio_format)
+    pcm = to_pcm16(out) if res.written is None else written_pcm16(res.written)
+    path = write_audio(out_dir / rel, pcm, sr, audio_format=cfg.audio_format)
     stems_rel = None
     if stems is not None:
         stems_rel = f"stems/{name}.{cfg.audio_format}"

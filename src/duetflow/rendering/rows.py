@@ -53,6 +53,9 @@ class Rendering:
     tone: dict[str, Any]
     dropped: list[int]
     ceiling_db: float
+    #: ``out`` at ``ceiling_db`` as 16-bit PCM holds it, when the mixdown made it
+    #: (:attr:`duetflow.rendering.mixdown.Mix.written`)
+    written: Audio | None = None
 
 
 def turn_row(d: Dialogue, index: int, hosted: bool, start: float, end: float) -> RenderedTurnRow:

@@ -215,6 +215,6 @@ def render_separable(
     res = Rendering(
         mix.out, mix.stems, rows, list(tl.gaps_s), measured_gaps_ms(mix, sr), mix.corrected, loud,
         gains, describe_tone(cfg, tone, out_floor, sr), sorted({*dropped, *tl.dropped}),
-        mix.ceiling_db,
+        mix.ceiling_db, mix.written,
     )  # fmt: skip
     return res, files
