@@ -202,6 +202,7 @@ def test_a_killed_run_resumes_without_asking_for_finished_scripts(tmp_path: Path
         # a request cut off by the kill may be recorded without its body (no seed)
         first_run = [seed_of[r.seed] for r in srv.received if r.seed is not None]
         asked_before = len(srv.received)
+        assert set(finished) <= set(first_run)  # each finished script was asked for by the run
         # no half-written script: every file parses as a script
         assert set(_scripts(out)) == set(finished)
 
