@@ -12,11 +12,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,7 +40,19 @@ from duetflow.model import (
     design_from_row,
     design_to_row,
 )
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow, arrow_schema
+from duetflow.records import (
+    R,
+    RenderedDialogueRow,
+    RenderedTurnRow,
+    arrow_schema,
+    columns,
+    from_row,
+)
+
+#: A dialogue record type (rendered, or a release manifest's).
+D = TypeVar("D", bound=RenderedDialogueRow)
+_A = TypeVar("_A")
+_B = TypeVar("_B")
 
 DIALOGUES = "dialogues.parquet"
 TURNS = "turns.parquet"
@@ -352,36 +364,110 @@ class IntakeWriter:
                 w.abort()
 
 
+def iter_records(path: str | Path, record: type[R]) -> Iterator[R]:
+    """The records of a rendered or release table, one row group in memory at a time.
+
+    The file's columns are checked first: a table without a column the record declares raises
+    :class:`ManifestError` naming the file and the missing columns. Dict rows exist only here,
+    between pyarrow and :meth:`from_row`.
+    """
+    pf = pq.ParquetFile(path)
+    wanted = columns(record)
+    missing = missing_columns(path, record)
+    if missing:
+        raise ManifestError(
+            f"{path}: not a {record.__name__} table: missing column(s) {', '.join(missing)}"
+        )
+    for i in range(pf.num_row_groups):
+        for row in pf.read_row_group(i, columns=list(wanted)).to_pylist():
+            yield from_row(record, row)
+
+
+def missing_columns(path: str | Path, record: type[R]) -> list[str]:
+    """The columns ``record`` declares that the Parquet file at ``path`` lacks (schema only)."""
+    names = set(pq.read_schema(path).names)
+    return [c for c in columns(record) if c not in names]
+
+
+def iter_column(path: str | Path, name: str) -> Iterator[Any]:
+    """The values of one column of a Parquet file, one row group in memory at a time."""
+    pf = pq.ParquetFile(path)
+    if name not in pf.schema_arrow.names:
+        raise ManifestError(f"{path}: no column {name!r}")
+    for i in range(pf.num_row_groups):
+        yield from pf.read_row_group(i, columns=[name]).column(0).to_pylist()
+
+
+def zip_lockstep(
+    parents: Iterable[_A],
+    children: Iterable[_B],
+    parent_id: Callable[[_A], str],
+    child_id: Callable[[_B], str],
+) -> Iterator[tuple[_A, list[_B]]]:
+    """(parent, its children) pairs of two streams written in the same order, in one pass.
+
+    Every stage writes turns in dialogue order, so memory holds one dialogue's turns. A parent
+    without children gets an empty list; children of no parent in sequence are skipped.
+    """
+    child_iter = iter(children)
+    pending: _B | None = None
+    for parent in parents:
+        did = parent_id(parent)
+        found: list[_B] = []
+        if pending is not None:
+            if child_id(pending) != did:
+                yield parent, found
+                continue
+            found.append(pending)
+            pending = None
+        for child in child_iter:
+            if child_id(child) == did:
+                found.append(child)
+            else:
+                pending = child
+                break
+        yield parent, found
+
+
 def iter_grouped(
     dialogues: str | Path,
     turns: str | Path | None,
     turn_columns: Sequence[str] | None = None,
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """(dialogue row, its turn rows) pairs, streaming both tables in lockstep.
+    """(dialogue row, its turn rows) pairs of intake tables, streaming both in lockstep.
 
-    Every stage writes turns in dialogue order, so one pass over each table suffices and memory
-    holds one dialogue's turns. A dialogue without turns gets an empty list.
+    For rendered and release tables use :func:`iter_record_groups` (typed records).
     """
-    turn_iter: Iterator[dict[str, Any]] = (
-        iter_rows(turns, turn_columns) if turns is not None else iter(())
+    turn_rows: Iterable[dict[str, Any]] = (
+        iter_rows(turns, turn_columns) if turns is not None else ()
     )
-    pending: dict[str, Any] | None = None
-    for row in iter_rows(dialogues):
-        did = row["dialogue_id"]
-        rows: list[dict[str, Any]] = []
-        if pending is not None:
-            if pending["dialogue_id"] != did:
-                yield row, rows
-                continue
-            rows.append(pending)
-            pending = None
-        for t in turn_iter:
-            if t["dialogue_id"] == did:
-                rows.append(t)
-            else:
-                pending = t
-                break
-        yield row, rows
+    return zip_lockstep(iter_rows(dialogues), turn_rows, _row_id, _row_id)
+
+
+def _row_id(row: Mapping[str, Any]) -> str:
+    return str(row["dialogue_id"])
+
+
+def _record_id(record: RenderedDialogueRow | RenderedTurnRow) -> str:
+    return record.dialogue_id
+
+
+def iter_record_groups(
+    dialogues: str | Path, turns: str | Path | None, dialogue: type[D]
+) -> Iterator[tuple[D, list[RenderedTurnRow]]]:
+    """(dialogue record, its turn records) of a rendered or release table pair, in lockstep."""
+    turn_records: Iterable[RenderedTurnRow] = (
+        iter_records(turns, RenderedTurnRow) if turns is not None else ()
+    )
+    return zip_lockstep(iter_records(dialogues, dialogue), turn_records, _record_id, _record_id)
+
+
+def iter_rendered(
+    workdir: str | Path,
+) -> Iterator[tuple[RenderedDialogueRow, list[RenderedTurnRow]]]:
+    """Stream the rendered dialogues of a work directory with their turns."""
+    wd = Path(workdir)
+    return iter_record_groups(wd / DIALOGUES, wd / TURNS, RenderedDialogueRow)
 
 
 def iter_dialogues(workdir: str | Path) -> Iterator[Dialogue]:
@@ -392,7 +478,19 @@ def iter_dialogues(workdir: str | Path) -> Iterator[Dialogue]:
 
 
 def iter_rejections(workdir: str | Path) -> Iterator[Rejection]:
+    """The rejections of a work directory (none when it has no rejections table)."""
     path = Path(workdir) / REJECTIONS
     if path.exists():
-        for row in iter_rows(path):
-            yield rejection_from_row(row)
+        yield from read_rejections(path)
+
+
+def read_rejections(path: str | Path) -> Iterator[Rejection]:
+    """The rejections of a rejections table, one row group in memory at a time."""
+    pf = pq.ParquetFile(path)
+    missing = [c for c in REJECTION_SCHEMA.names if c not in pf.schema_arrow.names]
+    if missing:
+        raise ManifestError(
+            f"{path}: not a rejections table: missing column(s) {', '.join(missing)}"
+        )
+    for row in iter_rows(path, REJECTION_SCHEMA.names):
+        yield rejection_from_row(row)
