@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 
 from duetflow.errors import ManifestError
 from duetflow.model import (
-    DESIGN_COLUMNS,
     AudioSource,
     Category,
+    DesignFields,
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
@@ -37,11 +37,13 @@ from duetflow.model import (
     Stage,
     Turn,
     TurnKind,
-    design_from_row,
     design_to_row,
 )
 from duetflow.records import (
+    IntakeDialogueRow,
+    IntakeTurnRow,
     R,
+    RejectionRow,
     RenderedDialogueRow,
     RenderedTurnRow,
     arrow_schema,
@@ -58,58 +60,10 @@ DIALOGUES = "dialogues.parquet"
 TURNS = "turns.parquet"
 REJECTIONS = "rejections.parquet"
 
-# Columns shared by intake and rendered dialogue rows.
-_DIALOGUE_BASE = [
-    ("dialogue_id", pa.string()),
-    ("source_id", pa.string()),
-    ("corpus", pa.string()),
-    ("category", pa.string()),
-    ("language", pa.string()),
-    ("topic", pa.string()),
-    ("speaker_a", pa.string()),
-    ("speaker_b", pa.string()),
-    # Turing-test design fields (duetflow.model.DesignFields): source topic, HM system /
-    # strategy / opening line, PH TTS backend; null where not applicable
-    *[(name, pa.string()) for name in DESIGN_COLUMNS],
-]
-
-INTAKE_DIALOGUE_SCHEMA = pa.schema(
-    [
-        *_DIALOGUE_BASE,
-        ("duration_s", pa.float64()),
-        ("window_start_s", pa.float64()),
-        ("window_end_s", pa.float64()),
-        ("speakers", pa.string()),  # JSON list of Speaker
-        ("source", pa.string()),  # JSON AudioSource
-        ("provenance", pa.string()),  # JSON object
-        # -- trainers (issue 16): licence per dialogue --
-        ("licence", pa.string()),
-    ]
-)
-
-INTAKE_TURN_SCHEMA = pa.schema(
-    [
-        ("dialogue_id", pa.string()),
-        ("turn_index", pa.int32()),
-        ("speaker", pa.string()),
-        ("kind", pa.string()),
-        ("start_s", pa.float64()),
-        ("end_s", pa.float64()),
-        ("text", pa.string()),
-        ("labels", pa.string()),  # JSON object
-    ]
-)
-
-REJECTION_SCHEMA = pa.schema(
-    [
-        ("item_id", pa.string()),
-        ("corpus", pa.string()),
-        ("source_path", pa.string()),
-        ("stage", pa.string()),
-        ("reason", pa.string()),
-        ("detail", pa.string()),
-    ]
-)
+# Every table is declared once, as the record its rows are (duetflow.records).
+INTAKE_DIALOGUE_SCHEMA = arrow_schema(IntakeDialogueRow)
+INTAKE_TURN_SCHEMA = arrow_schema(IntakeTurnRow)
+REJECTION_SCHEMA = arrow_schema(RejectionRow)
 
 # Rendered tables: declared once, as the records the renderers build (duetflow.records).
 RENDERED_DIALOGUE_SCHEMA = arrow_schema(RenderedDialogueRow)
@@ -146,42 +100,51 @@ def source_from_json(text: str) -> AudioSource:
 
 
 def dialogue_to_rows(d: Dialogue) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Intake rows (one dialogue row, its turn rows) for a dialogue."""
-    row = {
-        "dialogue_id": d.id,
-        "source_id": d.source_id,
-        "corpus": d.corpus,
-        "category": str(d.category),
-        "language": d.language,
-        "topic": d.topic,
-        "speaker_a": d.speaker_a.id,
-        "speaker_b": d.speaker_b.id,
-        **design_to_row(d.design),
-        "duration_s": float(d.duration_s),
-        "window_start_s": d.window[0] if d.window else None,
-        "window_end_s": d.window[1] if d.window else None,
-        "speakers": dumps([asdict(s) for s in d.speakers]),
-        "source": source_to_json(d.source),
-        "provenance": dumps(dict(d.provenance)),
-        "licence": d.licence,
-    }
+    """Intake rows (one dialogue row, its turn rows) for a dialogue: :func:`dialogue_records`
+    as table rows."""
+    record, turns = dialogue_records(d)
+    return record.to_row(), [t.to_row() for t in turns]
+
+
+def dialogue_records(d: Dialogue) -> tuple[IntakeDialogueRow, list[IntakeTurnRow]]:
+    """The intake records (dialogue, its turns) of a dialogue; :func:`dialogue_from_rows`
+    inverts it."""
+    record = IntakeDialogueRow(
+        dialogue_id=d.id,
+        source_id=d.source_id,
+        corpus=d.corpus,
+        category=str(d.category),
+        language=d.language,
+        topic=d.topic,
+        speaker_a=d.speaker_a.id,
+        speaker_b=d.speaker_b.id,
+        design=d.design,
+        duration_s=float(d.duration_s),
+        window_start_s=d.window[0] if d.window else None,
+        window_end_s=d.window[1] if d.window else None,
+        speakers=dumps([asdict(s) for s in d.speakers]),
+        source=source_to_json(d.source),
+        provenance=dumps(dict(d.provenance)),
+        licence=d.licence,
+    )
     turns = [
-        {
-            "dialogue_id": d.id,
-            "turn_index": i,
-            "speaker": t.speaker,
-            "kind": str(t.kind),
-            "start_s": float(t.start),
-            "end_s": float(t.end),
-            "text": t.text,
-            "labels": dumps(dict(t.labels)),
-        }
+        IntakeTurnRow(
+            dialogue_id=d.id,
+            turn_index=i,
+            speaker=t.speaker,
+            kind=str(t.kind),
+            start_s=float(t.start),
+            end_s=float(t.end),
+            text=t.text,
+            labels=dumps(dict(t.labels)),
+        )
         for i, t in enumerate(d.turns)
     ]
-    return row, turns
+    return record, turns
 
 
-def dialogue_from_rows(row: Mapping[str, Any], turn_rows: Sequence[Mapping[str, Any]]) -> Dialogue:
+def dialogue_from_rows(row: IntakeDialogueRow, turn_rows: Sequence[IntakeTurnRow]) -> Dialogue:
+    """The dialogue of an intake dialogue record and its turn records."""
     speakers = [
         Speaker(
             id=s["id"],
@@ -189,57 +152,59 @@ def dialogue_from_rows(row: Mapping[str, Any], turn_rows: Sequence[Mapping[str, 
             gender=s.get("gender"),
             language=s.get("language"),
         )
-        for s in json.loads(row["speakers"])
+        for s in json.loads(row.speakers)
     ]
     turns = tuple(
         Turn(
-            speaker=t["speaker"],
-            start=float(t["start_s"]),
-            end=float(t["end_s"]),
-            text=t["text"] or "",
-            kind=TurnKind(t["kind"]),
-            labels=json.loads(t["labels"]) if t.get("labels") else {},
+            speaker=t.speaker,
+            start=float(t.start_s),
+            end=float(t.end_s),
+            text=t.text or "",
+            kind=TurnKind(t.kind),
+            labels=json.loads(t.labels) if t.labels else {},
         )
-        for t in sorted(turn_rows, key=lambda t: int(t["turn_index"]))
+        for t in sorted(turn_rows, key=lambda t: int(t.turn_index))
     )
-    ws, we = row.get("window_start_s"), row.get("window_end_s")
+    ws, we = row.window_start_s, row.window_end_s
     return Dialogue(
-        id=row["dialogue_id"],
-        corpus=row["corpus"],
-        source_id=row["source_id"],
-        category=Category(row["category"]),
-        language=row["language"],
-        topic=row["topic"] or "",
+        id=row.dialogue_id,
+        corpus=row.corpus,
+        source_id=row.source_id,
+        category=Category(row.category),
+        language=row.language,
+        topic=row.topic or "",
         speakers=(speakers[0], speakers[1]),
         turns=turns,
-        source=source_from_json(row["source"]),
-        duration_s=float(row["duration_s"]),
+        source=source_from_json(row.source),
+        duration_s=float(row.duration_s),
         window=(float(ws), float(we)) if ws is not None and we is not None else None,
-        provenance=json.loads(row["provenance"]) if row.get("provenance") else {},
-        design=design_from_row(row),
-        licence=row.get("licence") or "",
+        provenance=json.loads(row.provenance) if row.provenance else {},
+        design=DesignFields(**{k: v or None for k, v in design_to_row(row.design).items()}),
+        licence=row.licence or "",
     )
 
 
 def rejection_to_row(r: Rejection) -> dict[str, Any]:
-    return {
-        "item_id": r.item_id,
-        "corpus": r.corpus,
-        "source_path": r.source_path,
-        "stage": str(r.stage),
-        "reason": r.reason,
-        "detail": r.detail,
-    }
+    """The rejections-table row of a rejection."""
+    return RejectionRow(
+        item_id=r.item_id,
+        corpus=r.corpus,
+        source_path=r.source_path,
+        stage=str(r.stage),
+        reason=r.reason,
+        detail=r.detail,
+    ).to_row()
 
 
-def rejection_from_row(row: Mapping[str, Any]) -> Rejection:
+def rejection_from_row(row: RejectionRow) -> Rejection:
+    """The rejection of a rejections-table record."""
     return Rejection(
-        item_id=row["item_id"],
-        stage=Stage(row["stage"]),
-        reason=row["reason"],
-        detail=row["detail"] or "",
-        corpus=row["corpus"] or "",
-        source_path=row["source_path"] or "",
+        item_id=row.item_id,
+        stage=Stage(row.stage),
+        reason=row.reason,
+        detail=row.detail or "",
+        corpus=row.corpus or "",
+        source_path=row.source_path or "",
     )
 
 
@@ -448,7 +413,9 @@ def _row_id(row: Mapping[str, Any]) -> str:
     return str(row["dialogue_id"])
 
 
-def _record_id(record: RenderedDialogueRow | RenderedTurnRow) -> str:
+def _record_id(
+    record: RenderedDialogueRow | RenderedTurnRow | IntakeDialogueRow | IntakeTurnRow,
+) -> str:
     return record.dialogue_id
 
 
@@ -473,8 +440,11 @@ def iter_rendered(
 def iter_dialogues(workdir: str | Path) -> Iterator[Dialogue]:
     """Stream intake dialogues of a work directory (turns zipped in lockstep)."""
     wd = Path(workdir)
-    for row, turns in iter_grouped(wd / DIALOGUES, wd / TURNS):
-        yield dialogue_from_rows(row, turns)
+    turns = iter_records(wd / TURNS, IntakeTurnRow)
+    for row, found in zip_lockstep(
+        iter_records(wd / DIALOGUES, IntakeDialogueRow), turns, _record_id, _record_id
+    ):
+        yield dialogue_from_rows(row, found)
 
 
 def iter_rejections(workdir: str | Path) -> Iterator[Rejection]:
@@ -486,11 +456,5 @@ def iter_rejections(workdir: str | Path) -> Iterator[Rejection]:
 
 def read_rejections(path: str | Path) -> Iterator[Rejection]:
     """The rejections of a rejections table, one row group in memory at a time."""
-    pf = pq.ParquetFile(path)
-    missing = [c for c in REJECTION_SCHEMA.names if c not in pf.schema_arrow.names]
-    if missing:
-        raise ManifestError(
-            f"{path}: not a rejections table: missing column(s) {', '.join(missing)}"
-        )
-    for row in iter_rows(path, REJECTION_SCHEMA.names):
+    for row in iter_records(path, RejectionRow):
         yield rejection_from_row(row)

@@ -119,7 +119,74 @@ class ReleaseDialogueRow(RenderedDialogueRow):
         return cls(**values, split=split, audio_key=audio_key)
 
 
-Record = RenderedTurnRow | RenderedDialogueRow
+@dataclass(frozen=True)
+class IntakeDialogueRow:
+    """One ingested dialogue (``dialogues.parquet`` of an intake work directory).
+
+    The row form of a :class:`duetflow.model.Dialogue` (``manifest.dialogue_to_rows`` /
+    ``dialogue_from_rows`` convert): speakers, audio source and provenance as canonical JSON,
+    the window as two nullable columns.
+    """
+
+    dialogue_id: str
+    source_id: str
+    corpus: str
+    category: str
+    language: str
+    topic: str
+    speaker_a: str
+    speaker_b: str
+    design: DesignFields  # the design columns (duetflow.model.DESIGN_COLUMNS)
+    duration_s: float
+    window_start_s: float | None
+    window_end_s: float | None
+    speakers: str  # JSON list of Speaker
+    source: str  # JSON AudioSource
+    provenance: str  # JSON object
+    # -- trainers (issue 16): licence per dialogue --
+    licence: str
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row (column → value; design fields as their columns)."""
+        return _to_row(self)
+
+
+@dataclass(frozen=True)
+class IntakeTurnRow:
+    """One turn of an ingested dialogue, on the source timeline (``labels``: JSON object)."""
+
+    dialogue_id: str
+    turn_index: int
+    speaker: str
+    kind: str
+    start_s: float
+    end_s: float
+    text: str
+    labels: str
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row (column → value)."""
+        return _to_row(self)
+
+
+@dataclass(frozen=True)
+class RejectionRow:
+    """One rejection (``rejections.parquet`` of every work directory and release): the row
+    form of a :class:`duetflow.model.Rejection`."""
+
+    item_id: str
+    corpus: str
+    source_path: str
+    stage: str
+    reason: str
+    detail: str
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row (column → value)."""
+        return _to_row(self)
+
+
+Record = RenderedTurnRow | RenderedDialogueRow | IntakeDialogueRow | IntakeTurnRow | RejectionRow
 RecordType = type[Record]
 #: A record type: the turn record, or a dialogue record (rendered or released).
 R = TypeVar("R", bound=Record)
