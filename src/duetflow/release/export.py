@@ -7,8 +7,9 @@ walk instead of an index held in memory.
 
 * lhotse: ``<out>/duetflow_recordings_<split>.jsonl.gz`` (one recording per dialogue) and
   ``duetflow_supervisions_<split>.jsonl.gz`` (one supervision per turn, speaker / text /
-  language; kind, category, corpus, licence, source sample rate, original timing, topic and
-  the design fields under ``custom``); load with ``lhotse.load_manifest``.
+  language; under ``custom`` every other field of the turn and dialogue records but those
+  :data:`LHOTSE_DIALOGUE_EXCLUDED` names: kind, original timing, category, corpus, topic,
+  licence, source sample rate, the design fields); load with ``lhotse.load_manifest``.
 * Hugging Face: ``<out>/data/<split>-NNNNN-of-NNNNN.parquet`` with an ``audio`` column of
   ``{bytes, path}`` (the datasets ``Audio`` feature), every dialogue column of the release
   manifest but the store-internal ones (:data:`HF_DROPPED_COLUMNS`) and a ``turns`` list;
