@@ -1,5 +1,7 @@
-"""Typed rendered records: one dataclass per rendered table, the tables' one declaration.
+"""Typed records: one frozen dataclass per manifest table, the tables' one declaration.
 
+:class:`IntakeDialogueRow` / :class:`IntakeTurnRow` (an intake work directory, the row form of
+:class:`duetflow.model.Dialogue`), :class:`RejectionRow` (every ``rejections.parquet``),
 :class:`RenderedDialogueRow` (``dialogues.parquet`` of a rendered work directory) and
 :class:`RenderedTurnRow` (``turns.parquet``) are what the renderers build (``rendering/rows.py``,
 ``tts/assemble.py``). The Arrow schemas (:func:`arrow_schema`; ``manifest.RENDERED_*_SCHEMA``),
@@ -7,7 +9,7 @@ the column lists the pandera schemas check (:func:`columns`) and a release's man
 (``release.layout``: these columns + split and audio key) are derived from them, so a column
 is added in one place. A record becomes a plain row only where it is written
 (:meth:`RenderedDialogueRow.to_row`) and is built from one only where it is read
-(``from_row``, called by the typed readers of :mod:`duetflow.manifest`).
+(:func:`from_row`, called by the typed readers of :mod:`duetflow.manifest`).
 :class:`ReleaseDialogueRow` is a release manifest's dialogue row: the rendered record plus its
 split and the store key of its audio.
 
@@ -52,12 +54,6 @@ class RenderedTurnRow:
         """The record as a table row (column → value)."""
         return _to_row(self)
 
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Self:
-        """The record of a table row (the inverse of :meth:`to_row`); KeyError on a missing
-        column (the readers check a file's columns first and name what is missing)."""
-        return from_row(cls, row)
-
 
 @dataclass(frozen=True)
 class RenderedDialogueRow:
@@ -92,11 +88,6 @@ class RenderedDialogueRow:
     def to_row(self) -> dict[str, Any]:
         """The record as a table row (column → value; design fields as their columns)."""
         return _to_row(self)
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> Self:
-        """The record of a table row (the inverse of :meth:`to_row`, values kept exactly)."""
-        return from_row(cls, row)
 
 
 @dataclass(frozen=True)
@@ -188,7 +179,7 @@ class RejectionRow:
 
 Record = RenderedTurnRow | RenderedDialogueRow | IntakeDialogueRow | IntakeTurnRow | RejectionRow
 RecordType = type[Record]
-#: A record type: the turn record, or a dialogue record (rendered or released).
+#: A record type (a table's row).
 R = TypeVar("R", bound=Record)
 
 
