@@ -141,8 +141,8 @@ def run_pydub(ds: list[Dialogue], out: Path) -> float:
     from duetflow.audio import loudness as ld
     from duetflow.audio.trim import acoustic_extent
     from duetflow.rendering.mixdown import GAP_TOLERANCE_S, as_written, measure_change
-    from duetflow.rendering.retime import plan_gaps
     from duetflow.seeding import rng_for
+    from duetflow.turntaking.retime import plan_gaps
 
     cfg = build_config({})
     audio = 0.0

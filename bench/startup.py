@@ -14,29 +14,32 @@ part of a run. Timed, interleaved ``--repeat`` times, the best of each counting:
   set, so :func:`duetflow.cli.run.prefect_env` picks the persistent home
   (``$XDG_CACHE_HOME/duetflow/prefect``, pointed at a folder of this benchmark), created by an
   untimed first run;
-* **given server**: ``duetflow run`` with ``PREFECT_API_URL`` naming a ``prefect server start``
-  the benchmark started beforehand (its start-up is not a run's cost).
+* **kept server**: ``duetflow run`` with neither set, in a home where a server was started the
+  way ``duetflow server start`` does (:func:`duetflow.flows.local_server.start`), which
+  :func:`~duetflow.cli.run.prefect_env` finds and uses;
+* **given server**: ``duetflow run`` with ``PREFECT_API_URL`` naming a server the benchmark
+  started beforehand (neither server's start-up is a run's cost).
 
 Wall time by the clock around the command; CPU of the command's process tree (``psutil``, the
 temporary API server included). The fixed cost of a mode is its figure less *plain*'s.
-Last line: ``startup: given server <w> s wall (<c> s CPU) over plain; persistent home <w> s;
-fresh home <w> s``.
+Last line: ``startup: kept server <w> s wall (<c> s CPU) over plain; given server <w> s;
+temporary API: persistent home <w> s, fresh home <w> s``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from duetflow.flows import local_server
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
 PLAIN = (
@@ -64,35 +67,6 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd} failed:\n{proc.stderr.read().decode()[-3000:]}")
     return wall, sum(cpu.values())
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _server(home: Path, env: dict[str, str]) -> tuple[subprocess.Popen[Any], str]:
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/api"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-         "--port", str(port)],
-        env={**env, "PREFECT_HOME": str(home), "PREFECT_SERVER_UI_ENABLED": "false"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc, url
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("prefect server did not start")
-        time.sleep(0.5)
 
 
 def main() -> None:
@@ -131,13 +105,17 @@ def main() -> None:
         base["HOME"] = str(root / "home")  # no ~/.prefect profiles of the user's
         run = [DUETFLOW, "run", "-c", str(cfg), "--no-progress", "--no-publish", "--no-synth"]
         _timed(run, base)  # fills the work directory and creates the persistent home
-        server, url = _server(root / "server-home", base)
+        quiet = {"PREFECT_SERVER_UI_ENABLED": "false"}
+        given = local_server.start(root / "server-home", settings=quiet)
+        kept_home = root / "kept-home"
+        local_server.start(kept_home, settings=quiet)  # what `duetflow server start` does
         try:
             modes: dict[str, tuple[list[str], Any]] = {
                 "plain": ([sys.executable, "-c", PLAIN, str(cfg)], lambda k: base),
                 "fresh home": (run, lambda k: {**base, "PREFECT_HOME": str(root / f"fresh{k}")}),
                 "persistent home": (run, lambda k: base),
-                "given server": (run, lambda k: {**base, "PREFECT_API_URL": url}),
+                "kept server": (run, lambda k: {**base, "DUETFLOW_PREFECT_HOME": str(kept_home)}),
+                "given server": (run, lambda k: {**base, "PREFECT_API_URL": given.url}),
             }
             best: dict[str, tuple[float, float]] = {}
             for k in range(args.repeat):
@@ -147,18 +125,20 @@ def main() -> None:
                     if name not in best or w < best[name][0]:
                         best[name] = (w, c)
         finally:
-            server.terminate()
-            server.wait(20)
+            local_server.stop(root / "server-home")
+            local_server.stop(kept_home)
     load = os.getloadavg()[0]
     plain_w, plain_c = best["plain"]
     print(f"best of {args.repeat} (load average {load:.1f} on {os.cpu_count()} cores):")
     print(f"{'mode':<18}{'wall s':>8}{'cpu s':>8}{'fixed wall s':>14}{'fixed cpu s':>13}")
     for name, (w, c) in best.items():
         print(f"{name:<18}{w:>8.2f}{c:>8.2f}{w - plain_w:>14.2f}{c - plain_c:>13.2f}")
-    g, p, f = best["given server"], best["persistent home"], best["fresh home"]
+    g, kept = best["given server"], best["kept server"]
+    p, f = best["persistent home"], best["fresh home"]
     print(
-        f"startup: given server {g[0] - plain_w:.1f} s wall ({g[1] - plain_c:.1f} s CPU) over "
-        f"plain; persistent home {p[0] - plain_w:.1f} s; fresh home {f[0] - plain_w:.1f} s"
+        f"startup: kept server {kept[0] - plain_w:.1f} s wall ({kept[1] - plain_c:.1f} s CPU) "
+        f"over plain; given server {g[0] - plain_w:.1f} s; temporary API: persistent home "
+        f"{p[0] - plain_w:.1f} s, fresh home {f[0] - plain_w:.1f} s"
     )
 
 

@@ -101,7 +101,7 @@ def bench_stage(scale: int, root: Path) -> dict[str, float]:
 
     from duetflow.config import RunConfig
     from duetflow.demo.scripts import generate
-    from duetflow.tts.pipeline import synthesize
+    from duetflow.pipeline.commands import synthesize
 
     voices = build_rendered_workdir(root / f"voices{scale}")
     generate(root / f"s{scale}", 0, scale)

@@ -5,12 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,20 +20,6 @@ if "PREFECT_HOME" not in os.environ:
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """One real Prefect API server on 127.0.0.1 (SQLite, temporary PREFECT_HOME) per session.
@@ -47,31 +28,13 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
     starts talk to the same server through PREFECT_API_URL. Prefect's temporary in-process API
     is not used: it drops task-run records and cannot serve Dask workers.
     """
+    from duetflow.flows import local_server
+
     home = tmp_path_factory.mktemp("prefect-server")
-    port = _free_port()
-    env = {
-        **os.environ,
-        "PREFECT_HOME": str(home),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-        "PREFECT_SERVER_UI_ENABLED": "false",
-        "PREFECT_LOGGING_LEVEL": "WARNING",
-    }
+    quiet = {"PREFECT_SERVER_UI_ENABLED": "false", "PREFECT_LOGGING_LEVEL": "WARNING"}
+    url = local_server.start(home, settings=quiet).url
+    env = {**os.environ, "PREFECT_HOME": str(home), **quiet}
     env.pop("PREFECT_API_URL", None)
-    log = (home / "server.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-         "--port", str(port)],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/api"
-    deadline = time.monotonic() + 180
-    while not _healthy(url):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError(
-                f"prefect server did not start:\n{(home / 'server.log').read_text()}"
-            )
-        time.sleep(0.5)
     env["PREFECT_API_URL"] = url
     saved = {k: os.environ.get(k) for k in ("PREFECT_API_URL",)}
     os.environ["PREFECT_API_URL"] = url  # for Dask worker processes started by the tests
@@ -90,13 +53,7 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
+        local_server.stop(home)
 
 
 # --- sample corpora (tests/corpora and anyone needing real-layout data) -------------------------

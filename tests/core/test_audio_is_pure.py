@@ -2,37 +2,21 @@
 
 Read from the source (every import statement of every ``audio/*.py``, including those under
 ``if TYPE_CHECKING:``), not from what happens to be imported at run time. Configuration-aware
-steps (re-timing, the renderer's floors and room tone) live in :mod:`duetflow.rendering` and
-pass plain parameters down.
+steps (re-timing in :mod:`duetflow.turntaking.retime`, the renderer's floors and room tone in
+:mod:`duetflow.rendering`) pass plain parameters down.
 """
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from import_probe import duetflow_imports as _duetflow_imports
 
 import duetflow.audio
 
 AUDIO = Path(duetflow.audio.__file__).parent
 #: the only duetflow modules outside the package that audio code may import (a leaf: exceptions)
 ALLOWED = {"duetflow.errors"}
-
-
-def _duetflow_imports(path: Path) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: inside duetflow.audio, or above it
-                found.add("duetflow.audio" if node.level == 1 else "duetflow")
-            elif node.module:
-                found.update(
-                    [node.module] + [f"{node.module}.{a.name}" for a in node.names]
-                    if node.module == "duetflow"
-                    else [node.module]
-                )
-    return {m for m in found if m == "duetflow" or m.startswith("duetflow.")}
 
 
 def _outside_audio(module: str) -> bool:
@@ -60,6 +44,6 @@ def test_the_probe_sees_a_config_import(tmp_path: Path) -> None:
         "from . import io\n",
         encoding="utf-8",
     )
-    assert _duetflow_imports(sample) >= {
+    assert _duetflow_imports(sample, "duetflow.audio") >= {
         "duetflow.model", "duetflow.config", "duetflow.manifest", "duetflow.audio",
     }  # fmt: skip

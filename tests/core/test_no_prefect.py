@@ -57,6 +57,6 @@ def test_importing_every_core_module_pulls_in_no_prefect() -> None:
 
 
 def test_the_shell_is_where_prefect_lives() -> None:
-    probe = "import sys, duetflow.flows; print('prefect' in sys.modules)"
+    probe = "import sys, duetflow.flows.build; print('prefect' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"  # the probe above would see Prefect if it were there

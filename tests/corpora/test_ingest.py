@@ -15,6 +15,7 @@ from duetflow.cli import main
 from duetflow.config import RunConfig
 from duetflow.corpora import available_adapters, get_adapter, registry_entries, registry_errors
 from duetflow.errors import ConfigError
+from duetflow.locations import stamp_root
 from duetflow.manifest import iter_dialogues, iter_rejections
 from duetflow.pipeline.ingest import ingest
 
@@ -40,8 +41,10 @@ def test_ingest_writes_what_the_adapter_yields(
     written = list(iter_dialogues(tmp_path))
     adapter = get_adapter(corpus)
     direct = [d for d in adapter(root).scan() if not hasattr(d, "reason")]
-    # lossless round trip through the intake tables, plus the licence ingest stamps on
-    assert written == [replace(d, licence=adapter.licence) for d in direct]
+    # lossless round trip through the intake tables, plus the licence and the corpus root
+    # (for the later stages, never published: duetflow.locations) ingest stamps on
+    assert written == [stamp_root(replace(d, licence=adapter.licence), root.resolve())
+                       for d in direct]  # fmt: skip
     assert adapter.licence and {d.licence for d in written} == {adapter.licence}
     assert {r.item_id: r.reason for r in iter_rejections(tmp_path)} == broken
     assert {p.name for p in tmp_path.iterdir()} == {

@@ -11,6 +11,7 @@ import pytest
 from flow_helpers import write_config
 
 from duetflow import manifest
+from duetflow.config import load_config
 from duetflow.pipeline import cache, keys, merge, run, steps
 from duetflow.pipeline.cache import StepOutcome
 
@@ -96,11 +97,19 @@ def test_plain_pipeline_merges_shards_in_intake_order_and_resumes(
     stats = json.loads((rendered / "stats.json").read_text())
     assert stats["total"]["rejected"] == merged.rejected
     before = pq.read_table(rendered / manifest.DIALOGUES)
+    written = (rendered / manifest.DIALOGUES).stat().st_ino
 
     second = run.run_pipeline(cfg, publish=False)
     assert second.computed("ingest") == second.computed("process") == 0
     assert second.reused("process") == len(shards)
     assert pq.read_table(rendered / manifest.DIALOGUES).equals(before)
+    # the merge of unchanged shards is kept, not written again
+    assert second.processed[0].reused and second.processed[0].key == merged.key != ""
+    assert (rendered / manifest.DIALOGUES).stat().st_ino == written
+    # one shard fewer (a changed shard key): merged anew, the shard's dialogues gone
+    fewer = merge.merge_workdirs(merged.label, shards[1:], rendered, stage="process")
+    assert not fewer.reused and fewer.key != merged.key
+    assert fewer.kept == merged.kept - shards[0].kept
 
 
 def test_a_failed_run_leaves_no_partial_folders(
@@ -187,3 +196,27 @@ def test_a_step_is_synced_once_at_its_commit_not_per_file(
     assert len(marker) == 1 and marker[0] > max(synced.index(f) for f in files)
     assert {partial, f"{partial}/audio", str(final.parent)} <= set(synced)  # folders too
     assert cache.load_outcome(final) is not None
+
+
+def test_a_rerun_that_reuses_every_step_loads_no_render_or_tts_code(
+    tmp_path: Path, flow_samples: Path
+) -> None:
+    """A reused step costs reading its outcome, not importing the stage's work (scipy, the
+    renderer, the TTS stack: ~1 s of a re-run's fixed cost, docs/performance.md)."""
+    import subprocess
+    import sys
+
+    cfg = write_config(tmp_path / "run.yaml", flow_samples, scripts=False)
+    first = run.run_pipeline(load_config(cfg), synthesize=False, publish=False)
+    assert first.computed("process") >= 1
+    probe = (
+        "import sys; from duetflow.config import load_config; from duetflow.pipeline.run import "
+        "run_pipeline; r = run_pipeline(load_config(sys.argv[1]), synthesize=False, publish=False)"
+        "; assert r.computed('process') == 0 and r.reused('process') >= 1, r; "
+        "print(sorted(m for m in sys.modules if m.startswith(('duetflow.rendering', "
+        "'duetflow.tts.voices', 'scipy.signal'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(cfg)], check=True, capture_output=True, text=True
+    )
+    assert out.stdout.strip() == "[]", out.stdout

@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from duetflow.config import RunConfig
+from duetflow.pipeline.commands import process_workdir
 from duetflow.pipeline.ingest import ingest
-from duetflow.pipeline.process import process_workdir
 from duetflow.release.layout import manifest_key
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull

@@ -23,7 +23,8 @@ from duetflow.manifest import (
     iter_rows,
 )
 from duetflow.model import MultichannelSource, Rejection, Stage
-from duetflow.pipeline.process import process_dialogues, process_workdir
+from duetflow.pipeline.commands import process_workdir
+from duetflow.pipeline.process import process_dialogues
 
 
 def _intake(tmp: Path) -> tuple[Path, list[str]]:

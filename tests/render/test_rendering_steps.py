@@ -32,7 +32,6 @@ from duetflow.model import (
 from duetflow.records import RenderedTurnRow
 from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
 from duetflow.rendering.mixdown import Change, Mix
-from duetflow.rendering.retime import Block
 from duetflow.rendering.roomtone import (
     Tone,
     describe_tone,
@@ -44,6 +43,7 @@ from duetflow.rendering.roomtone import (
 from duetflow.rendering.rows import Rendering, dialogue_record, ordered_turn_rows, turn_row
 from duetflow.rendering.sources import Track, load_mixed, load_separable, source_turns
 from duetflow.rendering.trim import block_bounds, quietest_point, same_track_bounds, sample_span
+from duetflow.turntaking.retime import Block
 
 SR = 8000
 

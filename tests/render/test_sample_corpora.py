@@ -28,8 +28,8 @@ from duetflow.audio.edges import DIGITAL_FLOOR, longest_zero_run, measure_gap
 from duetflow.audio.loudness import measure, true_peak_dbtp
 from duetflow.config import RunConfig, build_config
 from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS, iter_rows
+from duetflow.pipeline.commands import process_workdir
 from duetflow.pipeline.ingest import ingest
-from duetflow.pipeline.process import process_workdir
 from duetflow.rendering.mixdown import floor_in_file_db
 
 FOLDERS = {

@@ -387,8 +387,8 @@ def sample_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     from duetflow.config import RunConfig
     from duetflow.demo import make_samples
+    from duetflow.pipeline.commands import process_workdir
     from duetflow.pipeline.ingest import ingest
-    from duetflow.pipeline.process import process_workdir
     from duetflow.release.publish import publish
     from duetflow.report import release_report
 

@@ -13,9 +13,9 @@ from tts_helpers import tts_config, write_json
 
 from duetflow.manifest import DIALOGUES, iter_rows
 from duetflow.pipeline import steps
+from duetflow.pipeline.commands import synthesize
 from duetflow.tts import base
 from duetflow.tts.espeak import EspeakBackend
-from duetflow.tts.pipeline import synthesize
 from duetflow.tts.voices import build_voice_pool
 
 

@@ -11,7 +11,7 @@ from tts_helpers import tts_config
 
 from duetflow.audio.io import read_frames
 from duetflow.manifest import iter_rows
-from duetflow.tts.pipeline import synthesize
+from duetflow.pipeline.commands import synthesize
 from duetflow.tts.qa import SpeakerEncoder, similarity
 from duetflow.tts.voices import build_voice_pool
 

@@ -12,7 +12,7 @@ from tts_helpers import tts_config
 
 from duetflow.demo.scripts import SAMPLE_SCRIPTS
 from duetflow.manifest import DIALOGUES, REJECTIONS, iter_rows
-from duetflow.tts.pipeline import synthesize
+from duetflow.pipeline.commands import synthesize
 from duetflow.tts.speaking_rate import (
     SCRIPT_SPEECH_S,
     SPEAKING_RATES,

@@ -21,10 +21,10 @@ from duetflow.audio.trim import acoustic_extent, rms_db
 from duetflow.cli import main
 from duetflow.errors import ConfigError, InputError
 from duetflow.manifest import iter_rows
+from duetflow.pipeline.commands import synthesize
 from duetflow.rendering.mixdown import floor_in_file_db
 from duetflow.schemas.tables import dialogue_schema, rejection_schema, turn_schema
 from duetflow.tts.base import Voice, available_backends, load_backend
-from duetflow.tts.pipeline import synthesize
 from duetflow.tts.script import Script, ScriptLine
 from duetflow.tts.voices import (
     build_voice_pool,

@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "pull",
     "report",
     "run",
+    "server",
     "demo",
     "deploy",
 )

@@ -44,7 +44,7 @@ def command(
     progress: bool | None,
 ) -> None:
     """Window, filter and render intake dialogues: one FLAC per kept window plus manifests."""
-    from duetflow.pipeline.process import process_workdir
+    from duetflow.pipeline.commands import process_workdir
 
     config = load_config(config_path, overrides=seed_override(seed))
     with progress_bars(progress_enabled(progress)):

@@ -39,7 +39,9 @@ def prefect_env(home: Path | None = None) -> str:
       outlives the run, so it is created and migrated once, not every run: ``PREFECT_HOME`` if
       set, ``home`` (the demo's folder), ``$DUETFLOW_PREFECT_HOME``, Prefect's own ``~/.prefect``
       when the user has Prefect profiles there (an API configured in a profile is then used),
-      else ``$XDG_CACHE_HOME/duetflow/prefect`` (``~/.cache/...``).
+      else ``$XDG_CACHE_HOME/duetflow/prefect`` (``~/.cache/...``);
+    * unless a server started there by ``duetflow server start`` answers: then that server
+      records the run (``PREFECT_API_URL`` is set to it) and no temporary API is started.
 
     The temporary API needs more than Prefect's 20 s to migrate a fresh database on a small
     machine, and must not phone home. Measured fixed cost per run: docs/performance.md,
@@ -49,20 +51,31 @@ def prefect_env(home: Path | None = None) -> str:
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if os.environ.get("PREFECT_API_URL"):
         return "server"
-    if "PREFECT_HOME" not in os.environ:
-        prefect_default = Path.home() / ".prefect"
-        if home is not None:
-            chosen = home
-        elif os.environ.get(PREFECT_HOME_ENV):
-            chosen = Path(os.environ[PREFECT_HOME_ENV])
-        elif (prefect_default / "profiles.toml").exists():
-            chosen = prefect_default
-        else:
-            cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-            chosen = Path(cache) / "duetflow" / "prefect"
-        chosen.mkdir(parents=True, exist_ok=True)
-        os.environ["PREFECT_HOME"] = str(chosen)
+    chosen = prefect_home(home)
+    chosen.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("PREFECT_HOME", str(chosen))
+    from duetflow.flows.local_server import running
+
+    server = running(chosen)
+    if server is not None:  # `duetflow server start` left one running: no temporary API
+        os.environ["PREFECT_API_URL"] = server.url
+        return "server"
     return os.environ["PREFECT_HOME"]
+
+
+def prefect_home(home: Path | None = None) -> Path:
+    """The Prefect home a command-line run uses when no API is given (see :func:`prefect_env`)."""
+    if "PREFECT_HOME" in os.environ:
+        return Path(os.environ["PREFECT_HOME"])
+    prefect_default = Path.home() / ".prefect"
+    if home is not None:
+        return home
+    if os.environ.get(PREFECT_HOME_ENV):
+        return Path(os.environ[PREFECT_HOME_ENV])
+    if (prefect_default / "profiles.toml").exists():
+        return prefect_default
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "duetflow" / "prefect"
 
 
 def echo_summary(summary: Any) -> None:

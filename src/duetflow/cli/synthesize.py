@@ -67,7 +67,7 @@ def command(
     qa: bool | None,
 ) -> None:
     """Speak two-speaker scripts in the voices of real speakers: a rendered PH work directory."""
-    from duetflow.tts.pipeline import synthesize
+    from duetflow.pipeline.commands import synthesize
 
     overrides = seed_override(seed)
     if from_hh is not None:

@@ -62,12 +62,18 @@ class RunConfig(_Section):
         )
 
     def content_json(self) -> dict[str, Any]:
-        """The content-affecting config as JSON: no work directory, runner or store settings.
+        """The content-affecting config as JSON: no work directory, runner, store settings,
+        corpus roots or scripts path.
 
         What a release and its report record; equal for a run on threads or Dask, in any work
-        directory, with any shard size, published to any store.
+        directory, with any shard size, published to any store, from corpora and scripts anywhere
+        (their content reaches the release through its manifests: audio sha256, turns,
+        provenance).
         """
         data = self.content_config().model_dump(mode="json", exclude=set(RUN_ONLY_FIELDS))
+        for corpus in data.get("corpora", []):  # where inputs sit is not content either
+            corpus.pop("root", None)
+        data.get("synth", {}).pop("scripts", None)
         return dict(data)
 
     def content_hash(self) -> str:

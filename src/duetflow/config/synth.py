@@ -48,6 +48,9 @@ class SynthConfig(_Section):
     similarity_min: float | None = Field(
         None, ge=-1, le=1, description="None: report only, never reject"
     )
+    clone_qa: bool | None = Field(
+        None, description="clone-similarity QA: None: when Resemblyzer is installed; False: skip"
+    )
     chars_per_s_min: float = Field(4.0, ge=0, le=1000)
     chars_per_s_max: float = Field(30.0, gt=0, le=1000)
     max_retries: int = Field(2, ge=0, le=100)

@@ -207,7 +207,8 @@ def safe_path(root: Path, candidate: Path) -> Path:
     if resolved != root and root not in resolved.parents:
         raise InputError(
             joined,
-            f"resolves to {resolved}, outside the corpus root {root}; refusing to follow it",
+            f"resolves to {os.path.relpath(resolved, root)}, outside the corpus root {root}; "
+            "refusing to follow it",
             reason="path_escape",
         )
     return resolved

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.task_runners import TaskRunner
 
 from duetflow.pipeline.executors import Batch
@@ -76,7 +77,11 @@ class PrefectExecutor:
             return body()
 
         sub = flow(name=name, task_runner=self.task_runner(), validate_parameters=False)
-        return sub(run_stage)()
+        # The parent flow's heartbeat covers its stages (a crash of one is the parent's); a
+        # subflow's own heartbeat thread sleeps in whole seconds and is joined at the end,
+        # ~0.5 s of idle wall per stage (docs/performance.md, *Prefect start-up*).
+        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+            return sub(run_stage)()
 
     def call(self, fn: Callable[..., R], *args: Any) -> R:
         result: R = task_for(fn)(*args)

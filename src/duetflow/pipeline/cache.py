@@ -46,7 +46,11 @@ class StepOutcome:
     """What one step (corpus ingest, process shard, synth shard, merge) produced.
 
     Persisted as ``result.json`` beside the step's tables; ``reused`` says whether this run
-    found it finished instead of computing it.
+    found it finished instead of computing it. ``totals`` are the step's own deterministic
+    counts beyond kept/rejected (a process shard's ``windows``, ``windowless``, ``audio_us``; a
+    synth shard's ``utterances``, ``audio_us``), summed by a merge; ``work_s`` is the seconds
+    this run spent in the step's slow calls (the TTS calls of a synth shard), not persisted
+    (0 when reused, and never part of a work directory's bytes).
     """
 
     stage: str
@@ -59,11 +63,15 @@ class StepOutcome:
     by_reason: Mapping[str, int] = field(default_factory=dict)
     index: int = 0
     reused: bool = False
+    totals: Mapping[str, int] = field(default_factory=dict)
+    work_s: float = field(default=0.0, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data.pop("reused")
+        data.pop("work_s")
         data["by_reason"] = dict(sorted(self.by_reason.items()))
+        data["totals"] = dict(sorted(self.totals.items()))
         return data
 
     @classmethod
@@ -79,6 +87,7 @@ class StepOutcome:
             by_reason=dict(data.get("by_reason", {})),
             index=int(data.get("index", 0)),
             reused=reused,
+            totals={k: int(v) for k, v in data.get("totals", {}).items()},
         )
 
 

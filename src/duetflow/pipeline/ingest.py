@@ -20,6 +20,7 @@ from duetflow.config import RunConfig
 from duetflow.corpora import get_adapter
 from duetflow.corpora.base import DuplicateGuard
 from duetflow.errors import InputError
+from duetflow.locations import relative_rejection, root_spellings, stamp_root
 from duetflow.manifest import IntakeWriter
 from duetflow.model import Dialogue, Rejection, Stage
 from duetflow.progress import Progress
@@ -56,6 +57,8 @@ def ingest(
 ) -> IngestReport:
     """Scan ``root`` with the adapter registered as ``corpus`` and write intake tables.
 
+    Where the corpus sits is recorded for the later stages only (:mod:`duetflow.locations`:
+    each dialogue's provenance carries its root, rejections name paths relative to it).
     Every dialogue is stamped with its licence: ``licence`` (the config's ``corpora[].licence``)
     when given, else the one the adapter set on the dialogue, else the adapter's declared one.
     Raises ConfigError when the corpus is unknown, declares no licence, or the root is unusable
@@ -71,9 +74,11 @@ def ingest(
     reasons: Counter[str] = Counter()
     items = adapter.scan()
     first = next(items, None)  # a bad root fails here, before anything is written
+    roots = root_spellings(root)
     with IntakeWriter(workdir) as writer:
         for item in itertools.chain([first] if first is not None else [], items):
             if isinstance(item, Dialogue):
+                item = stamp_root(item, Path(root).resolve())
                 if licence or not item.licence:
                     item = replace(item, licence=default_licence)
                 try:
@@ -87,6 +92,8 @@ def ingest(
                         corpus=item.corpus,
                         source_path=item.source_id,
                     )
+            if isinstance(item, Rejection):
+                item = relative_rejection(item, roots)
             writer.add(item)
             if isinstance(item, Rejection):
                 reasons[item.reason] += 1

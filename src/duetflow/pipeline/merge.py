@@ -21,7 +21,8 @@ import pyarrow.parquet as pq
 
 from duetflow import manifest
 from duetflow.config import RunConfig
-from duetflow.pipeline.cache import RESULT, StepOutcome
+from duetflow.pipeline.cache import RESULT, StepOutcome, load_outcome
+from duetflow.pipeline.keys import code_hash, files_fingerprint, text_digest
 from duetflow.pipeline.steps import PH_LABEL, CorpusJob
 from duetflow.turntaking.stats import mean_of, seconds_of
 
@@ -52,13 +53,17 @@ def merge_workdirs(
     merged directory alone.
     """
     out = Path(out_dir)
+    extra = list(extra_rejections)
+    ordered = sorted(parts, key=lambda p: p.index)
+    key = merge_key(stage, label, ordered, leading_rejections, extra)
+    done = load_outcome(out)
+    if done is not None and done.key == key:  # the same shards merged before: nothing to do
+        return done
     partial = out.with_name(f".{out.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
     try:
-        outcome = _merge_into(
-            partial, label, parts, out, leading_rejections, extra_rejections, stage
-        )
+        outcome = _merge_into(partial, label, ordered, out, leading_rejections, extra, stage, key)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
@@ -66,6 +71,30 @@ def merge_workdirs(
         shutil.rmtree(out)
     os.replace(partial, out)
     return outcome
+
+
+def merge_key(
+    stage: str,
+    label: str,
+    ordered: Sequence[StepOutcome],
+    leading_rejections: Sequence[str | Path],
+    extra_rejections: Sequence[Mapping[str, Any]],
+) -> str:
+    """What a merged directory is made of: the shards' keys in order (each content-addressed),
+    the earlier stages' rejection tables, the extra rejection rows and this module's code.
+
+    A re-run whose shards were all reused finds the merged directory with this key and keeps
+    it, instead of rewriting every table of the corpus.
+    """
+    doc = {
+        "stage": stage,
+        "label": label,
+        "shards": [p.key for p in ordered],
+        "leading": files_fingerprint(leading_rejections),
+        "extra": list(extra_rejections),
+        "code": code_hash((__name__,)),
+    }
+    return text_digest(json.dumps(doc, sort_keys=True, default=str))
 
 
 def _merge_into(
@@ -76,6 +105,7 @@ def _merge_into(
     leading_rejections: Sequence[str | Path],
     extra_rejections: Iterable[Mapping[str, Any]],
     stage: str,
+    key: str,
 ) -> StepOutcome:
     ordered = sorted(parts, key=lambda p: p.index)
     tables = {
@@ -97,8 +127,10 @@ def _merge_into(
             reasons[f"{row['stage']}:{row['reason']}"] += 1
             yield row
 
+    totals: Counter[str] = Counter()
     for p in ordered:  # the shards' own counts, from their outcomes
         reasons.update(p.by_reason)
+        totals.update(p.totals)
     with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as w:
         for src in [*map(Path, leading_rejections)]:
             if src.exists():
@@ -108,6 +140,7 @@ def _merge_into(
             src = Path(p.path) / manifest.REJECTIONS
             if src.exists():
                 w.write(manifest.iter_rows(src))
+    (partial / "audio").mkdir()  # a rendered work directory has one, if empty
     for p in ordered:
         audio = Path(p.path) / "audio"
         if audio.is_dir():
@@ -118,7 +151,10 @@ def _merge_into(
     kept, rejected = sum(p.kept for p in ordered), sum(reasons.values())
     by_reason = dict(sorted(reasons.items()))
     found = sum(p.found for p in ordered)
-    outcome = StepOutcome(stage, label, "", str(out), found, kept, rejected, by_reason)
+    outcome = StepOutcome(
+        stage, label, key, str(out), found, kept, rejected, by_reason,
+        totals=dict(sorted(totals.items())),
+    )  # fmt: skip
     (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
     return outcome
 

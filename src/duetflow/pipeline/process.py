@@ -1,17 +1,18 @@
 """Process stage: intake work directory → acoustic turn timing → windows → filters → rendered
 work directory.
 
-``process_dialogues`` is the unit the Prefect tasks run per shard; ``process_workdir`` is the
-whole stage for the command line (``duetflow process --in WORKDIR --out WORKDIR2``). Both
-stream: one source dialogue is timed from its audio (:mod:`duetflow.turntaking.timing`, read in
-chunks), selected, and its kept windows rendered before the next is read, and manifest rows go
-to row-group writers, so memory does not grow with the corpus.
+``process_dialogues`` is the work of one shard: the pipeline's process step
+(:func:`duetflow.pipeline.steps.run_process_shard`), which ``duetflow process`` runs too
+(:func:`duetflow.pipeline.commands.process_workdir`). It streams: one source dialogue is timed
+from its audio (:mod:`duetflow.turntaking.timing`, read in chunks), selected, and its kept
+windows rendered before the next is read, and manifest rows go to row-group writers, so memory
+does not grow with the shard.
 
 Accounting: every window selection produces is either rendered or rejected (a render failure
 is an ``InputError`` → ``Stage.RENDER`` rejection, and the run goes on; so is rendered audio
 outside ``window.min_s``–``window.max_s``, reason ``rendered_too_short`` / ``rendered_too_long``,
 its files removed); a source dialogue that yields no window is one rejection of its own.
-``ProcessReport.units`` (= windows + window-less sources) therefore always equals
+``ShardResult.units`` (= windows + window-less sources) therefore always equals
 ``rendered + rejected``.
 """
 
@@ -19,20 +20,17 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
+from duetflow.locations import dialogue_roots, relative_rejection
 from duetflow.model import Dialogue, Rejection, Stage
-from duetflow.progress import Progress
 from duetflow.rendering.render import render_dialogue
 from duetflow.rendering.rows import RenderedDialogue
 from duetflow.turntaking.rendered_length import length_problem
@@ -65,23 +63,8 @@ class ShardResult:
         return self.windows + self.windowless
 
 
-@dataclass(frozen=True)
-class ProcessReport:
-    """Counts of one ``process_workdir`` run."""
-
-    out_dir: str
-    sources: int  # intake dialogues read
-    windows: int  # windows selection cut from them
-    units: int  # windows + window-less sources
-    rendered: int
-    rejected: int  # rejections of this stage (filter, window, render)
-    carried: int  # intake rejections carried over
-    rejected_by_reason: dict[str, int]
-    audio_s: float
-
-
 def _rejection(d: Dialogue, e: InputError) -> Rejection:
-    return Rejection(
+    rej = Rejection(
         item_id=d.id,
         stage=Stage.RENDER,
         reason=e.reason,
@@ -89,6 +72,7 @@ def _rejection(d: Dialogue, e: InputError) -> Rejection:
         corpus=d.corpus,
         source_path=e.path or "",
     )
+    return relative_rejection(rej, dialogue_roots(d))
 
 
 def _length_rejection(
@@ -105,7 +89,7 @@ def _length_rejection(
     if stems:
         (out_dir / str(stems)).unlink(missing_ok=True)
     window = list(d.window) if d.window else None
-    return Rejection(
+    rej = Rejection(
         item_id=d.id,
         stage=Stage.RENDER,
         reason=reason,
@@ -113,6 +97,7 @@ def _length_rejection(
         corpus=d.corpus,
         source_path=str(getattr(d.source, "path", "")),
     )
+    return relative_rejection(rej, dialogue_roots(d))
 
 
 class _Writer:
@@ -208,7 +193,7 @@ def process_dialogues(
     """Select and render a batch (shard) of source dialogues into the work directory ``out_dir``.
 
     Writes ``audio/``, the three rendered tables and ``stats.json`` there, and returns the rows
-    (a shard is small; use :func:`process_workdir` for a whole corpus).
+    (a shard is small; a whole corpus is shards merged, :mod:`duetflow.pipeline.commands`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -222,78 +207,3 @@ def process_dialogues(
             result.audio_s += audio_s
     _write_stats(out, result.stats)
     return result
-
-
-def process_workdir(
-    in_dir: str | Path | Sequence[str | Path], out_dir: str | Path, config: RunConfig
-) -> ProcessReport:
-    """The process stage over one or more intake work directories into one rendered directory.
-
-    Intake rejections are carried over first (so inputs = kept + rejected holds for the output
-    alone), then each source dialogue is selected and rendered in stream order.
-    """
-    ins = [Path(in_dir)] if isinstance(in_dir, str | Path) else [Path(p) for p in in_dir]
-    for p in ins:
-        if not (p / manifest.DIALOGUES).exists():
-            raise InputError(
-                p / manifest.DIALOGUES, "not an intake work directory", reason="missing_file"
-            )
-        missing = [n for n in (manifest.TURNS, manifest.REJECTIONS) if not (p / n).exists()]
-        if missing:  # an ingest that died midway: its counts cannot add up
-            raise InputError(
-                p,
-                f"incomplete intake work directory: {', '.join(missing)} missing; ingest again",
-                reason="missing_file",
-            )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stats = CorpusStats()
-    reasons: Counter[str] = Counter()
-    sources = windows = windowless = rendered = rejected = carried = 0
-    audio_s = 0.0
-    with _Writer(out) as writer:
-        for p in ins:
-            for rej in manifest.iter_rejections(p):
-                writer.rejections.write([manifest.rejection_to_row(rej)])
-                stats.add_rejection(rej)
-                carried += 1
-        total = sum(pq.ParquetFile(p / manifest.DIALOGUES).metadata.num_rows for p in ins)
-        bar = Progress("process", out.name, total)
-        for p in ins:
-            for d in manifest.iter_dialogues(p):
-                n_w, n_r, n_x, a_s = _process_one(d, config, out, stats, writer, None)
-                bar.advance()
-                sources += 1
-                windowless += n_w == 0
-                windows += n_w
-                rendered += n_r
-                rejected += n_x
-                audio_s += a_s
-    for reason, n in _stage_reasons(out / manifest.REJECTIONS, carried).items():
-        reasons[reason] += n
-    _write_stats(out, stats)
-    report = ProcessReport(
-        out_dir=str(out),
-        sources=sources,
-        windows=windows,
-        units=windows + windowless,
-        rendered=rendered,
-        rejected=rejected,
-        carried=carried,
-        rejected_by_reason=dict(sorted(reasons.items())),
-        audio_s=round(audio_s, 3),
-    )
-    log.info(
-        "process: %d sources, %d windows, %d rendered, %d rejected (+%d carried), %.1f s audio",
-        sources, windows, rendered, rejected, carried, audio_s,
-    )  # fmt: skip
-    return report
-
-
-def _stage_reasons(path: Path, skip: int) -> Counter[str]:
-    """Reasons of this stage's rejections (the rows after the ``skip`` carried ones)."""
-    counts: Counter[str] = Counter()
-    for k, row in enumerate(manifest.iter_rows(path, columns=["reason"])):
-        if k >= skip:
-            counts[str(row["reason"])] += 1
-    return counts

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -40,6 +41,7 @@ from duetflow.pipeline.keys import (
     tree_fingerprint,
 )
 from duetflow.pipeline.stages import INGEST, MATCH, PROCESS, SCRIPTS, SYNTH
+from duetflow.turntaking.stats import micros
 
 if TYPE_CHECKING:
     from duetflow.tts.script import Script
@@ -133,6 +135,10 @@ def preflight(config: RunConfig) -> None:
 
 
 def ingest_key(job: CorpusJob, config: RunConfig) -> str:
+    """Key of one corpus's ingest: adapter, options, licence and the tree's fingerprint, plus the
+    resolved root as a locator (the intake tables point at its audio by absolute path, so an
+    intake is valid only where it was read; no release records the root,
+    :mod:`duetflow.locations`)."""
     from duetflow.corpora import get_adapter
 
     spec = job.spec
@@ -146,11 +152,11 @@ def ingest_key(job: CorpusJob, config: RunConfig) -> str:
 
 def run_ingest(job: CorpusJob, config: RunConfig, key: str | None = None) -> StepOutcome:
     """Ingest one corpus into its cache directory (or find it already ingested)."""
-    from duetflow.pipeline.ingest import ingest
-
     key = key or ingest_key(job, config)
 
     def build(out: Path) -> StepOutcome:
+        from duetflow.pipeline.ingest import ingest  # not imported when the step is reused
+
         spec = job.spec
         report = ingest(
             spec.name, spec.root, out, INGEST.scoped(config), dict(spec.options) or None,
@@ -195,10 +201,12 @@ def _script_key(s: Script) -> str:
 
 
 def plan_process_shards(
-    label: str, intake_dir: str | Path, config: RunConfig
+    label: str, intake_dir: str | Path | Sequence[str | Path], config: RunConfig
 ) -> Iterator[ProcessShard]:
-    """Stream an intake work directory as shards of about ``runner.shard_size`` dialogues."""
-    dialogues = manifest.iter_dialogues(intake_dir)
+    """Stream intake work directories (one, or several read one after the other) as shards of
+    about ``runner.shard_size`` dialogues."""
+    dirs = [intake_dir] if isinstance(intake_dir, str | Path) else list(intake_dir)
+    dialogues = itertools.chain.from_iterable(manifest.iter_dialogues(d) for d in dirs)
     for i, batch in enumerate(stable_chunks(dialogues, config.runner.shard_size, _dialogue_key)):
         key = PROCESS.key(config, dialogues_fingerprint(batch))
         yield ProcessShard(label=label, index=i, key=key, dialogues=tuple(batch))
@@ -206,14 +214,20 @@ def plan_process_shards(
 
 def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
     """Window, filter and render one shard into its cache directory (or reuse it)."""
-    from duetflow.pipeline.process import process_dialogues
 
     def build(out: Path) -> StepOutcome:
+        from duetflow.pipeline.process import process_dialogues  # the render stack: only to build
+
         res = process_dialogues(list(shard.dialogues), PROCESS.scoped(config), out)
         kept, rejected, by_reason = record_counts(len(res.dialogues), res.rejections)
+        totals = {
+            "windows": res.windows,
+            "windowless": res.windowless,
+            "audio_us": sum(micros(float(r["duration_s"])) for r in res.dialogues),
+        }
         return StepOutcome(
             "process", shard.label, shard.key, str(out), len(shard.dialogues), kept, rejected,
-            by_reason, shard.index,
+            by_reason, shard.index, totals=totals,
         )  # fmt: skip
 
     return build_cached(cache_dir(config, "process", shard.key), build)
@@ -222,12 +236,15 @@ def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
 # --- synthesize ---------------------------------------------------------------------------------
 
 
-def build_voices(config: RunConfig, voices_dirs: Sequence[str | Path]) -> VoicePoolLike:
-    """One voice pool from every rendered work directory (references cached on disk)."""
+def build_voices(
+    config: RunConfig, voices_dirs: Sequence[str | Path], cache: Path | None = None
+) -> VoicePoolLike:
+    """One voice pool from every rendered work directory (references cached on disk, in
+    ``cache``, default ``<workdir>/cache/voices``)."""
     from duetflow.tts.voices import VoicePool, build_voice_pool
 
+    cache = cache or Path(config.workdir) / "cache" / "voices"
     config = SYNTH.scoped(config)
-    cache = Path(config.workdir) / "cache" / "voices"
     voices: dict[str, Any] = {}
     problems: list[tuple[str, str, str]] = []
     for d in voices_dirs:
@@ -294,12 +311,13 @@ def plan_synth_shards(
 
 def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -> StepOutcome:
     """Synthesize one shard of scripts into its cache directory (or reuse it)."""
-    from duetflow.tts.pipeline import synthesize_scripts
 
     def build(out: Path) -> StepOutcome:
-        res = synthesize_scripts(
-            list(shard.scripts), pool, shard.backend, SYNTH.scoped(config), out
-        )
+        from duetflow.tts.pipeline import synthesize_scripts  # the TTS stack: only to build
+
+        scoped = SYNTH.scoped(config)
+        qa = scoped.synth.clone_qa
+        res = synthesize_scripts(list(shard.scripts), pool, shard.backend, scoped, out, qa=qa)
         with (
             manifest.TableWriter(out / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA) as dw,
             manifest.TableWriter(out / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
@@ -310,9 +328,13 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
                 tw.write(t.to_row() for t in turns)
             rw.write(manifest.rejection_to_row(r) for r in res.rejections)
         kept, rejected, by_reason = record_counts(len(res.dialogues), res.rejections)
+        totals = {
+            "utterances": res.utterances,
+            "audio_us": sum(micros(row.duration_s) for row in res.dialogues),
+        }
         return StepOutcome(
             "synth", shard.label, shard.key, str(out), len(shard.scripts), kept, rejected,
-            by_reason, shard.index,
+            by_reason, shard.index, totals=totals, work_s=res.synth_s,
         )  # fmt: skip
 
     return build_cached(cache_dir(config, "synth", shard.key), build)

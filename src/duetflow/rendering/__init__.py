@@ -4,7 +4,8 @@
 * :mod:`~duetflow.rendering.roomtone`, :mod:`~duetflow.rendering.tone_sources` — floors and
   room tone of the window (and of the rest of its recording);
 * :mod:`~duetflow.rendering.trim` — where each turn's acoustic extent may lie;
-* :mod:`~duetflow.rendering.retime` — where each trimmed turn lands (seeded gaps);
+* :mod:`~duetflow.turntaking.retime` — where each trimmed turn lands (seeded gaps; one layer
+  down, since the length model and acoustic timing use the same arithmetic);
 * :mod:`~duetflow.rendering.mixdown` — clips over one floor, ceiling, gap confirmation;
   :mod:`~duetflow.rendering.gaps` — the confirmed gaps as the rows report them;
 * :mod:`~duetflow.rendering.separable`, :mod:`~duetflow.rendering.mixed` — the two layouts;

@@ -1,9 +1,9 @@
 """Rendering a mixed mono source: blocks of continuous talk move together.
 
 Overlapping turns cannot be pulled apart, so blocks
-(:func:`~duetflow.rendering.retime.merge_blocks`) are trimmed, gained with a per-speaker curve
+(:func:`~duetflow.turntaking.retime.merge_blocks`) are trimmed, gained with a per-speaker curve
 measured on non-overlapped speech, and only the silences between blocks are re-timed
-(:func:`~duetflow.rendering.retime.layout_blocks`).
+(:func:`~duetflow.turntaking.retime.layout_blocks`).
 """
 
 from __future__ import annotations
@@ -22,12 +22,6 @@ from duetflow.errors import InputError
 from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind
 from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
 from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
-from duetflow.rendering.retime import (
-    edge_silence_s,
-    layout_blocks,
-    merge_blocks,
-    mixed_speech_indices,
-)
 from duetflow.rendering.roomtone import (
     Tone,
     describe_tone,
@@ -40,6 +34,12 @@ from duetflow.rendering.roomtone import (
 from duetflow.rendering.rows import Rendering, turn_row
 from duetflow.rendering.sources import CONTEXT_S, load_mixed
 from duetflow.rendering.trim import block_bounds, sample_span
+from duetflow.turntaking.retime import (
+    edge_silence_s,
+    layout_blocks,
+    merge_blocks,
+    mixed_speech_indices,
+)
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ docs/turn-taking.md, *Gaps* and *Room tone*):
 5. **floor of the file**: the loudest background after gain; room tone from that track (its
    pauses, its recording's, or noise of its spectrum), and every edge measured again down to
    that floor in its own track's scale, so the edges placed are the edges the file will show;
-6. **re-time** (:mod:`duetflow.rendering.retime`): speaker changes get a seeded U[gap_ms_min,
+6. **re-time** (:mod:`duetflow.turntaking.retime`): speaker changes get a seeded U[gap_ms_min,
    gap_ms_max] pause between acoustic extents, same-speaker pauses are capped;
 7. **mix down** (:mod:`duetflow.rendering.mixdown`): clips over one steady floor, the true peak
    under the ceiling, every speaker-change gap measured on the file's samples and corrected

@@ -13,6 +13,7 @@ from duetflow.audio import loudness as ld
 from duetflow.audio.io import Audio
 from duetflow.config import RunConfig
 from duetflow.licences import UNDECLARED
+from duetflow.locations import dialogue_roots, public_provenance, relative_path
 from duetflow.manifest import dumps
 from duetflow.model import Dialogue, TurnKind
 from duetflow.records import RenderedDialogueRow, RenderedTurnRow
@@ -112,7 +113,7 @@ def dialogue_record(
     src_rate = source_rate(d.source, sr)  # trainers (issue 16): source rate + resampling
     provenance = {
         "source_kind": d.source.kind,
-        "source_files": files,
+        "source_files": [relative_path(f, dialogue_roots(d)) for f in files],
         "window": list(d.window) if d.window else None,
         "orig_turns": [[t.speaker, str(t.kind), *t.annotated_span] for t in d.turns],
         "dropped_turns": res.dropped,
@@ -129,7 +130,7 @@ def dialogue_record(
         "seed": config.seed,
         "config_hash": config.section_hash("render", "sample_rate", "seed"),
         "code_version": duetflow.__version__,
-        "input": dict(d.provenance),
+        "input": public_provenance(d.provenance),
         "resampling": src_rate.resampling,
     }
     gaps_ms = [g * 1000 for g in res.gaps]

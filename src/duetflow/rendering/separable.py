@@ -1,7 +1,7 @@
 """Rendering a separable source (a channel, file or clip per speaker): turns laid end to end.
 
 Per track: floor, trimmed extents, loudness per speaker; then the file's floor and room tone,
-the extents measured again down to it, re-timing (:func:`~duetflow.rendering.retime.layout_turns`:
+the extents measured again down to it, re-timing (:func:`~duetflow.turntaking.retime.layout_turns`:
 kept backchannels ride in their hosts) and the mixdown.
 """
 
@@ -21,7 +21,6 @@ from duetflow.errors import InputError
 from duetflow.model import Dialogue, PerTurnSource, Turn, TurnKind
 from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
 from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
-from duetflow.rendering.retime import edge_silence_s, layout_turns
 from duetflow.rendering.roomtone import (
     Tone,
     describe_tone,
@@ -36,6 +35,7 @@ from duetflow.rendering.roomtone import (
 from duetflow.rendering.rows import Rendering, turn_row
 from duetflow.rendering.sources import CONTEXT_S, load_separable
 from duetflow.rendering.trim import piece_mask, same_track_bounds, sample_span
+from duetflow.turntaking.retime import edge_silence_s, layout_turns
 
 
 def render_separable(

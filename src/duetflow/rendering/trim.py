@@ -17,8 +17,8 @@ from duetflow.audio import edges, source_acoustics
 from duetflow.audio.io import Audio
 from duetflow.audio.trim import frame_db
 from duetflow.model import Turn
-from duetflow.rendering.retime import Block
 from duetflow.rendering.sources import Track
+from duetflow.turntaking.retime import Block
 
 _CUT_SEARCH_S = 0.02  # a latched speaker change in a mix is cut within this of the overlap
 _CUT_FRAME_S = 0.005
@@ -78,7 +78,7 @@ def block_bounds(track: Track, blocks: Sequence[Block], sr: int) -> list[tuple[f
     """Source-time range each block's audio may come from.
 
     Blocks that overlap (a latched speaker change, see
-    :func:`~duetflow.rendering.retime.merge_blocks`) are cut at the quietest point around the
+    :func:`~duetflow.turntaking.retime.merge_blocks`) are cut at the quietest point around the
     overlap, so neither keeps the other's voice; other neighbours are bounded at the middle of
     the pause between their annotations.
     """

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -28,7 +28,9 @@ from duetflow.pipeline import publishing, steps
 from duetflow.pipeline.cache import StepOutcome
 from duetflow.pipeline.publishing import ReleaseSummary
 from duetflow.pipeline.steps import CorpusJob, ProcessShard, SynthShard
-from duetflow.tts.voices import VoicePool
+
+if TYPE_CHECKING:  # the voice pool pulls in the audio stack; a cached run never needs it
+    from duetflow.tts.voices import VoicePool
 
 #: tag of synthesis tasks; ``duetflow deploy`` creates a tag concurrency limit (1 per GPU)
 TTS_TAG = "duetflow-tts"

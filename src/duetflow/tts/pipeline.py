@@ -1,8 +1,9 @@
 """The synthesize stage: scripts + voice references → a rendered PH work directory.
 
-:func:`synthesize` is the stage contract (``scripts + kept dialogues → rendered PH workdir``);
-:func:`synthesize_scripts` does one shard and is what the Prefect tasks call. Output is a
-rendered work directory exactly like the process stage's: ``audio/<id>.flac``,
+:func:`synthesize_scripts` does one shard: the pipeline's synth step
+(:func:`duetflow.pipeline.steps.run_synth_shard`), which ``duetflow synthesize`` runs too
+(:func:`duetflow.pipeline.commands.synthesize`). Merged, the output is a rendered work
+directory exactly like the process stage's: ``audio/<id>.flac``,
 ``dialogues.parquet``, ``turns.parquet``, ``rejections.parquet`` (stage ``synthesize``).
 Inputs = kept + rejected: every script either becomes a dialogue or a rejection with a reason.
 """
@@ -12,8 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,29 +21,18 @@ from typing import Any
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.manifest import (
-    DIALOGUES,
-    REJECTION_SCHEMA,
-    REJECTIONS,
-    RENDERED_DIALOGUE_SCHEMA,
-    RENDERED_TURN_SCHEMA,
-    TURNS,
-    TableWriter,
     dumps,
-    rejection_to_row,
 )
 from duetflow.model import Rejection, Stage
-from duetflow.progress import Progress
 from duetflow.records import RenderedDialogueRow, RenderedTurnRow
 from duetflow.seeding import seed_for
 from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
 from duetflow.tts.base import Synthesis, SynthesisError, TTSBackend, load_backend
 from duetflow.tts.qa import SpeakerEncoder, clone_qa
-from duetflow.tts.script import Script, load_scripts, scripts_from_workdir
-from duetflow.tts.voices import VoicePool, build_voice_pool, choose_voices
+from duetflow.tts.script import Script
+from duetflow.tts.voices import VoicePool, choose_voices
 
 log = logging.getLogger(__name__)
-
-VOICE_CACHE = "voice_cache"
 
 
 @dataclass(frozen=True)
@@ -56,25 +45,6 @@ class SynthShardResult:
     audio_s: float = 0.0
     synth_s: float = 0.0
     utterances: int = 0
-
-
-@dataclass(frozen=True)
-class SynthReport:
-    out_dir: Path
-    backend: str
-    scripts: int
-    kept: int
-    rejected: int
-    reasons: dict[str, int]
-    voices: int
-    audio_s: float
-    synth_s: float
-    utterances: int
-
-    @property
-    def rtf(self) -> float:
-        """Real-time factor of the TTS calls (synthesis seconds per second of output)."""
-        return self.synth_s / self.audio_s if self.audio_s else 0.0
 
 
 def _utterance_seed(config: RunConfig, dialogue_id: str, speaker: str) -> int:
@@ -171,27 +141,6 @@ def synthesize_scripts(
     return SynthShardResult(dialogues, turn_rows, rejections, audio_s, synth_total, n_utt)
 
 
-def iter_scripts(
-    scripts: Path | None, voices_workdir: Path, config: RunConfig
-) -> Iterator[Script | Rejection]:
-    """Configured script sources: a file/folder and, if enabled, kept HH transcripts."""
-    if scripts is not None:
-        yield from load_scripts(scripts)
-    if config.synth.from_hh_transcripts:
-        yield from scripts_from_workdir(voices_workdir)
-
-
-def _shards(items: Iterable[Script | Rejection], size: int) -> Iterator[list[Script | Rejection]]:
-    buf: list[Script | Rejection] = []
-    for it in items:
-        buf.append(it)
-        if sum(isinstance(b, Script) for b in buf) >= size:
-            yield buf
-            buf = []
-    if buf:
-        yield buf
-
-
 def backend_rejection(script: Script, config: RunConfig) -> Rejection | None:
     """A ``no_backend`` rejection when ``synth.backends`` names no backend for the language."""
     if config.synth.backends_for(script.language):
@@ -203,98 +152,3 @@ def backend_rejection(script: Script, config: RunConfig) -> Rejection | None:
         f"(configured: {sorted(config.synth.backends or {})})",
         script.path,
     )
-
-
-def synthesize(
-    scripts: Path | None,
-    voices_workdir: Path,
-    config: RunConfig,
-    out_dir: Path,
-    backend: str | None = None,
-    *,
-    qa: bool | None = None,
-    cache_dir: Path | None = None,
-) -> SynthReport:
-    """Stage entry point: synthesize every script into a rendered PH work directory.
-
-    Each script is voiced by every backend ``synth.backends`` lists for its language (one PH
-    dialogue per script and backend, ids ``ph__<backend>__<script id>``); ``backend``
-    overrides that with one backend for all. ``scripts`` overrides ``config.synth.scripts``.
-    Voice references are cached in ``cache_dir`` (default ``out_dir/voice_cache``). Streams
-    shard by shard (``runner.shard_size`` scripts), backend after backend. The report's
-    ``scripts`` counts synthesis jobs (script × backend) plus scripts rejected before any.
-    """
-    names = [backend] if backend else config.synth.all_backends()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    scripts = scripts if scripts is not None else config.synth.scripts
-    pool = build_voice_pool(voices_workdir, config, cache_dir or out / VOICE_CACHE)
-    reasons: Counter[str] = Counter()
-    n_scripts = kept = 0
-    audio_s = synth_s = 0.0
-    utterances = 0
-    # scripts are small text: one extra parsing pass gives the progress bar its total (jobs:
-    # a script per backend of its language; a rejected script once)
-    bar = Progress(
-        "synthesize",
-        "",
-        sum(
-            1
-            if isinstance(it, Rejection) or backend
-            else max(1, len(config.synth.backends_for(it.language)))
-            for it in iter_scripts(scripts, voices_workdir, config)
-        ),
-    )
-    with (
-        TableWriter(out / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, 256) as dw,
-        TableWriter(out / TURNS, RENDERED_TURN_SCHEMA, 2048) as tw,
-        TableWriter(out / REJECTIONS, REJECTION_SCHEMA, 2048) as rw,
-    ):
-        for k, name in enumerate(names):
-            be: TTSBackend | None = None
-            for shard in _shards(
-                iter_scripts(scripts, voices_workdir, config), config.runner.shard_size
-            ):
-                todo: list[Script] = []
-                bad: list[Rejection] = []
-                for item in shard:
-                    if isinstance(item, Rejection):
-                        bad += [item] if k == 0 else []
-                    elif backend or name in config.synth.backends_for(item.language):
-                        todo.append(item)
-                    elif k == 0 and (rej := backend_rejection(item, config)) is not None:
-                        bad.append(rej)
-                n_scripts += len(todo) + len(bad)
-                bar.advance(len(todo) + len(bad))
-                if todo and be is None:
-                    be = load_backend(name, config.synth.for_backend(name))
-                res = synthesize_scripts(todo, pool, be, config, out, qa=qa) if be else None
-                for rej in bad:
-                    rw.write([rejection_to_row(rej)])
-                    reasons[rej.reason] += 1
-                if res is None:
-                    continue
-                for row, turns in zip(res.dialogues, res.turns, strict=True):
-                    dw.write([row.to_row()])
-                    tw.write(t.to_row() for t in turns)
-                for rej in res.rejections:
-                    rw.write([rejection_to_row(rej)])
-                    reasons[rej.reason] += 1
-                kept += len(res.dialogues)
-                audio_s += res.audio_s
-                synth_s += res.synth_s
-                utterances += res.utterances
-    report = SynthReport(
-        out_dir=out,
-        backend=",".join(names),
-        scripts=n_scripts,
-        kept=kept,
-        rejected=sum(reasons.values()),
-        reasons=dict(sorted(reasons.items())),
-        voices=len(pool.voices),
-        audio_s=round(audio_s, 3),
-        synth_s=round(synth_s, 3),
-        utterances=utterances,
-    )
-    log.info("synthesize: %d jobs → %d kept, %d rejected", n_scripts, kept, report.rejected)
-    return report

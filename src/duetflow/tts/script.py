@@ -24,11 +24,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from duetflow.errors import InputError
+from duetflow.locations import relative_path, relative_rejection, root_spellings
 from duetflow.manifest import DIALOGUES, TURNS, iter_grouped
 from duetflow.model import Category, Rejection, Stage, TurnKind, safe_id
 
@@ -228,6 +229,8 @@ def load_scripts(path: str | Path) -> Iterator[Script | Rejection]:
     """Scripts from a ``.json`` file, a ``.jsonl`` file or a folder of them (sorted by name).
 
     Lazily yields scripts and rejections; a duplicate id is rejected (ids name the output).
+    Paths they record (``Script.path``, rejections) are relative to the folder (or the file's
+    folder): where scripts sit is not content (:mod:`duetflow.locations`).
     """
     p = Path(path)
     if not p.exists():
@@ -236,6 +239,7 @@ def load_scripts(path: str | Path) -> Iterator[Script | Rejection]:
         files = sorted(f for f in p.rglob("*") if f.suffix in (".json", ".jsonl") and f.is_file())
     else:
         files = [p]
+    roots = root_spellings(p if p.is_dir() else p.parent)
     seen: set[str] = set()
     for f in files:
         gen = _load_jsonl_file(f) if f.suffix == ".jsonl" else _load_json_file(f)
@@ -243,10 +247,12 @@ def load_scripts(path: str | Path) -> Iterator[Script | Rejection]:
             if isinstance(item, Script):
                 if item.id in seen:
                     err = InputError(f, f"duplicate script id {item.id!r}", reason="duplicate_id")
-                    yield _reject(err, item.id)
+                    yield relative_rejection(_reject(err, item.id), roots)
                     continue
                 seen.add(item.id)
-            yield item
+                yield replace(item, path=relative_path(item.path, roots))
+            else:
+                yield relative_rejection(item, roots)
 
 
 # --- derivation from real dialogues -------------------------------------------------------------

@@ -2,7 +2,10 @@
 
 Plain typed Python, no Prefect. One source dialogue goes through these modules in this order:
 
-* :mod:`~duetflow.turntaking.timing`: turn boundaries timed from the audio (acoustic timing);
+* :mod:`~duetflow.turntaking.timing`: turn boundaries timed from the audio (acoustic timing;
+  the measuring paths in :mod:`~duetflow.turntaking.timing_separable` and
+  :mod:`~duetflow.turntaking.timing_mixed`, what they share in
+  :mod:`~duetflow.turntaking.timing_edges`);
 * :mod:`~duetflow.turntaking.overlaps`: overlap events and their classes, backchannels, the
   speakers' balance (with transcript evidence from :mod:`~duetflow.turntaking.cues`);
 * :mod:`~duetflow.turntaking.windows`: candidate windows cut at floor transfers, sized with the
@@ -12,6 +15,10 @@ Plain typed Python, no Prefect. One source dialogue goes through these modules i
 * :mod:`~duetflow.turntaking.selection`: windows, then filters, then the dialogue's statistics
   (:mod:`~duetflow.turntaking.stats`);
 * :mod:`~duetflow.turntaking.matching`: HH ↔ HM selection over the rendered corpora.
+
+:mod:`~duetflow.turntaking.retime` (where each turn lands on the rendered timeline) is the
+arithmetic the length model, acoustic timing and the renderer share; :mod:`duetflow.rendering`
+imports it, never the reverse (``tests/core/test_layers.py``).
 
 The package re-exports nothing, so importing one module does not import the others.
 """

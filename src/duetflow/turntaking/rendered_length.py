@@ -8,7 +8,7 @@ trimmed, non-speech (and with ``render.backchannels: drop`` the backchannels) is
 separable sources overlapping turns are laid end to end. A 22 s stretch of source can render to
 14 s, so windows are chosen by the length they will *render* to.
 
-:class:`LengthModel` runs the renderer's own layout (:mod:`duetflow.rendering.retime`:
+:class:`LengthModel` runs the renderer's own layout (:mod:`duetflow.turntaking.retime`:
 ``layout_turns`` for separable sources, ``merge_blocks`` + ``layout_blocks`` for mixed mono) on
 the turn times, once with every drawn gap at ``gap_ms_min`` and once at ``gap_ms_max``,
 so the prediction follows the renderer's rules by construction rather than by a second copy of
@@ -32,7 +32,8 @@ import numpy as np
 
 from duetflow.config import RenderConfig, RunConfig, TurnsConfig, WindowConfig
 from duetflow.model import Dialogue, MixedMonoSource, Turn
-from duetflow.rendering.retime import (
+from duetflow.turntaking.overlaps import OverlapEvent, mark_backchannels
+from duetflow.turntaking.retime import (
     Block,
     edge_silence_s,
     layout_blocks,
@@ -40,7 +41,6 @@ from duetflow.rendering.retime import (
     merge_blocks,
     mixed_speech_indices,
 )
-from duetflow.turntaking.overlaps import OverlapEvent, mark_backchannels
 
 __all__ = [
     "TOO_LONG",

@@ -22,6 +22,7 @@ from typing import Any
 
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
+from duetflow.locations import dialogue_roots, relative_rejection
 from duetflow.manifest import dumps
 from duetflow.model import Dialogue, Rejection, Stage
 from duetflow.turntaking.filters import FilterContext, apply_filters
@@ -73,7 +74,7 @@ def validate_turns(d: Dialogue) -> None:
 
 
 def _rejection(d: Dialogue, stage: Stage, reason: str, detail: dict[str, Any]) -> Rejection:
-    return Rejection(
+    rej = Rejection(
         item_id=d.id,
         stage=stage,
         reason=reason,
@@ -81,6 +82,7 @@ def _rejection(d: Dialogue, stage: Stage, reason: str, detail: dict[str, Any]) -
         corpus=d.corpus,
         source_path=_source_path(d),
     )
+    return relative_rejection(rej, dialogue_roots(d))
 
 
 def select(dialogue: Dialogue, config: RunConfig) -> Selection:

@@ -19,6 +19,11 @@ Two layouts, because what can be moved depends on the source:
 
 Input times are acoustic extents (already trimmed) on the source timeline; output times are
 seconds on the rendered audio, where the acoustic start of the first item is ``lead_s``.
+
+Pure arithmetic over turns and the render section, in ``turntaking`` rather than ``rendering``:
+the length model (:mod:`duetflow.turntaking.rendered_length`) predicts a window's rendered
+length with these very layouts, and acoustic timing measures mono blocks with
+:func:`merge_blocks`; the renderer imports it from here.
 """
 
 from __future__ import annotations

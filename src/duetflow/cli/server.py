@@ -1,0 +1,67 @@
+"""``duetflow server start|stop|status``: a local Prefect server kept between runs.
+
+``duetflow run`` without ``PREFECT_API_URL`` uses it when it answers, instead of starting
+Prefect's temporary API for each run (docs/performance.md, *Prefect start-up*).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from duetflow.cli.run import prefect_home
+
+
+def _home(home: Path | None) -> Path:
+    return home if home is not None else prefect_home()
+
+
+_home_option = click.option(
+    "--home",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Prefect home of the server (default: the one `duetflow run` uses).",
+)
+
+
+@click.group("server")
+def command() -> None:
+    """A local Prefect server that outlives runs, so each run skips the temporary API."""
+
+
+@command.command("start")
+@_home_option
+@click.option("--port", type=int, default=None, help="Port on 127.0.0.1 (default: a free one).")
+def start_command(home: Path | None, port: int | None) -> None:
+    """Start the server in the background (or report the one already running)."""
+    from duetflow.flows import local_server
+
+    server = local_server.start(_home(home), port=port)
+    click.echo(f"prefect server at {server.url} (pid {server.pid}), home {_home(home)}")
+    click.echo("`duetflow run` uses it while it runs; `duetflow server stop` stops it.")
+
+
+@command.command("stop")
+@_home_option
+def stop_command(home: Path | None) -> None:
+    """Stop the server started by ``duetflow server start``."""
+    from duetflow.flows import local_server
+
+    if local_server.stop(_home(home)):
+        click.echo("stopped")
+    else:
+        click.echo(f"no server recorded in {_home(home)}")
+
+
+@command.command("status")
+@_home_option
+def status_command(home: Path | None) -> None:
+    """Print the server's URL, or exit 1 when none answers."""
+    from duetflow.flows import local_server
+
+    server = local_server.running(_home(home))
+    if server is None:
+        click.echo(f"no server answering in {_home(home)}")
+        raise SystemExit(1)
+    click.echo(f"prefect server at {server.url} (pid {server.pid})")
