@@ -242,3 +242,83 @@ def test_gaps_that_stay_off_after_every_pass_reject_the_dialogue(
     assert err.value.reason == mixdown_mod.GAP_UNCONFIRMED
     assert "after item 0: 120.0 ms" in str(err.value) and "after item 2" in str(err.value)
     assert calls == 3 * (1 + mixdown_mod.MAX_CORRECTIONS)  # first measure, then every pass
+
+
+@pytest.mark.parametrize(("seed", "kind", "floor_db"), [(11, "pink", -62.0), (21, "brown", -58.0),
+                                                        (22, "hum50", -60.0)])  # fmt: skip
+def test_correction_passes_measure_locally_as_the_whole_file_would(
+    monkeypatch: pytest.MonkeyPatch, seed: int, kind: str, floor_db: float
+) -> None:
+    """Passes after the first analyse only the moved changes' two items; the same mixdown with
+    the whole file analysed in every pass moves the same samples and measures the same gaps,
+    and a reader measuring the written file from the rows' edges (whole-file analysis, as the
+    schema checks do) finds every gap within the hold of the mixdown's."""
+    import duetflow.rendering.mixdown as mixdown_mod
+    from duetflow.rendering.gaps import rows_at_changes
+
+    x, truth, seen, tone = _utterance_clips(seed, floor_db, kind=kind, n=5)
+    gaps = [0.2, 0.19, 0.225, 0.21]
+    bed, own = Bed(tone, 10 ** (floor_db / 10)), 10 ** (floor_db / 10)
+    misplace = {2: int(0.015 * SR), 4: -int(0.012 * SR)}
+    real = edges.analyse_around
+    local_calls = 0
+
+    def counted(samples, sr, a, b):  # type: ignore[no-untyped-def]
+        nonlocal local_calls
+        local_calls += 1
+        return real(samples, sr, a, b)
+
+    monkeypatch.setattr(edges, "analyse_around", counted)
+    local, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
+    assert local.corrected >= 2 and local_calls >= 2  # the passes after the first ran locally
+    monkeypatch.setattr(
+        edges, "analyse_around", lambda samples, sr, a, b: edges.analyse(samples, sr)
+    )
+    whole, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
+    assert local.shifts == whole.shifts and local.ceiling_db == whole.ceiling_db
+    for a, b in zip(local.measures, whole.measures, strict=True):
+        assert a is not None and b is not None
+        assert a.offset == pytest.approx(b.offset, abs=1e-5 * SR)
+        assert a.onset == pytest.approx(b.onset, abs=1e-5 * SR)
+    # the reader's measure: the written file, whole, from the rows' edges
+    y = mixdown_mod.as_written(local.out, local.ceiling_db)
+    rows = rows_at_changes(
+        _spans_of(seen, gaps, misplace), [Change(k, g) for k, g in enumerate(gaps)], local
+    )
+    an = edges.analyse(y, SR)
+    level = 10 * np.log10(bed.power) + min(0.0, local.ceiling_db)
+    for k, m in enumerate(local.measures):
+        assert m is not None
+        r = edges.measure_gap(y, SR, rows[k], rows[k + 1], analysis=an, floor_db=level)
+        assert r is not None
+        assert abs(r.gap - m.gap) < mixdown_mod._HOLD * SR, k
+
+
+def _spans_of(
+    seen: list[tuple[int, int]], gaps: list[float], misplace: dict[int, int]
+) -> list[tuple[int, int]]:
+    """The provisional spans :func:`_mix` lays (before the mixdown's shifts)."""
+    pos, out = int(0.2 * SR), []
+    for k, (e0, e1) in enumerate(seen):
+        at = pos - e0 + misplace.get(k, 0)
+        out.append((at + e0, at + e1))
+        pos += e1 - e0 + (int(round(gaps[k] * SR)) if k < len(gaps) else 0)
+    return out
+
+
+def test_the_bed_moves_by_slices_as_by_clamped_indices() -> None:
+    """The bed's segments are copied by slices, indices outside the tone clamped to its ends:
+    the same samples as indexing with clamped positions, wherever the segment lies."""
+    import duetflow.rendering.mixdown as mixdown_mod
+
+    rng = np.random.default_rng(0)
+    for _ in range(500):
+        src = rng.normal(size=int(rng.integers(1, 60))).astype(np.float32)
+        lo = int(rng.integers(0, 40))
+        hi = lo + int(rng.integers(0, 80))
+        at = int(rng.integers(-100, 100))
+        got = np.zeros(hi + 5, dtype=np.float32)
+        mixdown_mod._copy_clamped(got, lo, hi, src, at)
+        want = np.zeros(hi + 5, dtype=np.float32)
+        want[lo:hi] = src[np.clip(np.arange(at, at + hi - lo), 0, len(src) - 1)]
+        np.testing.assert_array_equal(got, want)

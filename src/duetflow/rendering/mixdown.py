@@ -13,11 +13,13 @@ dialogue's floor power.
    constant through every join (uncorrelated noise adds in power), with no dip or jump.
 2. **Confirm**. The dialogue is brought to the level and the 16-bit samples the file will hold
    and every speaker-change gap is measured on it with :func:`duetflow.audio.edges.measure_gap`
-   (only around each change: the pause and half a second either side). A gap off its draw by
-   more than :data:`GAP_TOLERANCE_S` is corrected by moving the following items by the
-   difference, in samples; the room tone moves with them (cut at mid-gap, so every edge keeps
-   the background it was measured against) and only the moved changes are measured again. The
-   share of windows that needed a move is in the result (``corrected``).
+   as a reader measures it (:func:`measure_change`: on the whole file's envelopes, from the
+   items' spans). A gap off its draw by more than :data:`GAP_TOLERANCE_S` is corrected by
+   moving the following items by the difference, in samples; the room tone moves with them
+   (cut at mid-gap, so every edge keeps the background it was measured against) and only the
+   moved changes are measured again, from the edges found before, on the envelopes of their
+   two items alone (:func:`duetflow.audio.edges.analyse_around`, equal there to the whole
+   file's). The share of windows that needed a move is in the result (``corrected``).
 
 The rendered rows take the measured edges at every change, so the manifest's gap *is* the
 acoustic gap of the file.
@@ -193,35 +195,51 @@ def _shift_bed(
         else:
             hi = n
         hi = min(max(hi, lo), n)
-        src = np.arange(lo - sh, hi - sh)
-        out[lo:hi] = bed[np.clip(src, 0, len(bed) - 1)]
+        _copy_clamped(out, lo, hi, bed, lo - sh)
         lo = hi
     return out
+
+
+def _copy_clamped(out: Audio, lo: int, hi: int, src: Audio, at: int) -> None:
+    """``out[lo:hi] = src[at : at + hi - lo]``, indices outside ``src`` clamped to its ends."""
+    m, last = len(src), len(src) - 1
+    a, b = max(at, 0), min(at + hi - lo, m)  # the part inside src
+    if b <= a:  # wholly before or after it
+        out[lo:hi] = src[0 if at + hi - lo <= 0 else last]
+        return
+    out[lo : lo + a - at] = src[0]
+    out[lo + a - at : lo + b - at] = src[a:b]
+    out[lo + b - at : hi] = src[last]
 
 
 def measure_change(
     written: Audio,
     sr: int,
-    prev: tuple[int, int],
-    nxt: tuple[int, int],
+    prev: tuple[float, float],
+    nxt: tuple[float, float],
     floor_db: float | None,
     analysis: edges.Analysis | None = None,
 ) -> edges.GapMeasure | None:
     """The pause between two items of a dialogue (output samples), against the floor level the
     file holds (``floor_db``; -inf: digital silence), measured as every reader of the rows
     measures it: ``analysis`` is the whole file's (:func:`duetflow.audio.edges.change_gaps`
-    analyses whole files; without it, only the audio around the pause is analysed), and the
-    measure is repeated from the edges it found, which the rows record as the turns' ends,
-    until they hold."""
+    analyses whole files) or one equal to it around the two items
+    (:func:`duetflow.audio.edges.analyse_around`); without it, only the audio around the pause
+    is analysed. The measure is repeated from the edges it found, which the rows record as the
+    turns' ends, until two agree within :data:`_HOLD`; edges found where they were looked for
+    (``prev[1]``, ``nxt[0]``: a correction pass passes the edges found before) hold at once."""
     if analysis is None:
         ctx = int(CONTEXT_S * sr)
-        r0, r1 = max(0, prev[1] - ctx), min(len(written), nxt[0] + ctx)
+        r0, r1 = max(0, int(prev[1]) - ctx), min(len(written), int(math.ceil(nxt[0])) + ctx)
         analysis = edges.analyse(written, sr, r0, r1)
         a = (float(max(prev[0], r0)), float(prev[1]))
         b = (float(nxt[0]), float(min(nxt[1], r1)))
     else:
         a, b = (float(prev[0]), float(prev[1])), (float(nxt[0]), float(nxt[1]))
+    hold = _HOLD * sr
     m = edges.measure_gap(written, sr, a, b, analysis=analysis, floor_db=floor_db)
+    if m is not None and abs(m.offset - a[1]) < hold and abs(m.onset - b[0]) < hold:
+        return m  # measured from its own edges already
     for _ in range(_REMEASURE):
         if m is None or not (a[0] < m.offset and m.onset < b[1]):
             break
@@ -230,7 +248,6 @@ def measure_change(
         )
         if again is None:
             break
-        hold = _HOLD * sr
         held = abs(again.offset - m.offset) < hold and abs(again.onset - m.onset) < hold
         m = again
         if held:
@@ -323,16 +340,30 @@ def mixdown(
 
     analysed: list[Any] = [None, None]
 
-    def measure(c: Change, written: Audio) -> edges.GapMeasure | None:
+    def measure(
+        c: Change, written: Audio, found: edges.GapMeasure | None = None
+    ) -> edges.GapMeasure | None:
+        # ``found``: the edges measured before this change's items moved (in their new
+        # places): measured from them, a gap that holds is measured once
         k = c.after
-        prev = (spans[k][0] + shifts[k], spans[k][1] + shifts[k])
-        nxt = (spans[k + 1][0] + shifts[k + 1], spans[k + 1][1] + shifts[k + 1])
+        prev: tuple[float, float] = (spans[k][0] + shifts[k], spans[k][1] + shifts[k])
+        nxt: tuple[float, float] = (
+            spans[k + 1][0] + shifts[k + 1],
+            spans[k + 1][1] + shifts[k + 1],
+        )
         # the floor the file holds is the bed laid (after the ceiling): a soft tail that fills
         # half a pause does not pass for the pause's floor
         level = 10 * math.log10(power) + min(0.0, ceiling) if power > 0 else -math.inf
-        if analysed[0] is not written:  # the whole file's envelopes, once per version
-            analysed[:] = [written, edges.analyse(written, sr)]
-        return measure_change(written, sr, prev, nxt, level, analysed[1])
+        if found is None:
+            if analysed[0] is not written:  # the whole file's envelopes, once per version
+                analysed[:] = [written, edges.analyse(written, sr)]
+            an = analysed[1]
+        else:
+            if prev[0] < found.offset and found.onset < nxt[1]:
+                prev, nxt = (prev[0], found.offset), (found.onset, nxt[1])
+            # only the moved change's two items, analysed as the whole file would be
+            an = edges.analyse_around(written, sr, prev[0], nxt[1])
+        return measure_change(written, sr, prev, nxt, level, an)
 
     written = as_written(out, ceiling) if changes else out
     measures = [measure(c, written) for c in changes]
@@ -378,7 +409,11 @@ def mixdown(
         for i, c in enumerate(changes):
             m = measures[i]
             if i in todo:
-                measures[i] = measure(c, written)
+                k = c.after
+                was = None
+                if m is not None:  # its edges where the move put them
+                    was = replace(m, offset=m.offset + step[k], onset=m.onset + step[k + 1])
+                measures[i] = measure(c, written, was)
             elif m is not None:  # moved with its two items by the moves before it
                 sh = step[c.after]
                 measures[i] = replace(m, offset=m.offset + sh, onset=m.onset + sh)
