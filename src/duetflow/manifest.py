@@ -12,20 +12,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from duetflow.errors import ManifestError
 from duetflow.model import (
-    DESIGN_COLUMNS,
     AudioSource,
     Category,
+    DesignFields,
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
@@ -37,67 +37,33 @@ from duetflow.model import (
     Stage,
     Turn,
     TurnKind,
-    design_from_row,
     design_to_row,
 )
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow, arrow_schema
+from duetflow.records import (
+    IntakeDialogueRow,
+    IntakeTurnRow,
+    R,
+    RejectionRow,
+    RenderedDialogueRow,
+    RenderedTurnRow,
+    arrow_schema,
+    columns,
+    from_row,
+)
+
+#: A dialogue record type (rendered, or a release manifest's).
+D = TypeVar("D", bound=RenderedDialogueRow)
+_A = TypeVar("_A")
+_B = TypeVar("_B")
 
 DIALOGUES = "dialogues.parquet"
 TURNS = "turns.parquet"
 REJECTIONS = "rejections.parquet"
 
-# Columns shared by intake and rendered dialogue rows.
-_DIALOGUE_BASE = [
-    ("dialogue_id", pa.string()),
-    ("source_id", pa.string()),
-    ("corpus", pa.string()),
-    ("category", pa.string()),
-    ("language", pa.string()),
-    ("topic", pa.string()),
-    ("speaker_a", pa.string()),
-    ("speaker_b", pa.string()),
-    # Turing-test design fields (duetflow.model.DesignFields): source topic, HM system /
-    # strategy / opening line, PH TTS backend; null where not applicable
-    *[(name, pa.string()) for name in DESIGN_COLUMNS],
-]
-
-INTAKE_DIALOGUE_SCHEMA = pa.schema(
-    [
-        *_DIALOGUE_BASE,
-        ("duration_s", pa.float64()),
-        ("window_start_s", pa.float64()),
-        ("window_end_s", pa.float64()),
-        ("speakers", pa.string()),  # JSON list of Speaker
-        ("source", pa.string()),  # JSON AudioSource
-        ("provenance", pa.string()),  # JSON object
-        # -- trainers (issue 16): licence per dialogue --
-        ("licence", pa.string()),
-    ]
-)
-
-INTAKE_TURN_SCHEMA = pa.schema(
-    [
-        ("dialogue_id", pa.string()),
-        ("turn_index", pa.int32()),
-        ("speaker", pa.string()),
-        ("kind", pa.string()),
-        ("start_s", pa.float64()),
-        ("end_s", pa.float64()),
-        ("text", pa.string()),
-        ("labels", pa.string()),  # JSON object
-    ]
-)
-
-REJECTION_SCHEMA = pa.schema(
-    [
-        ("item_id", pa.string()),
-        ("corpus", pa.string()),
-        ("source_path", pa.string()),
-        ("stage", pa.string()),
-        ("reason", pa.string()),
-        ("detail", pa.string()),
-    ]
-)
+# Every table is declared once, as the record its rows are (duetflow.records).
+INTAKE_DIALOGUE_SCHEMA = arrow_schema(IntakeDialogueRow)
+INTAKE_TURN_SCHEMA = arrow_schema(IntakeTurnRow)
+REJECTION_SCHEMA = arrow_schema(RejectionRow)
 
 # Rendered tables: declared once, as the records the renderers build (duetflow.records).
 RENDERED_DIALOGUE_SCHEMA = arrow_schema(RenderedDialogueRow)
@@ -134,42 +100,51 @@ def source_from_json(text: str) -> AudioSource:
 
 
 def dialogue_to_rows(d: Dialogue) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Intake rows (one dialogue row, its turn rows) for a dialogue."""
-    row = {
-        "dialogue_id": d.id,
-        "source_id": d.source_id,
-        "corpus": d.corpus,
-        "category": str(d.category),
-        "language": d.language,
-        "topic": d.topic,
-        "speaker_a": d.speaker_a.id,
-        "speaker_b": d.speaker_b.id,
-        **design_to_row(d.design),
-        "duration_s": float(d.duration_s),
-        "window_start_s": d.window[0] if d.window else None,
-        "window_end_s": d.window[1] if d.window else None,
-        "speakers": dumps([asdict(s) for s in d.speakers]),
-        "source": source_to_json(d.source),
-        "provenance": dumps(dict(d.provenance)),
-        "licence": d.licence,
-    }
+    """Intake rows (one dialogue row, its turn rows) for a dialogue: :func:`dialogue_records`
+    as table rows."""
+    record, turns = dialogue_records(d)
+    return record.to_row(), [t.to_row() for t in turns]
+
+
+def dialogue_records(d: Dialogue) -> tuple[IntakeDialogueRow, list[IntakeTurnRow]]:
+    """The intake records (dialogue, its turns) of a dialogue; :func:`dialogue_from_rows`
+    inverts it."""
+    record = IntakeDialogueRow(
+        dialogue_id=d.id,
+        source_id=d.source_id,
+        corpus=d.corpus,
+        category=str(d.category),
+        language=d.language,
+        topic=d.topic,
+        speaker_a=d.speaker_a.id,
+        speaker_b=d.speaker_b.id,
+        design=d.design,
+        duration_s=float(d.duration_s),
+        window_start_s=d.window[0] if d.window else None,
+        window_end_s=d.window[1] if d.window else None,
+        speakers=dumps([asdict(s) for s in d.speakers]),
+        source=source_to_json(d.source),
+        provenance=dumps(dict(d.provenance)),
+        licence=d.licence,
+    )
     turns = [
-        {
-            "dialogue_id": d.id,
-            "turn_index": i,
-            "speaker": t.speaker,
-            "kind": str(t.kind),
-            "start_s": float(t.start),
-            "end_s": float(t.end),
-            "text": t.text,
-            "labels": dumps(dict(t.labels)),
-        }
+        IntakeTurnRow(
+            dialogue_id=d.id,
+            turn_index=i,
+            speaker=t.speaker,
+            kind=str(t.kind),
+            start_s=float(t.start),
+            end_s=float(t.end),
+            text=t.text,
+            labels=dumps(dict(t.labels)),
+        )
         for i, t in enumerate(d.turns)
     ]
-    return row, turns
+    return record, turns
 
 
-def dialogue_from_rows(row: Mapping[str, Any], turn_rows: Sequence[Mapping[str, Any]]) -> Dialogue:
+def dialogue_from_rows(row: IntakeDialogueRow, turn_rows: Sequence[IntakeTurnRow]) -> Dialogue:
+    """The dialogue of an intake dialogue record and its turn records."""
     speakers = [
         Speaker(
             id=s["id"],
@@ -177,57 +152,59 @@ def dialogue_from_rows(row: Mapping[str, Any], turn_rows: Sequence[Mapping[str, 
             gender=s.get("gender"),
             language=s.get("language"),
         )
-        for s in json.loads(row["speakers"])
+        for s in json.loads(row.speakers)
     ]
     turns = tuple(
         Turn(
-            speaker=t["speaker"],
-            start=float(t["start_s"]),
-            end=float(t["end_s"]),
-            text=t["text"] or "",
-            kind=TurnKind(t["kind"]),
-            labels=json.loads(t["labels"]) if t.get("labels") else {},
+            speaker=t.speaker,
+            start=float(t.start_s),
+            end=float(t.end_s),
+            text=t.text or "",
+            kind=TurnKind(t.kind),
+            labels=json.loads(t.labels) if t.labels else {},
         )
-        for t in sorted(turn_rows, key=lambda t: int(t["turn_index"]))
+        for t in sorted(turn_rows, key=lambda t: int(t.turn_index))
     )
-    ws, we = row.get("window_start_s"), row.get("window_end_s")
+    ws, we = row.window_start_s, row.window_end_s
     return Dialogue(
-        id=row["dialogue_id"],
-        corpus=row["corpus"],
-        source_id=row["source_id"],
-        category=Category(row["category"]),
-        language=row["language"],
-        topic=row["topic"] or "",
+        id=row.dialogue_id,
+        corpus=row.corpus,
+        source_id=row.source_id,
+        category=Category(row.category),
+        language=row.language,
+        topic=row.topic or "",
         speakers=(speakers[0], speakers[1]),
         turns=turns,
-        source=source_from_json(row["source"]),
-        duration_s=float(row["duration_s"]),
+        source=source_from_json(row.source),
+        duration_s=float(row.duration_s),
         window=(float(ws), float(we)) if ws is not None and we is not None else None,
-        provenance=json.loads(row["provenance"]) if row.get("provenance") else {},
-        design=design_from_row(row),
-        licence=row.get("licence") or "",
+        provenance=json.loads(row.provenance) if row.provenance else {},
+        design=DesignFields(**{k: v or None for k, v in design_to_row(row.design).items()}),
+        licence=row.licence or "",
     )
 
 
 def rejection_to_row(r: Rejection) -> dict[str, Any]:
-    return {
-        "item_id": r.item_id,
-        "corpus": r.corpus,
-        "source_path": r.source_path,
-        "stage": str(r.stage),
-        "reason": r.reason,
-        "detail": r.detail,
-    }
+    """The rejections-table row of a rejection."""
+    return RejectionRow(
+        item_id=r.item_id,
+        corpus=r.corpus,
+        source_path=r.source_path,
+        stage=str(r.stage),
+        reason=r.reason,
+        detail=r.detail,
+    ).to_row()
 
 
-def rejection_from_row(row: Mapping[str, Any]) -> Rejection:
+def rejection_from_row(row: RejectionRow) -> Rejection:
+    """The rejection of a rejections-table record."""
     return Rejection(
-        item_id=row["item_id"],
-        stage=Stage(row["stage"]),
-        reason=row["reason"],
-        detail=row["detail"] or "",
-        corpus=row["corpus"] or "",
-        source_path=row["source_path"] or "",
+        item_id=row.item_id,
+        stage=Stage(row.stage),
+        reason=row.reason,
+        detail=row.detail or "",
+        corpus=row.corpus or "",
+        source_path=row.source_path or "",
     )
 
 
@@ -352,47 +329,132 @@ class IntakeWriter:
                 w.abort()
 
 
+def iter_records(path: str | Path, record: type[R]) -> Iterator[R]:
+    """The records of a rendered or release table, one row group in memory at a time.
+
+    The file's columns are checked first: a table without a column the record declares raises
+    :class:`ManifestError` naming the file and the missing columns. Dict rows exist only here,
+    between pyarrow and :meth:`from_row`.
+    """
+    pf = pq.ParquetFile(path)
+    wanted = columns(record)
+    missing = missing_columns(path, record)
+    if missing:
+        raise ManifestError(
+            f"{path}: not a {record.__name__} table: missing column(s) {', '.join(missing)}"
+        )
+    for i in range(pf.num_row_groups):
+        for row in pf.read_row_group(i, columns=list(wanted)).to_pylist():
+            yield from_row(record, row)
+
+
+def missing_columns(path: str | Path, record: type[R]) -> list[str]:
+    """The columns ``record`` declares that the Parquet file at ``path`` lacks (schema only)."""
+    names = set(pq.read_schema(path).names)
+    return [c for c in columns(record) if c not in names]
+
+
+def iter_column(path: str | Path, name: str) -> Iterator[Any]:
+    """The values of one column of a Parquet file, one row group in memory at a time."""
+    pf = pq.ParquetFile(path)
+    if name not in pf.schema_arrow.names:
+        raise ManifestError(f"{path}: no column {name!r}")
+    for i in range(pf.num_row_groups):
+        yield from pf.read_row_group(i, columns=[name]).column(0).to_pylist()
+
+
+def zip_lockstep(
+    parents: Iterable[_A],
+    children: Iterable[_B],
+    parent_id: Callable[[_A], str],
+    child_id: Callable[[_B], str],
+) -> Iterator[tuple[_A, list[_B]]]:
+    """(parent, its children) pairs of two streams written in the same order, in one pass.
+
+    Every stage writes turns in dialogue order, so memory holds one dialogue's turns. A parent
+    without children gets an empty list; children of no parent in sequence are skipped.
+    """
+    child_iter = iter(children)
+    pending: _B | None = None
+    for parent in parents:
+        did = parent_id(parent)
+        found: list[_B] = []
+        if pending is not None:
+            if child_id(pending) != did:
+                yield parent, found
+                continue
+            found.append(pending)
+            pending = None
+        for child in child_iter:
+            if child_id(child) == did:
+                found.append(child)
+            else:
+                pending = child
+                break
+        yield parent, found
+
+
 def iter_grouped(
     dialogues: str | Path,
     turns: str | Path | None,
     turn_columns: Sequence[str] | None = None,
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """(dialogue row, its turn rows) pairs, streaming both tables in lockstep.
+    """(dialogue row, its turn rows) pairs of intake tables, streaming both in lockstep.
 
-    Every stage writes turns in dialogue order, so one pass over each table suffices and memory
-    holds one dialogue's turns. A dialogue without turns gets an empty list.
+    For rendered and release tables use :func:`iter_record_groups` (typed records).
     """
-    turn_iter: Iterator[dict[str, Any]] = (
-        iter_rows(turns, turn_columns) if turns is not None else iter(())
+    turn_rows: Iterable[dict[str, Any]] = (
+        iter_rows(turns, turn_columns) if turns is not None else ()
     )
-    pending: dict[str, Any] | None = None
-    for row in iter_rows(dialogues):
-        did = row["dialogue_id"]
-        rows: list[dict[str, Any]] = []
-        if pending is not None:
-            if pending["dialogue_id"] != did:
-                yield row, rows
-                continue
-            rows.append(pending)
-            pending = None
-        for t in turn_iter:
-            if t["dialogue_id"] == did:
-                rows.append(t)
-            else:
-                pending = t
-                break
-        yield row, rows
+    return zip_lockstep(iter_rows(dialogues), turn_rows, _row_id, _row_id)
+
+
+def _row_id(row: Mapping[str, Any]) -> str:
+    return str(row["dialogue_id"])
+
+
+def _record_id(
+    record: RenderedDialogueRow | RenderedTurnRow | IntakeDialogueRow | IntakeTurnRow,
+) -> str:
+    return record.dialogue_id
+
+
+def iter_record_groups(
+    dialogues: str | Path, turns: str | Path | None, dialogue: type[D]
+) -> Iterator[tuple[D, list[RenderedTurnRow]]]:
+    """(dialogue record, its turn records) of a rendered or release table pair, in lockstep."""
+    turn_records: Iterable[RenderedTurnRow] = (
+        iter_records(turns, RenderedTurnRow) if turns is not None else ()
+    )
+    return zip_lockstep(iter_records(dialogues, dialogue), turn_records, _record_id, _record_id)
+
+
+def iter_rendered(
+    workdir: str | Path,
+) -> Iterator[tuple[RenderedDialogueRow, list[RenderedTurnRow]]]:
+    """Stream the rendered dialogues of a work directory with their turns."""
+    wd = Path(workdir)
+    return iter_record_groups(wd / DIALOGUES, wd / TURNS, RenderedDialogueRow)
 
 
 def iter_dialogues(workdir: str | Path) -> Iterator[Dialogue]:
     """Stream intake dialogues of a work directory (turns zipped in lockstep)."""
     wd = Path(workdir)
-    for row, turns in iter_grouped(wd / DIALOGUES, wd / TURNS):
-        yield dialogue_from_rows(row, turns)
+    turns = iter_records(wd / TURNS, IntakeTurnRow)
+    for row, found in zip_lockstep(
+        iter_records(wd / DIALOGUES, IntakeDialogueRow), turns, _record_id, _record_id
+    ):
+        yield dialogue_from_rows(row, found)
 
 
 def iter_rejections(workdir: str | Path) -> Iterator[Rejection]:
+    """The rejections of a work directory (none when it has no rejections table)."""
     path = Path(workdir) / REJECTIONS
     if path.exists():
-        for row in iter_rows(path):
-            yield rejection_from_row(row)
+        yield from read_rejections(path)
+
+
+def read_rejections(path: str | Path) -> Iterator[Rejection]:
+    """The rejections of a rejections table, one row group in memory at a time."""
+    for row in iter_records(path, RejectionRow):
+        yield rejection_from_row(row)

@@ -1,12 +1,17 @@
-"""Typed rendered records: one dataclass per rendered table, the tables' one declaration.
+"""Typed records: one frozen dataclass per manifest table, the tables' one declaration.
 
+:class:`IntakeDialogueRow` / :class:`IntakeTurnRow` (an intake work directory, the row form of
+:class:`duetflow.model.Dialogue`), :class:`RejectionRow` (every ``rejections.parquet``),
 :class:`RenderedDialogueRow` (``dialogues.parquet`` of a rendered work directory) and
 :class:`RenderedTurnRow` (``turns.parquet``) are what the renderers build (``rendering/rows.py``,
 ``tts/assemble.py``). The Arrow schemas (:func:`arrow_schema`; ``manifest.RENDERED_*_SCHEMA``),
 the column lists the pandera schemas check (:func:`columns`) and a release's manifests
 (``release.layout``: these columns + split and audio key) are derived from them, so a column
 is added in one place. A record becomes a plain row only where it is written
-(:meth:`RenderedDialogueRow.to_row`).
+(:meth:`RenderedDialogueRow.to_row`) and is built from one only where it is read
+(:func:`from_row`, called by the typed readers of :mod:`duetflow.manifest`).
+:class:`ReleaseDialogueRow` is a release manifest's dialogue row: the rendered record plus its
+split and the store key of its audio.
 
 Column types follow the field annotations: ``str`` → string, ``int`` → int32, ``float`` →
 float64, ``X | None`` → the same type, nullable by content. The ``design`` field expands into
@@ -16,9 +21,10 @@ the design columns of :data:`duetflow.model.DESIGN_COLUMNS` (all strings) at its
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, get_type_hints
+from typing import Any, Self, TypeVar, get_type_hints
 
 import pyarrow as pa
 
@@ -84,7 +90,97 @@ class RenderedDialogueRow:
         return _to_row(self)
 
 
-Record = RenderedTurnRow | RenderedDialogueRow
+@dataclass(frozen=True)
+class ReleaseDialogueRow(RenderedDialogueRow):
+    """A dialogue row of a release manifest (``release.layout``).
+
+    The rendered record with ``audio_path`` rewritten to the audio's store key, plus the
+    dialogue's ``split`` and ``audio_key`` (= that key; the manifests place both columns after
+    ``sha256``).
+    """
+
+    split: str
+    audio_key: str
+
+    @classmethod
+    def released(cls, row: RenderedDialogueRow, split: str, audio_key: str) -> Self:
+        """``row`` as published: in ``split``, its audio at ``audio_key`` of the store."""
+        values = {f.name: getattr(row, f.name) for f in dataclasses.fields(RenderedDialogueRow)}
+        values["audio_path"] = audio_key
+        return cls(**values, split=split, audio_key=audio_key)
+
+
+@dataclass(frozen=True)
+class IntakeDialogueRow:
+    """One ingested dialogue (``dialogues.parquet`` of an intake work directory).
+
+    The row form of a :class:`duetflow.model.Dialogue` (``manifest.dialogue_to_rows`` /
+    ``dialogue_from_rows`` convert): speakers, audio source and provenance as canonical JSON,
+    the window as two nullable columns.
+    """
+
+    dialogue_id: str
+    source_id: str
+    corpus: str
+    category: str
+    language: str
+    topic: str
+    speaker_a: str
+    speaker_b: str
+    design: DesignFields  # the design columns (duetflow.model.DESIGN_COLUMNS)
+    duration_s: float
+    window_start_s: float | None
+    window_end_s: float | None
+    speakers: str  # JSON list of Speaker
+    source: str  # JSON AudioSource
+    provenance: str  # JSON object
+    # -- trainers (issue 16): licence per dialogue --
+    licence: str
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row (column → value; design fields as their columns)."""
+        return _to_row(self)
+
+
+@dataclass(frozen=True)
+class IntakeTurnRow:
+    """One turn of an ingested dialogue, on the source timeline (``labels``: JSON object)."""
+
+    dialogue_id: str
+    turn_index: int
+    speaker: str
+    kind: str
+    start_s: float
+    end_s: float
+    text: str
+    labels: str
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row (column → value)."""
+        return _to_row(self)
+
+
+@dataclass(frozen=True)
+class RejectionRow:
+    """One rejection (``rejections.parquet`` of every work directory and release): the row
+    form of a :class:`duetflow.model.Rejection`."""
+
+    item_id: str
+    corpus: str
+    source_path: str
+    stage: str
+    reason: str
+    detail: str
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row (column → value)."""
+        return _to_row(self)
+
+
+Record = RenderedTurnRow | RenderedDialogueRow | IntakeDialogueRow | IntakeTurnRow | RejectionRow
+RecordType = type[Record]
+#: A record type (a table's row).
+R = TypeVar("R", bound=Record)
 
 
 def _to_row(record: Record) -> dict[str, Any]:
@@ -99,7 +195,27 @@ def _to_row(record: Record) -> dict[str, Any]:
 
 
 @cache
-def arrow_schema(record: type[RenderedTurnRow] | type[RenderedDialogueRow]) -> pa.Schema:
+def _design_field(record: RecordType) -> str | None:
+    """The name of the record's :class:`DesignFields` field (expanded into design columns)."""
+    hints = get_type_hints(record)
+    return next((f.name for f in dataclasses.fields(record) if hints[f.name] is DesignFields), None)
+
+
+def from_row(record: type[R], row: Mapping[str, Any]) -> R:
+    """The ``record`` of a table row: columns by field name, the design field from its columns.
+
+    Values are kept exactly as read (``None`` stays ``None``): a record read and written back
+    gives the same row. KeyError on a missing column.
+    """
+    design = _design_field(record)  # type: ignore[arg-type]  # classes hash
+    values = {f.name: row[f.name] for f in dataclasses.fields(record) if f.name != design}
+    if design is not None:
+        values[design] = DesignFields(**{name: row[name] for name in DESIGN_COLUMNS})
+    return record(**values)
+
+
+@cache
+def arrow_schema(record: RecordType) -> pa.Schema:
     """The Arrow schema of a record type's table, column by column in field order."""
     hints = get_type_hints(record)
     out: list[tuple[str, pa.DataType]] = []
@@ -115,7 +231,7 @@ def arrow_schema(record: type[RenderedTurnRow] | type[RenderedDialogueRow]) -> p
     return pa.schema(out)
 
 
-def columns(record: type[RenderedTurnRow] | type[RenderedDialogueRow]) -> tuple[str, ...]:
+def columns(record: type[R]) -> tuple[str, ...]:
     """The column names of a record type's table, in order."""
     schema: pa.Schema = arrow_schema(record)  # type: ignore[arg-type]  # classes hash
     return tuple(schema.names)

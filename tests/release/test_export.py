@@ -29,8 +29,8 @@ def pulled(tmp_path: Path) -> Path:
 def test_turns_are_zipped_to_their_dialogues(pulled: Path) -> None:
     n = 0
     for row, turns in iter_dialogues_with_turns(pulled, "test"):
-        assert [t["dialogue_id"] for t in turns] == [row["dialogue_id"]] * 3
-        assert [t["turn_index"] for t in turns] == [0, 1, 2]
+        assert [t.dialogue_id for t in turns] == [row.dialogue_id] * 3
+        assert [t.turn_index for t in turns] == [0, 1, 2]
         n += 1
     assert n == pq.ParquetFile(pulled / "test.parquet").metadata.num_rows
 

@@ -8,7 +8,7 @@ from studio_helpers import NO_STATE, transcript, write_session
 
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter, opening_line_similarity
-from duetflow.manifest import dialogue_from_rows, dialogue_to_rows
+from duetflow.manifest import dialogue_from_rows, dialogue_records, dialogue_to_rows
 from duetflow.model import DesignFields, Dialogue, Rejection
 
 TEXTS = ("Hi, I'd like to plan a weekend trip.", "Sure, where to?", "The lake.")
@@ -35,9 +35,9 @@ def test_hm_design_fields_are_columns(tmp_path: Path) -> None:
         strategy="human_guided_initiation",
         opening_line=TEXTS[0],
     )
-    row, turns = dialogue_to_rows(d)
+    row, _ = dialogue_to_rows(d)
     assert row["system_name"] == "s2s" and row["tts_backend"] is None
-    assert dialogue_from_rows(row, turns).design == d.design
+    assert dialogue_from_rows(*dialogue_records(d)).design == d.design
 
 
 def test_hh_sessions_have_no_system(tmp_path: Path) -> None:

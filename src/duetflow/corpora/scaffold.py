@@ -8,6 +8,9 @@ telephone corpora such as Fisher or Switchboard: the transcript names the side, 
 each side's turns confirms the channel). A data engineer then changes
 the parsing (marked ``TODO``) to the real corpus layout, the generator to mimic it, and the
 test to assert the corpus's quirks. docs/adding-a-corpus.md walks through it.
+
+Over 500 lines because most of it is the generated files' text (adapter, sample generator and
+test templates for both layouts), kept beside the code that fills them in.
 """
 
 from __future__ import annotations

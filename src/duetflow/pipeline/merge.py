@@ -216,8 +216,8 @@ def _merge_stats(
 
         acc = CorpusStats()
         for path in carried:
-            for row in manifest.iter_rows(path):
-                acc.add_rejection(manifest.rejection_from_row(row))
+            for rejection in manifest.read_rejections(path):
+                acc.add_rejection(rejection)
         docs.append(acc.to_dict())
     shard_docs = [Path(p.path) / "stats.json" for p in parts]
     docs.extend(json.loads(f.read_text(encoding="utf-8")) for f in shard_docs if f.exists())

@@ -7,8 +7,9 @@ walk instead of an index held in memory.
 
 * lhotse: ``<out>/duetflow_recordings_<split>.jsonl.gz`` (one recording per dialogue) and
   ``duetflow_supervisions_<split>.jsonl.gz`` (one supervision per turn, speaker / text /
-  language; kind, category, corpus, licence, source sample rate, original timing, topic and
-  the design fields under ``custom``); load with ``lhotse.load_manifest``.
+  language; under ``custom`` every other field of the turn and dialogue records but those
+  :data:`LHOTSE_DIALOGUE_EXCLUDED` names: kind, original timing, category, corpus, topic,
+  licence, source sample rate, the design fields); load with ``lhotse.load_manifest``.
 * Hugging Face: ``<out>/data/<split>-NNNNN-of-NNNNN.parquet`` with an ``audio`` column of
   ``{bytes, path}`` (the datasets ``Audio`` feature), every dialogue column of the release
   manifest but the store-internal ones (:data:`HF_DROPPED_COLUMNS`) and a ``turns`` list;
@@ -40,14 +41,13 @@ import soundfile as sf
 from duetflow.audio.io import audio_info
 from duetflow.errors import ManifestError
 from duetflow.licences import UNDECLARED, hf_licence, release_terms
-from duetflow.manifest import iter_rows
-from duetflow.model import DESIGN_COLUMNS
+from duetflow.manifest import iter_column, iter_records
+from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow, arrow_schema
+from duetflow.release.layout import RELEASE_DIALOGUE_SCHEMA
 from duetflow.release.pull import pulled_audio_path
 from duetflow.schemas.tables import SPLITS
 
 log = logging.getLogger(__name__)
-
-_TURN_FIELDS = ["turn_index", "speaker", "kind", "start_s", "end_s", "text"]
 
 
 def _present_splits(pulled: Path, splits: Sequence[str] | None) -> list[str]:
@@ -63,18 +63,18 @@ def _present_splits(pulled: Path, splits: Sequence[str] | None) -> list[str]:
 
 def iter_dialogues_with_turns(
     pulled: Path, split: str
-) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """(dialogue row, its turn rows) of a pulled split, streaming both files in order.
+) -> Iterator[tuple[ReleaseDialogueRow, list[RenderedTurnRow]]]:
+    """(dialogue record, its turn records) of a pulled split, streaming both files in order.
 
     Falls back to scanning ``turns.parquet`` for a dialogue whose turns are not where the order
     says they should be (slow, but never wrong).
     """
     turns_path = pulled / "turns.parquet"
-    walk = iter_rows(turns_path)
-    pending: dict[str, Any] | None = None
-    for row in iter_rows(pulled / f"{split}.parquet"):
-        did = row["dialogue_id"]
-        found: list[dict[str, Any]] = []
+    walk = iter_records(turns_path, RenderedTurnRow)
+    pending: RenderedTurnRow | None = None
+    for row in iter_records(pulled / f"{split}.parquet", ReleaseDialogueRow):
+        did = row.dialogue_id
+        found: list[RenderedTurnRow] = []
         exhausted = False
         while True:
             t = pending if pending is not None else next(walk, None)
@@ -82,16 +82,16 @@ def iter_dialogues_with_turns(
             if t is None:
                 exhausted = True
                 break
-            if t["dialogue_id"] == did:
+            if t.dialogue_id == did:
                 found.append(t)
             elif found:
                 pending = t
                 break
         if exhausted and not found:
             log.warning("%s: turns of %s out of order; scanning", turns_path, did)
-            found = [t for t in iter_rows(turns_path) if t["dialogue_id"] == did]
-            walk = iter_rows(turns_path)
-        yield row, sorted(found, key=lambda t: int(t["turn_index"]))
+            found = [t for t in iter_records(turns_path, RenderedTurnRow) if t.dialogue_id == did]
+            walk = iter_records(turns_path, RenderedTurnRow)
+        yield row, sorted(found, key=lambda t: t.turn_index)
 
 
 def _gzip_jsonl(path: Path, records: Iterator[dict[str, Any]]) -> int:
@@ -106,47 +106,100 @@ def _gzip_jsonl(path: Path, records: Iterator[dict[str, Any]]) -> int:
     return n
 
 
+#: Turn fields a lhotse ``SupervisionSegment`` carries natively: ``id`` (dialogue id + turn
+#: index), ``start``/``duration`` (from ``start_s``/``end_s``), ``text``, ``speaker``. Every
+#: other :class:`~duetflow.records.RenderedTurnRow` field goes under ``custom``.
+LHOTSE_TURN_NATIVE = ("dialogue_id", "turn_index", "start_s", "end_s", "text", "speaker")
+#: Dialogue columns a supervision leaves out: the recording's id and the language are native
+#: supervision fields; audio, checksum, length, rate and channels describe the recording; the
+#: split is the manifest file; speakers are per turn; turn count, loudness, gains, gap range
+#: and the provenance JSON describe the rendering of the whole dialogue (all in the pulled
+#: manifest). Every other :class:`~duetflow.records.ReleaseDialogueRow` column goes under each
+#: supervision's ``custom``, so a column added to the record reaches the export by itself.
+LHOTSE_DIALOGUE_EXCLUDED = (
+    "dialogue_id",
+    "language",
+    "source_id",
+    "speaker_a",
+    "speaker_b",
+    "audio_path",
+    "sha256",
+    "split",
+    "audio_key",
+    "duration_s",
+    "sample_rate",
+    "num_channels",
+    "n_turns",
+    "loudness_lufs_a",
+    "loudness_lufs_b",
+    "gain_db_a",
+    "gain_db_b",
+    "gap_ms_min",
+    "gap_ms_max",
+    "provenance",
+)
+
+
+def lhotse_dialogue_custom(row: RenderedDialogueRow) -> dict[str, Any]:
+    """The dialogue columns every supervision of ``row`` carries under ``custom``.
+
+    Not :data:`LHOTSE_DIALOGUE_EXCLUDED`; an empty licence reads as :data:`UNDECLARED`.
+    """
+    custom = {k: v for k, v in row.to_row().items() if k not in LHOTSE_DIALOGUE_EXCLUDED}
+    if "licence" in custom:
+        custom["licence"] = custom["licence"] or UNDECLARED
+    return custom
+
+
+def lhotse_supervision(
+    turn: RenderedTurnRow,
+    dialogue_custom: Mapping[str, Any],
+    *,
+    language: str,
+    channel: int,
+    duration: float,
+) -> dict[str, Any]:
+    """One lhotse supervision dict: the turn's native fields, its other fields and
+    ``dialogue_custom`` (:func:`lhotse_dialogue_custom`) under ``custom``; the end is clipped
+    to the recording's ``duration``."""
+    own = {k: v for k, v in turn.to_row().items() if k not in LHOTSE_TURN_NATIVE}
+    clash = sorted(set(own) & set(dialogue_custom))
+    if clash:
+        raise ManifestError(f"lhotse export: {clash} are both turn and dialogue columns")
+    start = float(turn.start_s)
+    end = min(float(turn.end_s), duration)
+    return {
+        "id": f"{turn.dialogue_id}-{int(turn.turn_index):04d}",
+        "recording_id": turn.dialogue_id,
+        "start": round(start, 6),
+        "duration": round(max(end - start, 0.0), 6),
+        "channel": channel,
+        "text": turn.text or "",
+        "language": language,
+        "speaker": turn.speaker,
+        "custom": {**own, **dialogue_custom},
+    }
+
+
 def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dict[str, Any]]:
     """Recording dicts of a split; supervision lines go to ``sup_file`` as a side stream."""
     for row, turns in iter_dialogues_with_turns(src, split):
-        path = pulled_audio_path(src, row)
+        path = pulled_audio_path(src, row.audio_key, row.sha256)
         info = audio_info(path)
         duration = info.frames / info.sample_rate
         channels = list(range(info.channels))
-        speakers = [row["speaker_a"], row["speaker_b"]]
+        speakers = [row.speaker_a, row.speaker_b]
+        dialogue_custom = lhotse_dialogue_custom(row)
         for t in turns:
-            start = float(t["start_s"])
-            end = min(float(t["end_s"]), duration)
             channel = (
-                speakers.index(t["speaker"])
-                if info.channels == 2 and t["speaker"] in speakers
-                else 0
+                speakers.index(t.speaker) if info.channels == 2 and t.speaker in speakers else 0
             )
-            sup = {
-                "id": f"{row['dialogue_id']}-{int(t['turn_index']):04d}",
-                "recording_id": row["dialogue_id"],
-                "start": round(start, 6),
-                "duration": round(max(end - start, 0.0), 6),
-                "channel": channel,
-                "text": t["text"] or "",
-                "language": row["language"],
-                "speaker": t["speaker"],
-                "custom": {
-                    "kind": t["kind"],
-                    "category": row["category"],
-                    "corpus": row["corpus"],
-                    "licence": row.get("licence") or UNDECLARED,
-                    "source_sample_rate": row.get("source_sample_rate"),
-                    "orig_start_s": t.get("orig_start_s"),
-                    "orig_end_s": t.get("orig_end_s"),
-                    "topic": row.get("topic"),
-                    # Turing-test design fields (DesignFields): source topic, HM system, PH TTS
-                    **{c: row.get(c) for c in DESIGN_COLUMNS},
-                },
-            }
+            sup = lhotse_supervision(
+                t, dialogue_custom, language=row.language, channel=channel, duration=duration
+            )
             sup_file.write(json.dumps(sup, ensure_ascii=False, sort_keys=True) + "\n")
         yield {
-            "id": row["dialogue_id"],
+            "id": row.dialogue_id,
             "sources": [{"type": "file", "channels": channels, "source": str(path)}],
             "sampling_rate": info.sample_rate,
             "num_samples": info.frames,
@@ -178,21 +231,23 @@ def export_lhotse(
     return result
 
 
+#: Turn fields the HF ``turns`` list leaves out: the dialogue id (the row's own) and the
+#: source-timeline times (meaningless without the source audio; in the pulled manifest).
+#: Every other :class:`~duetflow.records.RenderedTurnRow` field is a field of each turn.
+HF_TURN_DROPPED_FIELDS = ("dialogue_id", "orig_start_s", "orig_end_s")
 _HF_TURN = pa.struct(
-    [
-        ("turn_index", pa.int32()),
-        ("speaker", pa.string()),
-        ("kind", pa.string()),
-        ("start_s", pa.float64()),
-        ("end_s", pa.float64()),
-        ("text", pa.string()),
-    ]
+    [f for f in arrow_schema(RenderedTurnRow) if f.name not in HF_TURN_DROPPED_FIELDS]
 )
 #: Release columns that only make sense inside a store or a pulled folder (the audio itself is
 #: embedded; the split is the file), and the bulky per-dialogue provenance JSON (in the pulled
 #: manifest). Every other dialogue column is exported as is, so a column added to the manifests
 #: reaches the HF layout without touching this module.
 HF_DROPPED_COLUMNS = ("audio_path", "audio_key", "split", "provenance")
+
+
+def _hf_turn(turn: RenderedTurnRow) -> dict[str, Any]:
+    values = turn.to_row()
+    return {name: values[name] for name in _HF_TURN.names}
 
 
 def _hf_value(name: str, t: pa.DataType) -> dict[str, Any]:
@@ -208,8 +263,8 @@ def _hf_value(name: str, t: pa.DataType) -> dict[str, Any]:
     return {"dtype": dtype, "_type": "Value"}
 
 
-def hf_schema(manifest: pa.Schema) -> tuple[pa.Schema, dict[str, Any]]:
-    """Arrow schema and ``datasets`` features of the HF layout of a pulled split manifest."""
+def hf_schema(manifest: pa.Schema = RELEASE_DIALOGUE_SCHEMA) -> tuple[pa.Schema, dict[str, Any]]:
+    """Arrow schema and ``datasets`` features of the HF layout of a release's split manifest."""
     columns = [f for f in manifest if f.name not in HF_DROPPED_COLUMNS]
     schema = pa.schema(
         [
@@ -230,16 +285,8 @@ def hf_schema(manifest: pa.Schema) -> tuple[pa.Schema, dict[str, Any]]:
 def _licence_counts(pulled: Path, splits: Sequence[str]) -> dict[str, dict[str, int]]:
     counts: dict[str, dict[str, int]] = {}
     for split in splits:
-        path = pulled / f"{split}.parquet"
-        if "licence" not in pq.read_schema(path).names:  # a release from before licences
-            rows: Iterator[dict[str, Any]] = (
-                {} for _ in range(pq.ParquetFile(path).metadata.num_rows)
-            )
-        else:
-            rows = iter_rows(path, ["licence"])
-        for row in rows:
-            lic = str(row.get("licence") or UNDECLARED)
-            cell = counts.setdefault(lic, dict.fromkeys(splits, 0))
+        for value in iter_column(pulled / f"{split}.parquet", "licence"):
+            cell = counts.setdefault(str(value or UNDECLARED), dict.fromkeys(splits, 0))
             cell[split] += 1
     return dict(sorted(counts.items()))
 
@@ -327,7 +374,7 @@ def export_hf(
     for split in names:
         manifest = pq.ParquetFile(src / f"{split}.parquet")
         total = manifest.metadata.num_rows
-        schema, features = hf_schema(manifest.schema_arrow)
+        schema, features = hf_schema()
         meta = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
         schema = schema.with_metadata(meta)
         keep = [n for n in schema.names if n not in ("audio", "turns")]
@@ -336,12 +383,13 @@ def export_hf(
         for shard in range(n_shards):
             batch = []
             for row, turns in rows:
-                path = pulled_audio_path(src, row)
+                path = pulled_audio_path(src, row.audio_key, row.sha256)
+                values = row.to_row()
                 batch.append(
                     {
                         "audio": {"bytes": path.read_bytes(), "path": Path(path).name},
-                        **{k: row[k] for k in keep},
-                        "turns": [{k: t[k] for k in _TURN_FIELDS} for t in turns],
+                        **{k: values[k] for k in keep},
+                        "turns": [_hf_turn(t) for t in turns],
                     }
                 )
                 if len(batch) >= shard_rows:

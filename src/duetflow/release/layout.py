@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from duetflow.errors import StorageError
 from duetflow.manifest import RENDERED_DIALOGUE_SCHEMA
+from duetflow.records import ReleaseDialogueRow, arrow_schema
 from duetflow.storage.base import Store
 
 RELEASES = "releases/"
@@ -37,17 +38,22 @@ _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def _release_dialogue_schema() -> pa.Schema:
+    """:class:`ReleaseDialogueRow`'s columns, those it adds to the rendered row after sha256."""
+    added = [
+        f for f in arrow_schema(ReleaseDialogueRow) if f.name not in RENDERED_DIALOGUE_SCHEMA.names
+    ]
     fields = []
     for f in RENDERED_DIALOGUE_SCHEMA:
         fields.append(f)
         if f.name == "sha256":
-            fields += [pa.field("split", pa.string()), pa.field("audio_key", pa.string())]
+            fields += added
     return pa.schema(fields)
 
 
-#: Dialogue rows of a release: the rendered columns, ``split`` and ``audio_key`` after
-#: ``sha256``; ``audio_path`` is the audio's path relative to the store root (= ``audio_key``),
-#: so a pulled folder that mirrors the layout resolves it unchanged.
+#: Dialogue rows of a release (:class:`~duetflow.records.ReleaseDialogueRow`): the rendered
+#: columns, ``split`` and ``audio_key`` after ``sha256``; ``audio_path`` is the audio's path
+#: relative to the store root (= ``audio_key``), so a pulled folder that mirrors the layout
+#: resolves it unchanged.
 RELEASE_DIALOGUE_SCHEMA = _release_dialogue_schema()
 
 

@@ -40,14 +40,16 @@ from duetflow.licences import UNDECLARED
 from duetflow.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
-    REJECTIONS,
     RENDERED_TURN_SCHEMA,
     TURNS,
     TableWriter,
-    iter_rows,
+    iter_records,
+    iter_rejections,
+    rejection_to_row,
 )
-from duetflow.model import Stage, safe_id
+from duetflow.model import Rejection, Stage, safe_id
 from duetflow.progress import Progress
+from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
 from duetflow.release.layout import (
     LATEST_KEY,
     MANIFEST_NAMES,
@@ -149,27 +151,17 @@ def _validate_all(workdirs: Sequence[Path], config: RunConfig) -> None:
 
 
 def _split_items(workdirs: Sequence[Path]) -> list[SplitItem]:
-    cols = [
-        "dialogue_id",
-        "source_id",
-        "corpus",
-        "category",
-        "language",
-        "speaker_a",
-        "speaker_b",
-        "duration_s",
-    ]
     items: list[SplitItem] = []
     origin: dict[str, Path] = {}
     dups: list[Failure] = []
     for wd in workdirs:
-        for row in iter_rows(wd / DIALOGUES, cols):
-            did = row["dialogue_id"]
+        for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
+            did = rec.dialogue_id
             if did in origin:
                 dups.append(Failure(f"{wd.name}/dialogues", did, "dialogue_id", "unique", did))
                 continue
             origin[did] = wd
-            items.append(SplitItem(**{c: row[c] for c in cols}))
+            items.append(SplitItem.of(rec))
     raise_if_failures("dialogue ids repeat across work directories", dups)
     return items
 
@@ -259,33 +251,28 @@ def _stage_manifests(
     uploads: dict[str, _Upload] = {}
     try:
         for wd in workdirs:
-            for row in iter_rows(wd / DIALOGUES):
-                did = row["dialogue_id"]
+            for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
+                did = rec.dialogue_id
                 if did in dropped:
                     continue
-                ext = PurePosixPath(row["audio_path"]).suffix.lstrip(".") or "flac"
-                key = audio_key(row["sha256"], ext)
+                ext = PurePosixPath(rec.audio_path).suffix.lstrip(".") or "flac"
+                key = audio_key(rec.sha256, ext)
                 if key not in uploads:
-                    path = wd / row["audio_path"]
-                    uploads[key] = _Upload(key, path, row["sha256"], path.stat().st_size)
-                out = {**row, "split": splits[did], "audio_key": key, "audio_path": key}
-                licences[(str(row.get("licence") or UNDECLARED), splits[did])] += 1
+                    path = wd / rec.audio_path
+                    uploads[key] = _Upload(key, path, rec.sha256, path.stat().st_size)
+                out = ReleaseDialogueRow.released(rec, splits[did], key).to_row()
+                licences[(rec.licence or UNDECLARED, splits[did])] += 1
                 writers["dialogues"].write([out])
                 writers[splits[did]].write([out])
-            for trow in iter_rows(wd / TURNS):
-                if trow["dialogue_id"] not in dropped:
-                    turns.write([trow])
-            for rrow in iter_rows(wd / REJECTIONS):
-                rejections.write([rrow])
+            for trec in iter_records(wd / TURNS, RenderedTurnRow):
+                if trec.dialogue_id not in dropped:
+                    turns.write([trec.to_row()])
+            for rej in iter_rejections(wd):
+                rejections.write([rejection_to_row(rej)])
         rejections.write(
-            {
-                "item_id": did,
-                "corpus": "",
-                "source_path": "",
-                "stage": str(Stage.PUBLISH),
-                "reason": "test_balance_surplus",
-                "detail": detail,
-            }
+            rejection_to_row(
+                Rejection(did, Stage.PUBLISH, "test_balance_surplus", detail, corpus="")
+            )
             for did, detail in sorted(dropped.items())
         )
     except BaseException:

@@ -38,8 +38,9 @@ import pyarrow.parquet as pq
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError, StorageError
 from duetflow.leftovers import remove_stale_temp_files, temp_file
-from duetflow.manifest import TableWriter, iter_rows
+from duetflow.manifest import RENDERED_TURN_SCHEMA, TableWriter, iter_column, iter_records
 from duetflow.progress import Progress
+from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
 from duetflow.release.layout import (
     manifest_key,
     object_index,
@@ -148,18 +149,18 @@ def pull(
         os.replace(tmp, out / "RELEASE.json")
 
     jobs: dict[str, str] = {}
-    for row in iter_rows(out / f"{split}.parquet", ["dialogue_id", "audio_key", "sha256"]):
+    for row in iter_records(out / f"{split}.parquet", ReleaseDialogueRow):
         try:  # the only thing a local path is derived from: checked before anything is written
-            key = checked_audio_key(row["audio_key"], row["sha256"])
+            key = checked_audio_key(row.audio_key, row.sha256)
         except StorageError as e:
-            raise StorageError(f"{st.uri}: dialogue {row['dialogue_id']}: {e}") from None
+            raise StorageError(f"{st.uri}: dialogue {row.dialogue_id}: {e}") from None
         obj = objects.get(key)
-        if obj is None or obj["sha256"] != row["sha256"]:
+        if obj is None or obj["sha256"] != row.sha256:
             raise StorageError(
-                f"{st.uri}: {key} (dialogue {row['dialogue_id']}) is not listed in "
-                f"{release_json_key(rid)} with sha256 {row['sha256']}"
+                f"{st.uri}: {key} (dialogue {row.dialogue_id}) is not listed in "
+                f"{release_json_key(rid)} with sha256 {row.sha256}"
             )
-        jobs[key] = row["sha256"]
+        jobs[key] = row.sha256
 
     def job(item: tuple[str, str]) -> tuple[str, bool | Exception]:
         key, sha = item
@@ -202,13 +203,13 @@ def pull(
     )  # fmt: skip
 
 
-def pulled_audio_path(root: Path, row: Mapping[str, Any]) -> Path:
+def pulled_audio_path(root: Path, audio_key: object, sha256: object) -> Path:
     """Local path of a release row's audio under ``root`` (a pulled folder or a store root).
 
     Derived only from the row's ``audio_key``, checked to be the content address of its
     ``sha256``; the row's ``audio_path`` is never trusted (StorageError on a bad key).
     """
-    return root.joinpath(*checked_audio_key(row.get("audio_key"), row.get("sha256")).split("/"))
+    return root.joinpath(*checked_audio_key(audio_key, sha256).split("/"))
 
 
 def _pull_turns(st: Store, key: str, objects: Mapping[str, Mapping[str, Any]], out: Path) -> None:
@@ -221,15 +222,15 @@ def _pull_turns(st: Store, key: str, objects: Mapping[str, Mapping[str, Any]], o
     try:
         st.get_file(key, tmp, objects[key]["sha256"])
         wanted = {
-            str(r["dialogue_id"])
+            str(did)
             for s in SPLITS
             if (out / f"{s}.parquet").is_file()
-            for r in iter_rows(out / f"{s}.parquet", ["dialogue_id"])
+            for did in iter_column(out / f"{s}.parquet", "dialogue_id")
         }
-        pf = pq.ParquetFile(tmp)
-        with TableWriter(out / "turns.parquet", pf.schema_arrow, 8192) as w:
-            for g in range(pf.num_row_groups):
-                w.write(r for r in pf.read_row_group(g).to_pylist() if r["dialogue_id"] in wanted)
+        with TableWriter(out / "turns.parquet", RENDERED_TURN_SCHEMA, 8192) as w:
+            for turn in iter_records(tmp, RenderedTurnRow):
+                if turn.dialogue_id in wanted:
+                    w.write([turn.to_row()])
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -280,7 +281,7 @@ def open_release(
         res = pull(uri, rid, split, root, cfg, store=st)
         df = pd.read_parquet(res.manifest)
         df["audio_path"] = [
-            str(pulled_audio_path(root, {"audio_key": k, "sha256": h}))
+            str(pulled_audio_path(root, k, h))
             for k, h in zip(df["audio_key"], df["sha256"], strict=True)
         ]
         frames[split] = df

@@ -34,10 +34,11 @@ import hashlib
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from duetflow.config import ReleaseConfig
 from duetflow.errors import ConfigError
+from duetflow.records import RenderedDialogueRow
 from duetflow.schemas.tables import SPLITS
 
 log = logging.getLogger(__name__)
@@ -57,6 +58,11 @@ class SplitItem:
     speaker_a: str
     speaker_b: str
     duration_s: float
+
+    @classmethod
+    def of(cls, row: RenderedDialogueRow) -> SplitItem:
+        """The split facts of a dialogue record (its fields of the same names)."""
+        return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from typing import Any
 
 from duetflow.config import ReleaseConfig, RenderConfig, RunConfig, WindowConfig
 from duetflow.errors import DuetflowError, StorageError
-from duetflow.manifest import iter_rows
+from duetflow.manifest import iter_column, iter_records, missing_columns
+from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
 from duetflow.release.layout import (
     manifest_key,
     object_index,
@@ -119,13 +120,13 @@ def _audio_problems(
 ) -> list[Problem]:
     """Acoustic checks on a sample of the release's dialogues (their audio fetched to ``tmp``)."""
     sample = AudioSample(size, cfg.seed)
-    for row in iter_rows(local["dialogues"], ["dialogue_id", "audio_key", "provenance"]):
-        sample.offer(str(row["dialogue_id"]), str(row["audio_key"]), row.get("provenance"))
+    for row in iter_records(local["dialogues"], ReleaseDialogueRow):
+        sample.offer(row.dialogue_id, str(row.audio_key), row.provenance)
     chosen = sample.chosen()
     turns: dict[str, list[TurnSpan]] = {did: [] for did in chosen}
-    for t in iter_rows(local["turns"], ["dialogue_id", "speaker", "kind", "start_s", "end_s"]):
-        if t["dialogue_id"] in turns and t["kind"] == "turn":
-            turns[t["dialogue_id"]].append((str(t["speaker"]), t["start_s"], t["end_s"]))
+    for t in iter_records(local["turns"], RenderedTurnRow):
+        if t.dialogue_id in turns and t.kind == "turn":
+            turns[t.dialogue_id].append((t.speaker, t.start_s, t.end_s))
     problems: list[Problem] = []
     for did, (key, level) in sorted(chosen.items()):
         obj = objects.get(key)
@@ -178,6 +179,13 @@ def _manifest_problems(
     dkey = manifest_key(rid, "dialogues")
     # The work-directory checks apply to the release manifests as they are (audio checked above).
     problems += table_problems(dkey, collect_workdir_failures(tmp, cfg, check_audio=False))
+    unreadable = [
+        Problem(manifest_key(rid, name), f"missing column(s) {', '.join(missing)}")
+        for name, record in (("dialogues", ReleaseDialogueRow), ("turns", RenderedTurnRow))
+        if (missing := missing_columns(local[name], record))
+    ]
+    if unreadable:  # the checks below read records
+        return problems + unreadable
     problems += _audio_problems(store, objects, local, cfg, tmp, audio_sample)
     schema = release_index_schema(cfg)
     split_of: dict[str, str] = {}
@@ -185,26 +193,15 @@ def _manifest_problems(
     for df in iter_batches(local["dialogues"]):
         failures = schema_failures(schema, df, "dialogues", row_ids(df, "dialogue_id"))
         problems += table_problems(dkey, failures)
-    for row in iter_rows(local["dialogues"]):
-        did = row["dialogue_id"]
-        split_of[did] = row["split"]
-        obj = objects.get(row["audio_key"])
+    for row in iter_records(local["dialogues"], ReleaseDialogueRow):
+        did = row.dialogue_id
+        split_of[did] = row.split
+        obj = objects.get(row.audio_key)
         if obj is None:
-            problems.append(Problem(row["audio_key"], f"audio of {did} not listed in RELEASE.json"))
-        elif obj["sha256"] != row["sha256"]:
-            problems.append(Problem(row["audio_key"], f"audio of {did}: sha256 differs"))
-        items.append(
-            SplitItem(
-                did,
-                row["source_id"],
-                row["corpus"],
-                row["category"],
-                row["language"],
-                row["speaker_a"],
-                row["speaker_b"],
-                row["duration_s"],
-            )
-        )
+            problems.append(Problem(row.audio_key, f"audio of {did} not listed in RELEASE.json"))
+        elif obj["sha256"] != row.sha256:
+            problems.append(Problem(row.audio_key, f"audio of {did}: sha256 differs"))
+        items.append(SplitItem.of(row))
     problems += [Problem(dkey, f"leakage: {p}") for p in leakage_problems(items, split_of)]
     groups = group_keys(items, cfg.release.group_by)
     group_split: dict[str, str] = {}
@@ -219,7 +216,7 @@ def _manifest_problems(
         if split not in local:
             continue
         skey = manifest_key(rid, split)
-        ids = [r["dialogue_id"] for r in iter_rows(local[split], ["dialogue_id", "split"])]
+        ids = list(iter_column(local[split], "dialogue_id"))
         expected = [d for d, s in split_of.items() if s == split]
         if sorted(ids) != sorted(expected):
             problems.append(Problem(skey, "rows differ from the dialogues manifest's split"))

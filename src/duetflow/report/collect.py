@@ -32,8 +32,9 @@ from duetflow.config import RunConfig
 from duetflow.errors import DuetflowError
 from duetflow.licences import UNDECLARED, release_terms
 from duetflow.licences import terms as terms_of
-from duetflow.manifest import iter_rows
-from duetflow.model import Category, Stage
+from duetflow.manifest import read_rejections
+from duetflow.model import Category, Rejection, Stage
+from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
 from duetflow.rendering.mixdown import floor_in_file_db
 from duetflow.report.data import (
     DEFAULT_AUDIO_SAMPLE,
@@ -87,6 +88,10 @@ _STAGE_ORDER = {str(s): i for i, s in enumerate(Stage)}
 # --- the pass -----------------------------------------------------------------------------------
 
 
+#: A dialogue of the audio sample: (-hash, id, record, turns, where it was read).
+_Sampled = tuple[int, str, RenderedDialogueRow, list[RenderedTurnRow], ReportInput]
+
+
 class _Collector:
     def __init__(
         self, config: RunConfig, audio_sample: int, splits: Mapping[str, str] | None = None
@@ -127,29 +132,34 @@ class _Collector:
         self.licences: dict[str, tuple[int, float, set[str]]] = {}
         self.code_versions: Counter[str] = Counter()
         self.sample_size = audio_sample
-        self.heap: list[tuple[int, str, dict[str, Any], list[dict[str, Any]], ReportInput]] = []
+        self.heap: list[
+            tuple[int, str, RenderedDialogueRow, list[RenderedTurnRow], ReportInput]
+        ] = []
         self.notes: list[str] = []
         self.zero_gaps: list[str] = []  # dialogues with digital zeros in a pause
 
     # -- manifests --
 
-    def dialogue(self, inp: ReportInput, row: dict[str, Any], turns: list[dict[str, Any]]) -> None:
-        split = str(row.get("split") or self.splits.get(row["dialogue_id"]) or NO_SPLIT)
-        key = (split, str(row["category"]), str(row["language"]), str(row["corpus"]))
+    def dialogue(
+        self, inp: ReportInput, row: RenderedDialogueRow, turns: list[RenderedTurnRow]
+    ) -> None:
+        released = row.split if isinstance(row, ReleaseDialogueRow) else None
+        split = str(released or self.splits.get(row.dialogue_id) or NO_SPLIT)
+        key = (split, str(row.category), str(row.language), str(row.corpus))
         cell = self.counts.setdefault(key, [0, 0.0, 0])
-        dur = float(row["duration_s"])
+        dur = float(row.duration_s)
         cell[0] += 1
         cell[1] += dur
         cell[2] += len(turns)
         self._design(row, dur)
-        lic = str(row.get("licence") or UNDECLARED)
+        lic = str(row.licence or UNDECLARED)
         n_lic, s_lic, corpora = self.licences.get(lic, (0, 0.0, set()))
-        corpora.add(str(row["corpus"]))
+        corpora.add(str(row.corpus))
         self.licences[lic] = (n_lic + 1, s_lic + dur, corpora)
         a = self.acc
         a["duration_s"].add(dur)
         a["turns_per_dialogue"].add(len(turns))
-        la, lb = num(row.get("loudness_lufs_a")), num(row.get("loudness_lufs_b"))
+        la, lb = num(row.loudness_lufs_a), num(row.loudness_lufs_b)
         if la is not None:
             a["loudness_a"].add(la)
         if lb is not None:
@@ -157,53 +167,52 @@ class _Collector:
         if la is not None and lb is not None:
             a["loudness_diff"].add(la - lb)
         self._turn_stats(row, turns)
-        prov = json_obj(row.get("provenance"))
+        prov = json_obj(row.provenance)
         cv = prov.get("code_version")
         if isinstance(cv, str) and (cv in self.code_versions or len(self.code_versions) < 20):
             self.code_versions[cv] += 1
         moved = num(prov.get("gap_corrections"))
         if moved is not None:
             self.acc["gap_corrections"].add(moved)
-        if str(row["category"]) == Category.PH:
+        if str(row.category) == Category.PH:
             self._ph(prov)
         self._maybe_sample(inp, row, turns)
 
-    def _design(self, row: Mapping[str, Any], dur: float) -> None:
-        system = " ".join(str(row.get(k) or "") for k in ("system_name", "system_version"))
+    def _design(self, row: RenderedDialogueRow, dur: float) -> None:
+        d = row.design
+        system = " ".join(str(v or "") for v in (d.system_name, d.system_version))
         key = (
-            str(row["category"]),
-            str(row["language"]),
-            str(row.get("topic") or ""),
+            str(row.category),
+            str(row.language),
+            str(row.topic or ""),
             system.strip(),
-            str(row.get("strategy") or ""),
-            str(row.get("tts_backend") or ""),
+            str(d.strategy or ""),
+            str(d.tts_backend or ""),
         )
         cell = self.design.setdefault(key, [0, 0.0])
         cell[0] += 1
         cell[1] += dur
 
-    def _turn_stats(self, row: Mapping[str, Any], turns: Sequence[Mapping[str, Any]]) -> None:
-        spk_a = row["speaker_a"]
+    def _turn_stats(self, row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow]) -> None:
+        spk_a = row.speaker_a
         floor = sorted(
-            (t for t in turns if t["kind"] == "turn"), key=lambda t: (t["start_s"], t["turn_index"])
+            (t for t in turns if t.kind == "turn"), key=lambda t: (t.start_s, t.turn_index)
         )
         for prev, nxt in itertools.pairwise(floor):
-            if prev["speaker"] != nxt["speaker"]:
-                self.acc["gap_ms"].add((float(nxt["start_s"]) - float(prev["end_s"])) * 1000.0)
+            if prev.speaker != nxt.speaker:
+                self.acc["gap_ms"].add((float(nxt.start_s) - float(prev.end_s)) * 1000.0)
         excl = (
             ("nonspeech", "backchannel")
             if self.config.turns.balance_excludes_backchannels
             else ("nonspeech",)
         )
-        utts = [t for t in turns if t["kind"] not in excl]
+        utts = [t for t in turns if t.kind not in excl]
         if utts:
-            self.acc["utterance_share_a"].add(sum(t["speaker"] == spk_a for t in utts) / len(utts))
-        speech = [t for t in turns if t["kind"] != "nonspeech"]
-        total = sum(float(t["end_s"]) - float(t["start_s"]) for t in speech)
+            self.acc["utterance_share_a"].add(sum(t.speaker == spk_a for t in utts) / len(utts))
+        speech = [t for t in turns if t.kind != "nonspeech"]
+        total = sum(float(t.end_s) - float(t.start_s) for t in speech)
         if total > 0:
-            mine = sum(
-                float(t["end_s"]) - float(t["start_s"]) for t in speech if t["speaker"] == spk_a
-            )
+            mine = sum(float(t.end_s) - float(t.start_s) for t in speech if t.speaker == spk_a)
             self.acc["speaking_time_share_a"].add(mine / total)
 
     def _ph(self, prov: Mapping[str, Any]) -> None:
@@ -222,23 +231,23 @@ class _Collector:
         for s in similarities(prov):
             self.acc["ph_similarity"].add(s)
 
-    def rejection(self, row: Mapping[str, Any]) -> None:
-        key = (str(row["stage"]), str(row["reason"]))
+    def rejection(self, r: Rejection) -> None:
+        key = (str(r.stage), r.reason)
         n, corpora, examples = self.rej.get(key, (0, Counter(), []))
-        corpora[str(row.get("corpus") or "")] += 1
+        corpora[r.corpus] += 1
         if len(examples) < MAX_EXAMPLES:
-            examples.append(str(row["item_id"]))
+            examples.append(r.item_id)
         self.rej[key] = (n + 1, corpora, examples)
 
     # -- audio sample --
 
     def _maybe_sample(
-        self, inp: ReportInput, row: dict[str, Any], turns: list[dict[str, Any]]
+        self, inp: ReportInput, row: RenderedDialogueRow, turns: list[RenderedTurnRow]
     ) -> None:
         if self.sample_size <= 0:
             return
-        h = seed_for(self.config.seed, "report-sample", row["dialogue_id"])
-        item = (-h, str(row["dialogue_id"]), row, turns, inp)
+        h = seed_for(self.config.seed, "report-sample", row.dialogue_id)
+        item = (-h, str(row.dialogue_id), row, turns, inp)
         if len(self.heap) < self.sample_size:
             heapq.heappush(self.heap, item)  # type: ignore[misc]
         elif -h > self.heap[0][0]:
@@ -258,12 +267,12 @@ class _Collector:
         return tuple(ids), tuple(errors)
 
     def _measure_audio(
-        self, inp: ReportInput, row: Mapping[str, Any], turns: Sequence[Mapping[str, Any]]
+        self, inp: ReportInput, row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow]
     ) -> None:
         path = inp.audio(row)
         data, sr = read_frames(path)
         data2 = data if data.ndim == 2 else data[:, None]
-        spk = (row["speaker_a"], row["speaker_b"])
+        spk = (row.speaker_a, row.speaker_b)
 
         def track(speaker: str) -> np.ndarray[Any, np.dtype[np.float32]]:
             if data2.shape[1] >= 2:
@@ -271,11 +280,9 @@ class _Collector:
             return np.asarray(data2.mean(axis=1), dtype=np.float32)
 
         floor_turns = [
-            (str(t["speaker"]), float(t["start_s"]), float(t["end_s"]))
-            for t in turns
-            if t["kind"] == "turn"
+            (str(t.speaker), float(t.start_s), float(t.end_s)) for t in turns if t.kind == "turn"
         ]
-        level = floor_in_file_db(json_obj(row.get("provenance")))
+        level = floor_in_file_db(json_obj(row.provenance))
         digital = level is not None and math.isinf(level)
         mono = np.asarray(data2.mean(axis=1), dtype=np.float32)
         for m in change_gaps(
@@ -288,7 +295,7 @@ class _Collector:
                 self.acc["floor_step_db"].add(m.step_db)
                 self.acc["floor_dip_db"].add(m.dip_db)
             if not digital and m.zero_run > ZERO_RUN_MS / 1000.0 * sr:
-                self.zero_gaps.append(str(row["dialogue_id"]))
+                self.zero_gaps.append(str(row.dialogue_id))
         lufs = [_speaker_loudness(track(s), sr, turns, s, data2.shape[1] >= 2) for s in spk]
         if lufs[0] is not None:
             self.acc["loudness_a_audio"].add(lufs[0])
@@ -301,21 +308,21 @@ class _Collector:
 def _speaker_loudness(
     x: np.ndarray[Any, np.dtype[np.float32]],
     sr: int,
-    turns: Sequence[Mapping[str, Any]],
+    turns: Sequence[RenderedTurnRow],
     speaker: str,
     own_channel: bool,
 ) -> float | None:
     """BS.1770 loudness of one speaker's turns (their own channel, or solo parts of a mix)."""
     others = [
-        (float(t["start_s"]), float(t["end_s"]))
+        (float(t.start_s), float(t.end_s))
         for t in turns
-        if t["speaker"] != speaker and t["kind"] != "nonspeech"
+        if t.speaker != speaker and t.kind != "nonspeech"
     ]
     parts = []
     for t in turns:
-        if t["speaker"] != speaker or t["kind"] == "nonspeech":
+        if t.speaker != speaker or t.kind == "nonspeech":
             continue
-        s, e = float(t["start_s"]), float(t["end_s"])
+        s, e = float(t.start_s), float(t.end_s)
         if not own_channel and any(o0 < e and s < o1 for o0, o1 in others):
             continue
         parts.append(x[max(0, int(s * sr)) : min(len(x), int(e * sr))])
@@ -392,7 +399,7 @@ def collect(
         for row, turns in dialogues_with_turns(inp):
             c.dialogue(inp, row, turns)
         if inp.rejections is not None:
-            for r in iter_rows(inp.rejections):
+            for r in read_rejections(inp.rejections):
                 c.rejection(r)
     sample_ids, audio_errors = c.measure_sample()
 

@@ -1,4 +1,4 @@
-"""Reading manifest rows for the report: dialogues with their turns, provenance fields.
+"""Reading manifest records for the report: dialogues with their turns, provenance fields.
 
 Stages write turn rows in dialogue order, so dialogues and turns are zipped in lockstep; a
 table written otherwise is grouped once in memory (logged). The value helpers read JSON and
@@ -13,7 +13,8 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from duetflow.manifest import iter_grouped, iter_rows
+from duetflow.manifest import iter_column, iter_record_groups, iter_records
+from duetflow.records import RenderedDialogueRow, RenderedTurnRow, columns, from_row
 from duetflow.report.sources import ReportInput
 
 log = logging.getLogger(__name__)
@@ -23,26 +24,26 @@ def in_lockstep(inp: ReportInput) -> bool:
     """Whether turn rows follow dialogue rows in order (a cheap pass over the id columns)."""
     if inp.turns is None:
         return True
-    turn_ids = (r["dialogue_id"] for r in iter_rows(inp.turns, ["dialogue_id"]))
+    turn_ids = iter_column(inp.turns, "dialogue_id")
     cur = next(turn_ids, None)
-    for r in iter_rows(inp.dialogues, ["dialogue_id"]):
-        while cur is not None and cur == r["dialogue_id"]:
+    for did in iter_column(inp.dialogues, "dialogue_id"):
+        while cur is not None and cur == did:
             cur = next(turn_ids, None)
     return cur is None
 
 
-def zip_turns(inp: ReportInput) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """Dialogue rows with their turn rows, zipped in lockstep (how stages write them)."""
-    return iter_grouped(inp.dialogues, inp.turns)
+def zip_turns(inp: ReportInput) -> Iterator[tuple[RenderedDialogueRow, list[RenderedTurnRow]]]:
+    """Dialogue records with their turn records, zipped in lockstep (how stages write them)."""
+    return iter_record_groups(inp.dialogues, inp.turns, inp.record)
 
 
-def grouped_turns(inp: ReportInput) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+def grouped_turns(inp: ReportInput) -> Iterator[tuple[RenderedDialogueRow, list[RenderedTurnRow]]]:
     """Fallback for a turn table not in dialogue order: index it once (logged, uses memory)."""
     import pyarrow.parquet as pq
 
     log.warning("%s: turns are not in dialogue order; grouping them in memory", inp.label)
     assert inp.turns is not None
-    table = pq.read_table(inp.turns).sort_by(
+    table = pq.read_table(inp.turns, columns=list(columns(RenderedTurnRow))).sort_by(
         [("dialogue_id", "ascending"), ("turn_index", "ascending")]
     )
     ids = table.column("dialogue_id").to_pylist()
@@ -52,15 +53,16 @@ def grouped_turns(inp: ReportInput) -> Iterator[tuple[dict[str, Any], list[dict[
         if i == len(ids) or ids[i] != ids[start]:
             index[ids[start]] = (start, i)
             start = i
-    for row in iter_rows(inp.dialogues):
-        span = index.get(row["dialogue_id"])
+    for row in iter_records(inp.dialogues, inp.record):
+        span = index.get(row.dialogue_id)
         rows = table.slice(span[0], span[1] - span[0]).to_pylist() if span else []
-        yield row, rows
+        yield row, [from_row(RenderedTurnRow, r) for r in rows]
 
 
 def dialogues_with_turns(
     inp: ReportInput,
-) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
+) -> Iterator[tuple[RenderedDialogueRow, list[RenderedTurnRow]]]:
+    """A report input's dialogue records with their turn records."""
     return zip_turns(inp) if in_lockstep(inp) else grouped_turns(inp)
 
 

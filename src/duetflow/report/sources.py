@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from duetflow.errors import InputError, StorageError
 from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS
+from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow
 from duetflow.storage.base import checked_audio_key
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,7 @@ RELEASE_JSON = "RELEASE.json"
 
 
 class AudioLocator(Protocol):
-    def __call__(self, row: Mapping[str, Any]) -> Path: ...
+    def __call__(self, row: RenderedDialogueRow) -> Path: ...
 
 
 @dataclass(frozen=True)
@@ -49,13 +50,18 @@ class ReportInput:
     release: Mapping[str, Any] | None = None
     release_id: str | None = None
 
+    @property
+    def record(self) -> type[RenderedDialogueRow]:
+        """The record type of its dialogue rows: a release's carry split and audio key."""
+        return ReleaseDialogueRow if self.kind == "release" else RenderedDialogueRow
+
 
 @dataclass
 class _WorkdirAudio:
     root: Path
 
-    def __call__(self, row: Mapping[str, Any]) -> Path:
-        rel = row.get("audio_path")
+    def __call__(self, row: RenderedDialogueRow) -> Path:
+        rel = row.audio_path
         if not rel:
             raise InputError(
                 self.root / DIALOGUES, "dialogue row has no audio_path", field="audio_path"
@@ -72,12 +78,13 @@ class _StoreAudio:
     tmp: Path | None = None
     fetched: dict[str, Path] = field(default_factory=dict)
 
-    def __call__(self, row: Mapping[str, Any]) -> Path:
+    def __call__(self, row: RenderedDialogueRow) -> Path:
+        audio = row.audio_key if isinstance(row, ReleaseDialogueRow) else None
         try:  # never a path from the row's audio_path: only the verified content address
-            key = checked_audio_key(row.get("audio_key"), row.get("sha256"))
+            key = checked_audio_key(audio, row.sha256)
         except StorageError as e:
             raise InputError(
-                None, f"dialogue {row.get('dialogue_id')}: {e}", reason="bad_audio_key"
+                None, f"dialogue {row.dialogue_id}: {e}", reason="bad_audio_key"
             ) from None
         if self.root is not None:
             return self.root.joinpath(*key.split("/"))

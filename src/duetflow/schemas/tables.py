@@ -24,8 +24,9 @@ import pyarrow
 
 from duetflow import records
 from duetflow.config import RunConfig
+from duetflow.manifest import REJECTION_SCHEMA
 from duetflow.model import Category, Stage, TurnKind
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
 from duetflow.storage.base import AUDIO_KEY_RE
 
 SPLITS = ("train", "val", "test")
@@ -52,10 +53,6 @@ CHECK_COLUMN = {
 _NONEMPTY = pa.Check.str_length(min_value=1)
 
 
-def _str(nullable: bool = False, *checks: pa.Check, unique: bool = False) -> pa.Column:
-    return pa.Column(str, list(checks), nullable=nullable, unique=unique)
-
-
 def _safe_relative(series: pd.Series) -> pd.Series:
     """Relative POSIX path that stays inside its root (no absolute path, no ``..``)."""
     return series.map(
@@ -74,16 +71,20 @@ _DTYPES = {pyarrow.string(): str, pyarrow.int32(): "int32", pyarrow.float64(): "
 
 
 def _record_columns(
-    record: type[RenderedDialogueRow] | type[RenderedTurnRow],
+    record: type[RenderedDialogueRow] | type[RenderedTurnRow] | pyarrow.Schema,
     checks: dict[str, tuple[bool, list[pa.Check]]],
 ) -> dict[str, pa.Column]:
-    """pandera columns of a record's table: names and dtypes from the record (one declaration),
-    nullability and value checks from ``checks`` (a column without an entry: nullable, no
-    checks). A check for a column the record does not have is a programming error."""
-    schema = records.arrow_schema(record)  # type: ignore[arg-type]
+    """pandera columns of a record's table: names and dtypes from the record (one declaration;
+    or the Arrow schema of a table without a record), nullability and value checks from
+    ``checks`` (a column without an entry: nullable, no checks). A check for a column the
+    table does not have is a programming error."""
+    if isinstance(record, pyarrow.Schema):
+        schema, name = record, "table"
+    else:
+        schema, name = records.arrow_schema(record), record.__name__  # type: ignore[arg-type]
     unknown = set(checks) - set(schema.names)
     if unknown:
-        raise ValueError(f"{record.__name__} has no column {sorted(unknown)}")
+        raise ValueError(f"{name} has no column {sorted(unknown)}")
     out: dict[str, pa.Column] = {}
     for field in schema:
         nullable, cks = checks.get(field.name, (True, []))
@@ -91,10 +92,14 @@ def _record_columns(
     return out
 
 
-def _dialogue_columns() -> dict[str, pa.Column]:
+def _dialogue_columns(
+    record: type[RenderedDialogueRow] = RenderedDialogueRow,
+    extra: dict[str, tuple[bool, list[pa.Check]]] | None = None,
+) -> dict[str, pa.Column]:
     return _record_columns(
-        RenderedDialogueRow,
+        record,
         {
+            **(extra or {}),
             "dialogue_id": (False, [_NONEMPTY]),
             "source_id": (False, [_NONEMPTY]),
             "corpus": (False, [_NONEMPTY]),
@@ -207,14 +212,15 @@ def turn_schema() -> pa.DataFrameSchema:
 def rejection_schema() -> pa.DataFrameSchema:
     """Rejection rows: every dropped item with the stage and a reason code."""
     return pa.DataFrameSchema(
-        {
-            "item_id": _str(False, _NONEMPTY),
-            "corpus": _str(True),
-            "source_path": _str(True),
-            "stage": _str(False, pa.Check.isin([s.value for s in Stage])),
-            "reason": _str(False, _NONEMPTY),
-            "detail": _str(True),
-        },
+        _record_columns(
+            REJECTION_SCHEMA,
+            {
+                "item_id": (False, [_NONEMPTY]),
+                "stage": (False, [pa.Check.isin([s.value for s in Stage])]),
+                "reason": (False, [_NONEMPTY]),
+                # corpus, source_path, detail: nullable, no check
+            },
+        ),
         name="rejections",
     )
 
@@ -236,10 +242,13 @@ def release_index_schema(config: RunConfig | None = None) -> pa.DataFrameSchema:
     "source"`` a source recording's windows must all share one split.
     """
     cfg = config or RunConfig()
-    cols = _dialogue_columns()
-    cols["split"] = _str(False, pa.Check.isin(list(SPLITS)))
-    cols["audio_key"] = _str(False, pa.Check.str_matches(AUDIO_KEY_RE.pattern))
-    cols["audio_path"] = _str(False, pa.Check(_safe_relative, name="relative_path_inside_root"))
+    cols = _dialogue_columns(
+        ReleaseDialogueRow,
+        {
+            "split": (False, [pa.Check.isin(list(SPLITS))]),
+            "audio_key": (False, [pa.Check.str_matches(AUDIO_KEY_RE.pattern)]),
+        },
+    )
     checks = [
         *_dialogue_checks(cfg),
         pa.Check(_key_matches, name="audio_key_matches_sha256"),

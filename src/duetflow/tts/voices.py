@@ -16,6 +16,9 @@ so reruns read no audio.
 Pairing (:func:`choose_voices`): same language as the script; ``mixed_gender`` takes one male
 and one female speaker, ``any`` two distinct speakers; the draw comes from
 ``rng_for(seed, "voices", script_id)``.
+
+One module (a little over 500 lines): selection, its on-disk cache and pairing share the
+:class:`Voice` record and the pool that the synthesis steps receive whole.
 """
 
 from __future__ import annotations

@@ -24,12 +24,13 @@ import os
 import shutil
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from duetflow import manifest
 from duetflow.config import MatchConfig
 from duetflow.model import Category, Rejection, Stage
+from duetflow.records import RenderedDialogueRow
 from duetflow.seeding import seed_for
 
 REASON = "hh_topic_surplus"
@@ -121,10 +122,10 @@ def plan_match(items: Iterable[MatchItem], config: MatchConfig, seed: int) -> Ma
 
 def items_of(workdirs: Sequence[Path]) -> Iterator[MatchItem]:
     """Match items of the dialogues of rendered work directories (one column pass each)."""
-    cols = ["dialogue_id", "corpus", "category", "language", "topic"]
+    facts = [f.name for f in fields(MatchItem)]
     for wd in workdirs:
-        for row in manifest.iter_rows(wd / manifest.DIALOGUES, cols):
-            yield MatchItem(**{c: str(row[c] or "") for c in cols})
+        for row in manifest.iter_records(wd / manifest.DIALOGUES, RenderedDialogueRow):
+            yield MatchItem(**{name: str(getattr(row, name) or "") for name in facts})
 
 
 def apply_match(workdir: Path, out_dir: Path, dropped: Mapping[str, str]) -> tuple[int, int]:
@@ -144,29 +145,26 @@ def apply_match(workdir: Path, out_dir: Path, dropped: Mapping[str, str]) -> tup
         manifest.TableWriter(partial / manifest.DIALOGUES, dschema, 256) as dw,
         manifest.TableWriter(partial / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
     ):
-        for row, turns in manifest.iter_grouped(
-            workdir / manifest.DIALOGUES, workdir / manifest.TURNS
-        ):
-            did = row["dialogue_id"]
+        for row, turns in manifest.iter_rendered(workdir):
+            did = row.dialogue_id
             if did in dropped:
                 gone += 1
                 rejections.append(
-                    Rejection(did, Stage.MATCH, REASON, dropped[did], corpus=row["corpus"])
+                    Rejection(did, Stage.MATCH, REASON, dropped[did], corpus=row.corpus)
                 )
                 continue
             kept += 1
-            dw.write([row])
-            tw.write(turns)
-            src = workdir / row["audio_path"]
-            dst = partial / row["audio_path"]
+            dw.write([row.to_row()])
+            tw.write([t.to_row() for t in turns])
+            src = workdir / row.audio_path
+            dst = partial / row.audio_path
             dst.parent.mkdir(parents=True, exist_ok=True)
             try:
                 os.link(src, dst)
             except OSError:
                 shutil.copy2(src, dst)
     with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as rw:
-        if (workdir / manifest.REJECTIONS).exists():
-            rw.write(manifest.iter_rows(workdir / manifest.REJECTIONS))
+        rw.write(manifest.rejection_to_row(r) for r in manifest.iter_rejections(workdir))
         rw.write(manifest.rejection_to_row(r) for r in rejections)
     stats = workdir / "stats.json"
     if stats.is_file():

@@ -51,6 +51,7 @@ from duetflow.manifest import (
     rejection_to_row,
 )
 from duetflow.model import Dialogue, Rejection, safe_id
+from duetflow.records import IntakeDialogueRow, IntakeTurnRow, RejectionRow, from_row
 
 log = logging.getLogger(__name__)
 
@@ -163,8 +164,9 @@ class SessionRecord:
     def item(self) -> Dialogue | Rejection:
         """The recorded dialogue or rejection, rebuilt from its intake rows."""
         if self.result["kind"] == "rejection":
-            return rejection_from_row(self.result["row"])
-        return dialogue_from_rows(self.result["row"], self.result["turns"])
+            return rejection_from_row(from_row(RejectionRow, self.result["row"]))
+        turns = [from_row(IntakeTurnRow, t) for t in self.result["turns"]]
+        return dialogue_from_rows(from_row(IntakeDialogueRow, self.result["row"]), turns)
 
 
 def result_of(item: Dialogue | Rejection) -> dict[str, Any]:

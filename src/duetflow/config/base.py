@@ -1,0 +1,23 @@
+"""What every config section shares: frozen, no unknown keys; the category names."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from duetflow.errors import ConfigError
+from duetflow.licences import check_licence
+from duetflow.model import Category
+
+#: Dialogue categories (the keys of ``release.ratios``).
+CATEGORIES = tuple(str(c) for c in Category)
+
+
+def _licence_value(value: str) -> str:
+    try:
+        return check_licence(value, "licence")
+    except ConfigError as e:  # pydantic reports ValueErrors with the field's path
+        raise ValueError(str(e).removeprefix("licence: ")) from None
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)

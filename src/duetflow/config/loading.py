@@ -1,0 +1,162 @@
+"""Loading a run config: YAML file, ``DUETFLOW__...`` environment overrides, validation
+errors that name the key (and the variable that set it)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from duetflow.bounded_yaml import load_yaml
+from duetflow.config.run import RunConfig
+from duetflow.errors import ConfigError, brief_repr
+
+ENV_PREFIX = "DUETFLOW__"
+
+
+def _set_path(tree: dict[str, Any], keys: list[str], value: Any) -> None:
+    node = tree
+    for k in keys[:-1]:
+        nxt = node.setdefault(k, {})
+        if not isinstance(nxt, dict):
+            raise ConfigError(f"environment override: {'.'.join(keys)} goes through a non-section")
+        node = nxt
+    node[keys[-1]] = value
+
+
+def env_overrides(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``DUETFLOW__RENDER__GAP_MS_MIN=190`` → ``{"render": {"gap_ms_min": 190}}``.
+
+    A value that is not a YAML scalar/flow value raises ConfigError naming the variable.
+    """
+    environ = os.environ if environ is None else environ
+    out: dict[str, Any] = {}
+    for key, raw in sorted(environ.items()):
+        path = _env_path(key)
+        if path:
+            try:
+                value = load_yaml(raw, max_nodes=1000)
+            except yaml.YAMLError as e:
+                first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise ConfigError(
+                    f"environment {key}: cannot parse {brief_repr(raw)} as a YAML value ({first})"
+                ) from None
+            _set_path(out, path, value)
+    return out
+
+
+def _env_path(key: str) -> list[str]:
+    if not key.startswith(ENV_PREFIX):
+        return []
+    return [p.lower() for p in key[len(ENV_PREFIX) :].split("__") if p]
+
+
+def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for k, v in extra.items():
+        if isinstance(v, Mapping) and isinstance(merged.get(k), dict):
+            merged[k] = _deep_merge(merged[k], v)
+        else:
+            merged[k] = v
+    return merged
+
+
+def _format_errors(
+    err: ValidationError, source: str, env_keys: Mapping[tuple[str, ...], str] | None = None
+) -> str:
+    """One line per error, naming the key (and the environment variable that set it)."""
+    lines = []
+    for e in err.errors():
+        parts = tuple(str(p) for p in e["loc"])
+        loc = ".".join(parts) or "<root>"
+        where = source
+        for n in range(len(parts), 0, -1):  # the variable that set this key or a section above
+            if env_keys and parts[:n] in env_keys:
+                where = f"environment {env_keys[parts[:n]]}"
+                break
+        else:  # a section-level check (min <= max ...): the variables that set keys inside it
+            inside = sorted(v for k, v in (env_keys or {}).items() if k[: len(parts)] == parts)
+            if parts and inside:
+                where = f"environment {', '.join(inside)}"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"{where}: unknown key '{loc}'")
+        else:
+            msg = str(e["msg"]).removeprefix("Value error, ")
+            lines.append(f"{where}: {loc}: {msg} (got {brief_repr(e.get('input'))})")
+    return "\n".join(lines)
+
+
+def build_config(
+    data: Mapping[str, Any] | None = None,
+    *,
+    source: str = "<config>",
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> RunConfig:
+    """Validate a config mapping + env overrides + explicit overrides (later wins).
+
+    Every bound is checked here; a bad value raises ConfigError with one line per problem
+    naming the key (and the ``DUETFLOW__...`` variable when one set it).
+    """
+    env = os.environ if environ is None else environ
+    merged = _deep_merge(dict(data or {}), env_overrides(env))
+    env_keys = {tuple(p): k for k in env if (p := _env_path(k))}
+    if overrides:
+        merged = _deep_merge(merged, overrides)
+    try:
+        return RunConfig.model_validate(merged)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(err, source, env_keys)) from None
+
+
+def load_config(
+    path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> RunConfig:
+    """Load a YAML config file (or defaults when ``path`` is None).
+
+    Relative paths inside the file are resolved against the file's folder, so a config can be
+    run from anywhere.
+    """
+    if path is None:
+        return build_config({}, environ=environ, overrides=overrides)
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{p}: config file not found") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 (byte {e.start})") from None
+    try:
+        data = load_yaml(text) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: invalid YAML: {' '.join(str(e).split())}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: top level must be a mapping, got {type(data).__name__}")
+    data = _resolve_relative(data, p.parent)
+    return build_config(data, source=str(p), environ=environ, overrides=overrides)
+
+
+def _resolve_relative(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    def fix(v: Any) -> Any:
+        if isinstance(v, str) and v and not os.path.isabs(v) and "://" not in v:
+            return str((base / v).resolve())
+        return v
+
+    out = dict(data)
+    if "workdir" in out:
+        out["workdir"] = fix(out["workdir"])
+    if isinstance(out.get("corpora"), list):
+        out["corpora"] = [
+            {**c, "root": fix(c.get("root"))} if isinstance(c, dict) else c for c in out["corpora"]
+        ]
+    for sec, key in (("synth", "scripts"), ("release", "store"), ("synth", "model_path")):
+        if isinstance(out.get(sec), dict) and out[sec].get(key):
+            out[sec] = {**out[sec], key: fix(out[sec][key])}
+    return out

@@ -1,0 +1,41 @@
+"""Config section of rendering: re-timing, room tone, loudness, output format."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from duetflow.config.base import _Section
+
+#: Longest re-timed gap between turns (ms); beyond it the "dialogue" is mostly silence.
+MAX_GAP_MS = 10_000.0
+
+
+class RenderConfig(_Section):
+    """Re-timing, room tone, loudness and output format."""
+
+    gap_ms_min: float = Field(180.0, ge=0, le=MAX_GAP_MS)
+    gap_ms_max: float = Field(230.0, ge=0, le=MAX_GAP_MS)
+    same_speaker_pause_cap_s: float = Field(1.0, ge=0, le=60)
+    backchannels: Literal["keep", "drop"] = "keep"
+    trim_pad_ms: float = Field(
+        20.0, ge=0, le=1000, description="pad kept around a turn's acoustic extent"
+    )
+    fade_ms: float = Field(
+        5.0, ge=0, le=1000, description="fade at every cut, so joins do not click"
+    )
+    room_tone: bool = True
+    loudness_target_lufs: float = Field(
+        -23.0, ge=-70, le=-5, description="integrated loudness of every output (EBU R128: -23)"
+    )
+    loudness_tolerance_lu: float = Field(0.5, gt=0, le=10)
+    true_peak_ceiling_dbtp: float = Field(-1.0, ge=-30, le=0)
+    stems: bool = False
+    audio_format: Literal["flac", "wav"] = "flac"
+
+    @model_validator(mode="after")
+    def _order(self) -> RenderConfig:
+        if self.gap_ms_min > self.gap_ms_max:
+            raise ValueError("render.gap_ms_min must be <= render.gap_ms_max")
+        return self
