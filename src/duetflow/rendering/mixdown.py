@@ -16,10 +16,12 @@ dialogue's floor power.
    as a reader measures it (:func:`measure_change`: on the whole file's envelopes, from the
    items' spans). A gap off its draw by more than :data:`GAP_TOLERANCE_S` is corrected by
    moving the following items by the difference, in samples; the room tone moves with them
-   (cut at mid-gap, so every edge keeps the background it was measured against) and only the
-   moved changes are measured again, from the edges found before, on the envelopes of their
-   two items alone (:func:`duetflow.audio.edges.analyse_around`, equal there to the whole
-   file's). The share of windows that needed a move is in the result (``corrected``).
+   (cut at mid-gap, so every edge keeps the background it was measured against). A correction
+   pass assembles anew only around the moves (:func:`reassemble`; what merely moved is copied,
+   the same samples as assembling whole) and only the moved changes are measured again, from
+   the edges found before, on the envelopes of their two items alone
+   (:func:`duetflow.audio.edges.analyse_around`, equal there to the whole file's). The share
+   of windows that needed a move is in the result (``corrected``).
 
 The rendered rows take the measured edges at every change, so the manifest's gap *is* the
 acoustic gap of the file.
