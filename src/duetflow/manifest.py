@@ -224,20 +224,46 @@ class TableWriter:
         self.batch_rows = batch_rows
         self.rows_written = 0
         self._buf: list[dict[str, Any]] = []
+        self._tables: list[pa.Table] = []  # Arrow rows (write_arrow), ahead of _buf
+        self._buffered = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
 
     def write(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        n = len(self._buf)
         self._buf.extend(dict(r) for r in rows)
-        if len(self._buf) >= self.batch_rows:
+        self._buffered += len(self._buf) - n
+        if self._buffered >= self.batch_rows:
+            self.flush()
+
+    def write_arrow(self, table: pa.Table) -> None:
+        """Append the rows of an Arrow table (same column names and types as the schema).
+
+        Buffered and flushed like :meth:`write` (a row group once ``batch_rows`` are held), so
+        copying a table's row groups through here writes the same bytes as its rows would,
+        without Python rows in between.
+        """
+        if table.schema.names != self.schema.names:
+            raise ValueError(f"{self.path}: columns {table.schema.names} != {self.schema.names}")
+        if self._buf:  # rows written before keep their place
+            self._tables.append(pa.Table.from_pylist(self._buf, schema=self.schema))
+            self._buf = []
+        self._tables.append(table.cast(self.schema))
+        self._buffered += table.num_rows
+        if self._buffered >= self.batch_rows:
             self.flush()
 
     def flush(self) -> None:
-        if self._buf:
-            self._writer.write_table(pa.Table.from_pylist(self._buf, schema=self.schema))
-            self.rows_written += len(self._buf)
-            self._buf = []
+        if not self._buffered:
+            return
+        rows = [pa.Table.from_pylist(self._buf, schema=self.schema)] if self._buf else []
+        tables = [*self._tables, *rows]
+        # one contiguous table per row group: the same pages whichever way the rows came
+        table = pa.concat_tables(tables).combine_chunks() if self._tables else tables[0]
+        self._writer.write_table(table)
+        self.rows_written += self._buffered
+        self._buf, self._tables, self._buffered = [], [], 0
 
     def close(self) -> None:
         self.finish()
@@ -435,6 +461,32 @@ def iter_rendered(
     """Stream the rendered dialogues of a work directory with their turns."""
     wd = Path(workdir)
     return iter_record_groups(wd / DIALOGUES, wd / TURNS, RenderedDialogueRow)
+
+
+#: A dialogue record of an intake or a rendered work directory.
+DialogueRecord = IntakeDialogueRow | RenderedDialogueRow
+#: A turn record of an intake or a rendered work directory.
+TurnRecord = IntakeTurnRow | RenderedTurnRow
+
+
+def iter_work_records(
+    workdir: str | Path,
+) -> Iterator[tuple[DialogueRecord, Sequence[TurnRecord]]]:
+    """(dialogue record, its turn records) of an intake *or* a rendered work directory.
+
+    The kind is read from the dialogues table's schema (a rendered table has ``audio_path``),
+    so readers that take either (HH scripts, voice references) get typed records of the kind
+    the directory holds; turns stream in lockstep.
+    """
+    wd = Path(workdir)
+    if "audio_path" in pq.read_schema(wd / DIALOGUES).names:
+        return iter_record_groups(wd / DIALOGUES, wd / TURNS, RenderedDialogueRow)
+    return zip_lockstep(
+        iter_records(wd / DIALOGUES, IntakeDialogueRow),
+        iter_records(wd / TURNS, IntakeTurnRow),
+        _record_id,
+        _record_id,
+    )
 
 
 def iter_dialogues(workdir: str | Path) -> Iterator[Dialogue]:

@@ -34,11 +34,24 @@ _ARROW = {str: pa.string(), int: pa.int32(), float: pa.float64()}
 
 
 @dataclass(frozen=True)
-class RenderedTurnRow:
-    """One turn of a rendered dialogue, on the output timeline (``orig_*``: source timeline).
+class _Row:
+    """What every record does: become a table row where it is written."""
 
-    ``kind`` is ``turn`` or ``backchannel``; ``turn_index`` counts turns in output order.
-    """
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row (column → value; a design field as its columns)."""
+        row: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, DesignFields):
+                row.update(design_to_row(value))
+            else:
+                row[f.name] = value
+        return row
+
+
+@dataclass(frozen=True)
+class _TurnSpan(_Row):
+    """The leading columns of both turn tables: which turn, whose, what kind, when."""
 
     dialogue_id: str
     turn_index: int
@@ -46,18 +59,11 @@ class RenderedTurnRow:
     kind: str
     start_s: float
     end_s: float
-    orig_start_s: float
-    orig_end_s: float
-    text: str
-
-    def to_row(self) -> dict[str, Any]:
-        """The record as a table row (column → value)."""
-        return _to_row(self)
 
 
 @dataclass(frozen=True)
-class RenderedDialogueRow:
-    """One rendered dialogue: what it is, where its audio lives and how it was rendered."""
+class _DialogueHead(_Row):
+    """The leading columns of both dialogue tables: the dialogue, its corpus and speakers."""
 
     dialogue_id: str
     source_id: str
@@ -68,6 +74,24 @@ class RenderedDialogueRow:
     speaker_a: str
     speaker_b: str
     design: DesignFields  # the design columns (duetflow.model.DESIGN_COLUMNS)
+
+
+@dataclass(frozen=True)
+class RenderedTurnRow(_TurnSpan):
+    """One turn of a rendered dialogue, on the output timeline (``orig_*``: source timeline).
+
+    ``kind`` is ``turn`` or ``backchannel``; ``turn_index`` counts turns in output order.
+    """
+
+    orig_start_s: float
+    orig_end_s: float
+    text: str
+
+
+@dataclass(frozen=True)
+class RenderedDialogueRow(_DialogueHead):
+    """One rendered dialogue: what it is, where its audio lives and how it was rendered."""
+
     audio_path: str  # relative to the work directory
     sha256: str
     duration_s: float
@@ -84,10 +108,6 @@ class RenderedDialogueRow:
     # -- trainers (issue 16): licence and source sample rate per dialogue --
     licence: str  # SPDX id / LicenseRef- name / AND expression
     source_sample_rate: int  # Hz of the source audio before resampling
-
-    def to_row(self) -> dict[str, Any]:
-        """The record as a table row (column → value; design fields as their columns)."""
-        return _to_row(self)
 
 
 @dataclass(frozen=True)
@@ -111,7 +131,7 @@ class ReleaseDialogueRow(RenderedDialogueRow):
 
 
 @dataclass(frozen=True)
-class IntakeDialogueRow:
+class IntakeDialogueRow(_DialogueHead):
     """One ingested dialogue (``dialogues.parquet`` of an intake work directory).
 
     The row form of a :class:`duetflow.model.Dialogue` (``manifest.dialogue_to_rows`` /
@@ -119,15 +139,6 @@ class IntakeDialogueRow:
     the window as two nullable columns.
     """
 
-    dialogue_id: str
-    source_id: str
-    corpus: str
-    category: str
-    language: str
-    topic: str
-    speaker_a: str
-    speaker_b: str
-    design: DesignFields  # the design columns (duetflow.model.DESIGN_COLUMNS)
     duration_s: float
     window_start_s: float | None
     window_end_s: float | None
@@ -137,31 +148,17 @@ class IntakeDialogueRow:
     # -- trainers (issue 16): licence per dialogue --
     licence: str
 
-    def to_row(self) -> dict[str, Any]:
-        """The record as a table row (column → value; design fields as their columns)."""
-        return _to_row(self)
-
 
 @dataclass(frozen=True)
-class IntakeTurnRow:
+class IntakeTurnRow(_TurnSpan):
     """One turn of an ingested dialogue, on the source timeline (``labels``: JSON object)."""
 
-    dialogue_id: str
-    turn_index: int
-    speaker: str
-    kind: str
-    start_s: float
-    end_s: float
     text: str
     labels: str
 
-    def to_row(self) -> dict[str, Any]:
-        """The record as a table row (column → value)."""
-        return _to_row(self)
-
 
 @dataclass(frozen=True)
-class RejectionRow:
+class RejectionRow(_Row):
     """One rejection (``rejections.parquet`` of every work directory and release): the row
     form of a :class:`duetflow.model.Rejection`."""
 
@@ -172,26 +169,11 @@ class RejectionRow:
     reason: str
     detail: str
 
-    def to_row(self) -> dict[str, Any]:
-        """The record as a table row (column → value)."""
-        return _to_row(self)
-
 
 Record = RenderedTurnRow | RenderedDialogueRow | IntakeDialogueRow | IntakeTurnRow | RejectionRow
 RecordType = type[Record]
 #: A record type (a table's row).
 R = TypeVar("R", bound=Record)
-
-
-def _to_row(record: Record) -> dict[str, Any]:
-    row: dict[str, Any] = {}
-    for f in dataclasses.fields(record):
-        value = getattr(record, f.name)
-        if isinstance(value, DesignFields):
-            row.update(design_to_row(value))
-        else:
-            row[f.name] = value
-    return row
 
 
 @cache

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -121,9 +123,9 @@ def test_person_key_scopes_session_roles_and_follows_participants() -> None:
     corpus speaker ids name people corpus-wide."""
     from duetflow.tts.voices import person_key
 
-    def row(source: str, participants: dict[str, str] | None, corpus: str = "studio") -> dict:
+    def row(source: str, participants: dict[str, str] | None, corpus: str = "studio") -> Any:
         prov = {"input": {"participants": participants}} if participants else {}
-        return {"corpus": corpus, "source_id": source, "provenance": json.dumps(prov)}
+        return SimpleNamespace(corpus=corpus, source_id=source, provenance=json.dumps(prov))
 
     s1 = row("s1", {"user": "s1/user", "system": "s1/system"})
     s2 = row("s2", {"user": "s2/user", "system": "s2/system"})

@@ -55,11 +55,12 @@ def _env_path(key: str) -> list[str]:
     return [p.lower() for p in key[len(ENV_PREFIX) :].split("__") if p]
 
 
-def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` updated by ``extra``, nested mappings merged key by key (neither is changed)."""
     merged = dict(base)
     for k, v in extra.items():
         if isinstance(v, Mapping) and isinstance(merged.get(k), dict):
-            merged[k] = _deep_merge(merged[k], v)
+            merged[k] = deep_merge(merged[k], v)
         else:
             merged[k] = v
     return merged
@@ -103,10 +104,10 @@ def build_config(
     naming the key (and the ``DUETFLOW__...`` variable when one set it).
     """
     env = os.environ if environ is None else environ
-    merged = _deep_merge(dict(data or {}), env_overrides(env))
+    merged = deep_merge(dict(data or {}), env_overrides(env))
     env_keys = {tuple(p): k for k in env if (p := _env_path(k))}
     if overrides:
-        merged = _deep_merge(merged, overrides)
+        merged = deep_merge(merged, overrides)
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as err:

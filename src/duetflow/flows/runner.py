@@ -19,6 +19,7 @@ from prefect.futures import PrefectFuture
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
 from duetflow.config import RunConfig, RunnerConfig, build_config, load_config
+from duetflow.config.loading import deep_merge
 from duetflow.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -92,16 +93,6 @@ def dask_cluster(runner: RunnerConfig) -> Iterator[str | None]:
         yield str(cluster.scheduler_address)
 
 
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in extra.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), dict):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
-
-
 def resolve_config(
     config: str | Path | RunConfig | None,
     *,
@@ -115,15 +106,15 @@ def resolve_config(
     The explicit parameters are what a deployment or the UI changes most: where to work, where
     to publish, which runner. Anything else goes through ``overrides`` (a nested mapping).
     """
-    extra: dict[str, Any] = _merge({}, overrides or {})
+    extra: dict[str, Any] = deep_merge({}, overrides or {})
     if workdir:
         extra["workdir"] = workdir
     if store:
-        extra = _merge(extra, {"release": {"store": store}})
+        extra = deep_merge(extra, {"release": {"store": store}})
     if runner:
-        extra = _merge(extra, {"runner": {"kind": runner}})
+        extra = deep_merge(extra, {"runner": {"kind": runner}})
     if isinstance(config, RunConfig):
         if not extra:
             return config
-        return build_config(_merge(config.model_dump(mode="json"), extra), environ={})
+        return build_config(deep_merge(config.model_dump(mode="json"), extra), environ={})
     return load_config(config, overrides=extra or None)

@@ -33,6 +33,7 @@ from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.model import Rejection
 from duetflow.pipeline import durable
+from duetflow.records import RejectionRow
 
 #: the commit marker of a finished step (its :class:`StepOutcome` as JSON)
 RESULT = "result.json"
@@ -157,6 +158,7 @@ def table_counts(workdir: Path) -> tuple[int, int, dict[str, int]]:
     by_reason: Counter[str] = Counter()
     rpath = workdir / manifest.REJECTIONS
     if rpath.exists():
-        for row in manifest.iter_rows(rpath, columns=["stage", "reason"]):
-            by_reason[f"{row['stage']}:{row['reason']}"] += 1
+        by_reason.update(
+            f"{r.stage}:{r.reason}" for r in manifest.iter_records(rpath, RejectionRow)
+        )
     return kept, sum(by_reason.values()), dict(sorted(by_reason.items()))

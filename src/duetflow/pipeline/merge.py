@@ -117,9 +117,7 @@ def _merge_into(
         schema = pq.read_schema(sources[0]) if sources else default_schema
         with manifest.TableWriter(partial / name, schema) as w:
             for src in sources:
-                pf = pq.ParquetFile(src)
-                for g in range(pf.num_row_groups):
-                    w.write(pf.read_row_group(g).to_pylist())
+                _copy_row_groups(src, w)
     reasons: Counter[str] = Counter()
 
     def counted(rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
@@ -134,12 +132,12 @@ def _merge_into(
     with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as w:
         for src in [*map(Path, leading_rejections)]:
             if src.exists():
-                w.write(counted(manifest.iter_rows(src)))
+                _copy_row_groups(src, w, reasons)
         w.write(counted(extra_rejections))
         for p in ordered:
             src = Path(p.path) / manifest.REJECTIONS
             if src.exists():
-                w.write(manifest.iter_rows(src))
+                _copy_row_groups(src, w)
     (partial / "audio").mkdir()  # a rendered work directory has one, if empty
     for p in ordered:
         audio = Path(p.path) / "audio"
@@ -157,6 +155,20 @@ def _merge_into(
     )  # fmt: skip
     (partial / RESULT).write_text(json.dumps(outcome.to_json(), sort_keys=True), encoding="utf-8")
     return outcome
+
+
+def _copy_row_groups(
+    src: Path, writer: manifest.TableWriter, reasons: Counter[str] | None = None
+) -> None:
+    """Append the rows of ``src`` to ``writer`` as Arrow tables, one row group at a time
+    (``reasons``: count the rejections copied by ``stage:reason``)."""
+    pf = pq.ParquetFile(src)
+    for g in range(pf.num_row_groups):
+        table = pf.read_row_group(g, columns=list(writer.schema.names))
+        if reasons is not None:
+            stages, why = table.column("stage").to_pylist(), table.column("reason").to_pylist()
+            reasons.update(f"{s}:{r}" for s, r in zip(stages, why, strict=True))
+        writer.write_arrow(table)
 
 
 def merge_stats(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

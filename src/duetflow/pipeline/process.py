@@ -80,12 +80,12 @@ def _length_rejection(
 ) -> Rejection | None:
     """A rendered dialogue outside ``[window.min_s, window.max_s]`` becomes a rejection; its
     audio (and stems) are removed so the work directory holds only what its tables list."""
-    problem = length_problem(float(r.row["duration_s"]), config.window)
+    problem = length_problem(r.record.duration_s, config.window)
     if problem is None:
         return None
     reason, detail = problem
-    (out_dir / str(r.row["audio_path"])).unlink(missing_ok=True)
-    stems = json.loads(r.row["provenance"]).get("stems_path")
+    (out_dir / r.record.audio_path).unlink(missing_ok=True)
+    stems = json.loads(r.record.provenance).get("stems_path")
     if stems:
         (out_dir / str(stems)).unlink(missing_ok=True)
     window = list(d.window) if d.window else None
@@ -165,7 +165,7 @@ def _process_one(
         writer.dialogues.write([r.row])
         writer.turns.write(r.turns)
         rendered += 1
-        audio_s += float(r.row["duration_s"])
+        audio_s += r.record.duration_s
         if keep_rows is not None:
             keep_rows.dialogues.append(r.row)
             keep_rows.turns.extend(r.turns)

@@ -370,9 +370,7 @@ def run_match(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutc
     write_plan(plan, Path(config.workdir) / "matched" / "match.json")
     out: list[StepOutcome] = []
     for m, d in zip(merged, dirs, strict=True):
-        ids = [
-            r["dialogue_id"] for r in manifest.iter_rows(d / manifest.DIALOGUES, ["dialogue_id"])
-        ]
+        ids = list(manifest.iter_column(d / manifest.DIALOGUES, "dialogue_id"))
         drop = {i: plan.dropped[i] for i in ids if i in plan.dropped}
         if not drop:
             out.append(m)

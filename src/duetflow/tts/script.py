@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from duetflow.errors import InputError
 from duetflow.locations import relative_path, relative_rejection, root_spellings
-from duetflow.manifest import DIALOGUES, TURNS, iter_grouped
+from duetflow.manifest import DIALOGUES, TurnRecord, iter_work_records
 from duetflow.model import Category, Rejection, Stage, TurnKind, safe_id
 
 SOURCES = ("generated", "rewritten-hh", "hh-transcript")
@@ -280,7 +280,7 @@ def script_from_turns(
     language: str,
     topic: str,
     speaker_a: str,
-    turns: Sequence[Mapping[str, Any]],
+    turns: Sequence[TurnRecord],
     path: str = "",
     *,
     source_id: str | None = None,
@@ -290,13 +290,13 @@ def script_from_turns(
     consecutive same-speaker turns merged. Raises InputError when too little is left."""
     lines: list[ScriptLine] = []
     joiner = "" if language.startswith(("zh", "cmn", "yue", "ja")) else " "
-    for t in sorted(turns, key=lambda r: int(r["turn_index"])):
-        if t.get("kind") not in (TurnKind.TURN, str(TurnKind.TURN), None):
+    for t in sorted(turns, key=lambda r: int(r.turn_index)):
+        if t.kind not in (TurnKind.TURN, str(TurnKind.TURN), None):
             continue
-        text = clean_text(str(t.get("text") or ""))
+        text = clean_text(str(t.text or ""))
         if not text or is_backchannel_text(text):
             continue
-        spk: Literal["A", "B"] = "A" if t["speaker"] == speaker_a else "B"
+        spk: Literal["A", "B"] = "A" if t.speaker == speaker_a else "B"
         if lines and lines[-1].speaker == spk:
             lines[-1] = ScriptLine(spk, lines[-1].text + joiner + text)
         else:
@@ -321,21 +321,20 @@ def scripts_from_workdir(workdir: str | Path) -> Iterator[Script | Rejection]:
     Streams the dialogue and turn tables in lockstep (memory = one dialogue's turns).
     """
     wd = Path(workdir)
-    columns = ["dialogue_id", "turn_index", "speaker", "kind", "text"]
-    for row, rows in iter_grouped(wd / DIALOGUES, wd / TURNS, columns):
-        did = row["dialogue_id"]
-        if row["category"] != str(Category.HH):
+    for row, rows in iter_work_records(wd):
+        did = row.dialogue_id
+        if row.category != str(Category.HH):
             continue
         try:
             yield script_from_turns(
                 did,
-                row["language"],
-                row.get("topic") or "",
-                row["speaker_a"],
+                row.language,
+                row.topic or "",
+                row.speaker_a,
                 rows,
                 path=str(wd / DIALOGUES),
-                source_id=row.get("source_id") or None,
-                source_topic=row.get("source_topic") or None,
+                source_id=row.source_id or None,
+                source_topic=row.design.source_topic or None,
             )
         except InputError as err:
             yield _reject(err, f"hh-{did}")

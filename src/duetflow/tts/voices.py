@@ -27,10 +27,10 @@ import hashlib
 import json
 import logging
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -39,7 +39,14 @@ from duetflow.audio.roomtone import extract_room_tone, xfade_concat
 from duetflow.audio.vad import VadParams, detect_speech
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.manifest import DIALOGUES, TURNS, dumps, iter_grouped, source_from_json
+from duetflow.manifest import (
+    DIALOGUES,
+    DialogueRecord,
+    TurnRecord,
+    dumps,
+    iter_work_records,
+    source_from_json,
+)
 from duetflow.model import (
     PARTICIPANTS,
     Category,
@@ -50,6 +57,7 @@ from duetflow.model import (
     Role,
     TurnKind,
 )
+from duetflow.records import IntakeDialogueRow, RenderedDialogueRow
 from duetflow.seeding import rng_for
 from duetflow.tts.base import Voice
 from duetflow.tts.script import Script, clean_text, is_backchannel_text
@@ -141,11 +149,6 @@ class _DialogueAudio:
     offset_s: float  # timeline time of samples[0]
 
 
-def _iter_grouped(workdir: Path) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]]]]:
-    """(dialogue row, its turn rows) of a work directory."""
-    return iter_grouped(workdir / DIALOGUES, workdir / TURNS)
-
-
 def _resolve(path: str, workdir: Path) -> Path:
     p = Path(path)
     return p if p.is_absolute() else workdir / p
@@ -159,10 +162,10 @@ def _file_hash(path: Path) -> str:
     return h.hexdigest()
 
 
-def _audio_files(row: Mapping[str, Any], workdir: Path) -> list[Path]:
-    if row.get("audio_path"):
-        return [_resolve(row["audio_path"], workdir)]
-    src = source_from_json(row["source"])
+def _audio_files(row: DialogueRecord, workdir: Path) -> list[Path]:
+    if isinstance(row, RenderedDialogueRow):
+        return [_resolve(row.audio_path, workdir)]
+    src = source_from_json(row.source)
     if isinstance(src, MultichannelSource | MixedMonoSource):
         return [_resolve(src.path, workdir)]
     if isinstance(src, PerSpeakerSource):
@@ -170,9 +173,9 @@ def _audio_files(row: Mapping[str, Any], workdir: Path) -> list[Path]:
     return [_resolve(p, workdir) for p in src.paths]
 
 
-def _content_hash(row: Mapping[str, Any], workdir: Path) -> str:
-    if row.get("sha256"):
-        return str(row["sha256"])
+def _content_hash(row: DialogueRecord, workdir: Path) -> str:
+    if isinstance(row, RenderedDialogueRow) and row.sha256:
+        return row.sha256
     h = hashlib.sha256()
     for f in _audio_files(row, workdir):
         if not f.exists():
@@ -181,12 +184,12 @@ def _content_hash(row: Mapping[str, Any], workdir: Path) -> str:
     return h.hexdigest()
 
 
-def _load_track(row: Mapping[str, Any], speaker: str, workdir: Path) -> _DialogueAudio:
+def _load_track(row: DialogueRecord, speaker: str, workdir: Path) -> _DialogueAudio:
     """The audio a speaker's turns are cut from (mono)."""
-    if row.get("audio_path"):
-        x, sr = read_frames(_resolve(row["audio_path"], workdir), mono=True)
+    if isinstance(row, RenderedDialogueRow):
+        x, sr = read_frames(_resolve(row.audio_path, workdir), mono=True)
         return _DialogueAudio(x, sr, 0.0)
-    src = source_from_json(row["source"])  # turn times are on the source's own timeline
+    src = source_from_json(row.source)  # turn times are on the source's own timeline
     if isinstance(src, MultichannelSource):
         ch = src.channels.get(speaker)
         x, sr = read_frames(_resolve(src.path, workdir), channel=ch, mono=ch is None)
@@ -213,18 +216,18 @@ def _load_track(row: Mapping[str, Any], speaker: str, workdir: Path) -> _Dialogu
     return _DialogueAudio(np.concatenate(pieces).astype(np.float32), sr, 0.0)
 
 
-def _speaker_records(row: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _speaker_records(row: DialogueRecord) -> list[Mapping[str, Any]]:
     """Speaker dicts from the intake ``speakers`` column or ``provenance.speakers``."""
     out: list[Mapping[str, Any]] = []
-    if row.get("speakers"):
-        out.extend(s for s in json.loads(row["speakers"]) if isinstance(s, dict))
-    prov = json.loads(row["provenance"]) if row.get("provenance") else {}
+    if isinstance(row, IntakeDialogueRow) and row.speakers:
+        out.extend(s for s in json.loads(row.speakers) if isinstance(s, dict))
+    prov = json.loads(row.provenance) if row.provenance else {}
     if isinstance(prov, dict) and isinstance(prov.get("speakers"), list):
         out.extend(s for s in prov["speakers"] if isinstance(s, dict))
     return out
 
 
-def _speaker_gender(row: Mapping[str, Any], speaker: str) -> Literal["M", "F"] | None:
+def _speaker_gender(row: DialogueRecord, speaker: str) -> Literal["M", "F"] | None:
     for s in _speaker_records(row):
         if s.get("id") == speaker and s.get("gender") in ("M", "F"):
             g: Literal["M", "F"] = s["gender"]
@@ -232,34 +235,43 @@ def _speaker_gender(row: Mapping[str, Any], speaker: str) -> Literal["M", "F"] |
     return None
 
 
-def person_key(row: Mapping[str, Any], speaker: str) -> str:
+class _Owned(Protocol):
+    """What :func:`person_key` reads of a dialogue record (intake or rendered)."""
+
+    @property
+    def corpus(self) -> str: ...
+    @property
+    def provenance(self) -> str: ...
+
+
+def person_key(row: _Owned, speaker: str) -> str:
     """Who ``speaker`` of ``row`` is beyond the dialogue: the pool holds one voice per person.
 
     The adapter's participant map (:data:`~duetflow.model.PARTICIPANTS` in the dialogue's
     provenance, or in a rendered row's ``input`` provenance) when it has one, else the corpus
     speaker id qualified by the corpus (corpus ids name people corpus-wide).
     """
-    prov = json.loads(row["provenance"]) if row.get("provenance") else {}
+    prov = json.loads(row.provenance) if row.provenance else {}
     for where in (prov, prov.get("input") if isinstance(prov, dict) else None):
         if isinstance(where, dict) and isinstance(where.get(PARTICIPANTS), dict):
             person = where[PARTICIPANTS].get(speaker)
             if isinstance(person, str) and person:
-                return f"{row['corpus']}:{person}"
-    return f"{row['corpus']}:{speaker}"
+                return f"{row.corpus}:{person}"
+    return f"{row.corpus}:{speaker}"
 
 
-def human_speakers(row: Mapping[str, Any]) -> list[str]:
+def human_speakers(row: DialogueRecord) -> list[str]:
     """Speakers of a dialogue that may be cloned: humans only, never a machine.
 
     Roles come from the manifest when it has them; a rendered HM row without roles follows the
     model's convention that speaker B (the responder a judge listens to) is the machine.
     """
     roles = {s.get("id"): s.get("role") for s in _speaker_records(row) if s.get("role")}
-    speakers = [row["speaker_a"], row["speaker_b"]]
+    speakers = [row.speaker_a, row.speaker_b]
     if roles:
         return [s for s in speakers if roles.get(s, str(Role.HUMAN)) == str(Role.HUMAN)]
-    if row["category"] == str(Category.HM):
-        return [row["speaker_a"]]
+    if row.category == str(Category.HM):
+        return [row.speaker_a]
     return speakers
 
 
@@ -337,8 +349,8 @@ def _voice_from_meta(meta: Mapping[str, Any]) -> Voice:
 
 
 def references_for_dialogue(
-    row: Mapping[str, Any],
-    turns: Sequence[Mapping[str, Any]],
+    row: DialogueRecord,
+    turns: Sequence[TurnRecord],
     workdir: Path,
     config: RunConfig,
     cache_dir: Path,
@@ -349,14 +361,14 @@ def references_for_dialogue(
     """
     spans = [
         _TurnSpan(
-            int(t["turn_index"]),
-            str(t["speaker"]),
-            float(t["start_s"]),
-            float(t["end_s"]),
-            str(t.get("text") or ""),
-            str(t.get("kind") or "turn"),
+            int(t.turn_index),
+            str(t.speaker),
+            float(t.start_s),
+            float(t.end_s),
+            str(t.text or ""),
+            str(t.kind or "turn"),
         )
-        for t in sorted(turns, key=lambda r: int(r["turn_index"]))
+        for t in sorted(turns, key=lambda r: int(r.turn_index))
     ]
     synth = config.synth
     content = _content_hash(row, workdir)
@@ -390,7 +402,7 @@ def references_for_dialogue(
 
 
 def _select(
-    row: Mapping[str, Any],
+    row: DialogueRecord,
     speaker: str,
     spans: Sequence[_TurnSpan],
     workdir: Path,
@@ -410,7 +422,7 @@ def _select(
     noise_pow = _power(tone) if tone is not None else 0.0
     best: _Scored | None = None
     for cand in cands:
-        scored = _score(track, cand, noise_pow, row["language"])
+        scored = _score(track, cand, noise_pow, row.language)
         if best is None or scored.score > best.score:
             best = scored
     if best is None or best.snr == -math.inf:
@@ -429,7 +441,7 @@ def _select(
     voice = Voice(
         speaker_id=speaker,
         person=person_key(row, speaker),
-        language=_lang(row["language"]),
+        language=_lang(row.language),
         gender=gender,
         pitch_hz=None if pitch is None else round(pitch, 1),
         clip_id=f"{key}:{'-'.join(str(i) for i in best.turn_indices)}",
@@ -439,7 +451,7 @@ def _select(
         sample_rate=track.sr,
         snr_db=None if best.snr is None else round(best.snr, 2),
         noise_path=noise_path,
-        source_dialogue_id=row["dialogue_id"],
+        source_dialogue_id=row.dialogue_id,
         gender_source=gender_source,
     )
     return round(best.score, 6), voice
@@ -473,16 +485,16 @@ def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Pa
     best: dict[str, tuple[float, Voice]] = {}
     problems: list[tuple[str, str, str]] = []
     lenders = set(config.synth.voice_categories)  # never PH: never clone a clone
-    for row, turns in _iter_grouped(wd):
-        if row["category"] not in lenders:
+    for row, turns in iter_work_records(wd):
+        if row.category not in lenders:
             continue
         try:
             found = references_for_dialogue(row, turns, wd, config, cache)
         except InputError as e:
-            log.warning("voice reference skipped for %s: %s", row["dialogue_id"], e)
-            problems.append((row["dialogue_id"], e.reason, str(e)))
+            log.warning("voice reference skipped for %s: %s", row.dialogue_id, e)
+            problems.append((row.dialogue_id, e.reason, str(e)))
             continue
-        licence = str(row.get("licence") or "")  # the voice carries its source's licence
+        licence = row.licence or ""  # the voice carries its source's licence
         for score, voice in found:
             voice = replace(voice, licence=licence)
             cur = best.get(voice.person)
