@@ -13,6 +13,7 @@ from flow_helpers import write_config
 from duetflow import manifest
 from duetflow.config import load_config
 from duetflow.pipeline import run, steps
+from duetflow.pipeline.cache import PH_LABEL
 from llm_server import GOOD_EN, Received, Reply, chat_server
 
 pytest.importorskip("openai")
@@ -76,7 +77,7 @@ def test_llm_scripts_stage_generates_rewrites_and_resumes(
         asked = srv.count()
         second = run.run_pipeline(cfg, publish=False)
         assert srv.count() == asked  # every script is on disk: nothing asked again
-    ph = next(m for m in first.merged if m.label == steps.PH_LABEL)
+    ph = next(m for m in first.merged if m.label == PH_LABEL)
     rows = _rows(ph.path)
     hh = _rows(next(m for m in first.merged if m.label == "dailytalk").path)
     sources = Counter(json.loads(str(r["provenance"]))["script_source"] for r in rows)

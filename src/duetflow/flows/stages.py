@@ -16,7 +16,7 @@ from duetflow.config import RunConfig
 from duetflow.flows.executor import PrefectExecutor
 from duetflow.flows.runner import default_task_runner, resolve_config
 from duetflow.pipeline import run, steps
-from duetflow.pipeline.cache import StepOutcome
+from duetflow.pipeline.cache import PH_LABEL, StepOutcome
 from duetflow.pipeline.publishing import ReleaseSummary
 
 
@@ -53,8 +53,8 @@ def process(
 def _matched_dirs(cfg: RunConfig, ex: PrefectExecutor, with_ph: bool) -> list[str]:
     """The corpora's rendered work directories after HH ↔ HM matching (+ PH when asked)."""
     found = run.rendered_outcomes(cfg, with_ph=with_ph)
-    corpora = [o for o in found if o.label != steps.PH_LABEL]
-    ph = [o for o in found if o.label == steps.PH_LABEL]
+    corpora = [o for o in found if o.label != PH_LABEL]
+    ph = [o for o in found if o.label == PH_LABEL]
     return [o.path for o in [*run.match_stage(cfg, ex, corpora), *ph]]
 
 

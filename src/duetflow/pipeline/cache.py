@@ -37,6 +37,8 @@ from duetflow.records import RejectionRow
 
 #: the commit marker of a finished step (its :class:`StepOutcome` as JSON)
 RESULT = "result.json"
+#: the label (folder name) of the synthesized PH work directory
+PH_LABEL = "ph"
 
 
 # --- records ------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.pipeline import steps
-from duetflow.pipeline.cache import RESULT, StepOutcome
+from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome
 from duetflow.pipeline.executors import Batch, Executor, PlainExecutor
 from duetflow.pipeline.merge import merge_workdirs
 from duetflow.turntaking.stats import seconds_of
@@ -241,7 +241,7 @@ def synthesize(
         size=lambda o: o.found,
     )
     rows = [manifest.rejection_to_row(r) for r in rejected]
-    merged = _merge_into_out(steps.PH_LABEL, shards, out, "synth", extra_rejections=rows)
+    merged = _merge_into_out(PH_LABEL, shards, out, "synth", extra_rejections=rows)
     report = SynthReport(
         out_dir=out,
         backend=",".join(cfg.synth.all_backends()),

@@ -129,6 +129,12 @@ def _package_of(name: str, path: Path) -> str:
 
 def imported_modules(name: str, source: bytes, path: Path) -> set[str]:
     """``duetflow`` modules that module ``name`` imports (directly), read from its source."""
+    return set(_imported_modules(name, source, path))
+
+
+@lru_cache(maxsize=1024)
+def _imported_modules(name: str, source: bytes, path: Path) -> frozenset[str]:
+    # parsed once per module source and process: every stage's closure shares most modules
     tree = ast.parse(source, filename=str(path))
     package = _package_of(name, path)
     found: set[str] = set()
@@ -149,7 +155,7 @@ def imported_modules(name: str, source: bytes, path: Path) -> set[str]:
             m = _MODULE_STRING.match(node.value)
             if m and "." in m.group(1) and _is_module(m.group(1)):
                 found.add(m.group(1))
-    return {m for m in found if m == PACKAGE or m.startswith(PACKAGE + ".")}
+    return frozenset(m for m in found if m == PACKAGE or m.startswith(PACKAGE + "."))
 
 
 def _with_parents(name: str) -> list[str]:

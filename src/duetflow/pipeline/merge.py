@@ -15,16 +15,18 @@ import shutil
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
 from duetflow import manifest
 from duetflow.config import RunConfig
-from duetflow.pipeline.cache import RESULT, StepOutcome, load_outcome
+from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome, load_outcome
 from duetflow.pipeline.keys import code_hash, files_fingerprint, text_digest
-from duetflow.pipeline.steps import PH_LABEL, CorpusJob
 from duetflow.turntaking.stats import mean_of, seconds_of
+
+if TYPE_CHECKING:  # not at run time: the merge's code (its cache key) is not the steps'
+    from duetflow.pipeline.steps import CorpusJob
 
 
 def _link(src: Path, dst: Path) -> None:

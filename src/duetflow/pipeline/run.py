@@ -30,11 +30,11 @@ from typing import Any
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
 from duetflow.pipeline import publishing, steps
-from duetflow.pipeline.cache import StepOutcome, cache_dir, load_outcome
+from duetflow.pipeline.cache import PH_LABEL, StepOutcome, cache_dir, load_outcome
 from duetflow.pipeline.executors import Batch, Executor, PlainExecutor
 from duetflow.pipeline.merge import merge_process, merge_synth, rendered_dir
 from duetflow.pipeline.publishing import ReleaseSummary
-from duetflow.pipeline.steps import PH_LABEL, corpus_jobs, ingest_key, synth_wanted
+from duetflow.pipeline.steps import corpus_jobs, ingest_key, synth_wanted
 
 log = logging.getLogger(__name__)
 

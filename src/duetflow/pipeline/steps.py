@@ -26,6 +26,7 @@ from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
 from duetflow.model import Dialogue, safe_id
 from duetflow.pipeline.cache import (
+    PH_LABEL,
     RESULT,
     StepOutcome,
     build_cached,
@@ -50,9 +51,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
-
-#: the label (folder name) of the synthesized PH work directory
-PH_LABEL = "ph"
 
 
 @dataclass(frozen=True)
