@@ -9,7 +9,7 @@ audio the process stage reads), but nothing written into rendered rows or reject
   its rejections' paths relative to the root (:func:`relative_rejection`);
 * rendering records ``source_files`` relative to that root, and its rejections likewise.
 
-A path outside the root (which :func:`duetflow.corpora.base.safe_path` never opens) is
+A path outside the root (which :func:`duetflow.corpora.checks.safe_path` never opens) is
 written relative to the root too (``../x``), still independent of where both sit.
 """
 

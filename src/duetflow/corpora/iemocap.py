@@ -22,7 +22,7 @@ temporal order; ``XX`` utterance ids without a sentence WAV; lines not starting 
 * A line pasted twice is heard once (``merged_duplicate_turns``); one speaker's utterances
   overlapping by a little segmentation slack are joined (``merged_overlapping_turns``), larger
   overlaps reject the dialogue (``overlapping_turns``; see
-  :func:`~duetflow.corpora.base.merge_same_speaker_duplicates`).
+  :func:`~duetflow.corpora.checks.merge_same_speaker_duplicates`).
 """
 
 from __future__ import annotations

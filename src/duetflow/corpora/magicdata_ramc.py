@@ -24,7 +24,7 @@ decodes as GB18030 too, into nonsense), else the recording is rejected ``bad_enc
 encoding used is recorded in provenance (``text_encoding``). A line pasted twice is heard once
 (``merged_duplicate_turns``); one speaker's segments overlapping by a little segmentation slack
 are joined (``merged_overlapping_turns``), larger overlaps reject the recording
-(``overlapping_turns``; see :func:`~duetflow.corpora.base.merge_same_speaker_duplicates`).
+(``overlapping_turns``; see :func:`~duetflow.corpora.checks.merge_same_speaker_duplicates`).
 """
 
 from __future__ import annotations
