@@ -21,9 +21,9 @@ re-emitted from the incremental state (option ``state_dir``, by default
 (:mod:`~duetflow.corpora.studio.state`); ``StudioAdapter.counters`` says what was done.
 
 Modules: ``adapter`` (the adapter), ``discovery`` (the walk), ``sidecar`` (``session.yaml``),
-``transcript`` (transcript JSON, RTTM), ``hm`` (HM design checks), ``segment`` (streamed VAD
-with crosstalk attribution), ``state`` (incremental state), ``diarize`` (backends, optional
-extra). The names below are the package's public API.
+``transcript`` (transcript JSON, RTTM), ``hm`` (HM design checks), ``turns`` (which source a
+session's turns come from), ``segment`` (streamed VAD with crosstalk attribution), ``state``
+(incremental state), ``diarize`` (backends, optional extra). The names below are the package's public API.
 """
 
 from duetflow.corpora.studio.adapter import StudioAdapter, StudioCounters

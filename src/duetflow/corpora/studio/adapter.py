@@ -4,8 +4,8 @@ For each session found by :mod:`~duetflow.corpora.studio.discovery`: parse the s
 check every file it names, re-emit the stored result when nothing changed
 (:mod:`~duetflow.corpora.studio.state`), else run the HM checks
 (:mod:`~duetflow.corpora.studio.hm`) and take the turns from the transcript, the RTTM file, VAD
-per track (:mod:`~duetflow.corpora.studio.segment`) or diarisation
-(:mod:`~duetflow.corpora.studio.diarize`). The package docstring has the whole picture.
+per track or diarisation (:mod:`~duetflow.corpora.studio.turns`). The package docstring has the
+whole picture.
 """
 
 from __future__ import annotations
@@ -18,19 +18,16 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import duetflow
-from duetflow.audio.io import Audio, AudioInfo, read_frames, to_mono
+from duetflow.audio.io import AudioInfo
 from duetflow.corpora.base import (
     CorpusAdapter,
     DuplicateGuard,
-    check_turn_timing,
     checked_audio_info,
-    merge_same_speaker_duplicates,
     safe_path,
 )
-from duetflow.corpora.studio.diarize import DiarizationBackend, get_backend, segments_to_turns
+from duetflow.corpora.studio.diarize import DiarizationBackend, get_backend
 from duetflow.corpora.studio.discovery import Session, walk_sessions
 from duetflow.corpora.studio.hm import hm_checks
-from duetflow.corpora.studio.segment import TrackSource, detect_turns_in_files
 from duetflow.corpora.studio.sidecar import (
     AUDIO_SUFFIXES,
     SIDECAR,
@@ -51,10 +48,9 @@ from duetflow.corpora.studio.state import (
 )
 from duetflow.corpora.studio.transcript import (
     TranscriptTurn,
-    attach_text,
-    load_rttm,
     load_transcript,
 )
+from duetflow.corpora.studio.turns import session_turns
 from duetflow.errors import BackendError, InputError
 from duetflow.model import (
     PARTICIPANTS,
@@ -64,7 +60,6 @@ from duetflow.model import (
     Rejection,
     Role,
     Speaker,
-    Turn,
     safe_id,
 )
 from duetflow.pipeline import keys
@@ -307,12 +302,6 @@ class StudioAdapter(CorpusAdapter):
             return self.reject(meta.session_id, e)
         return _Plan(meta, files, tpath, rttm)
 
-    def _read(self, path: Path, channel: int | None) -> tuple[Audio, int]:
-        """A whole track (mono): only for a diarisation backend, which needs the recording."""
-        self.counters.audio_reads += 1
-        x, sr = read_frames(path, channel=channel, mono=channel is None)
-        return to_mono(x), sr
-
     def _process(self, s: Session, plan: _Plan | Rejection, digest: str) -> Dialogue | Rejection:
         if isinstance(plan, Rejection):
             return plan
@@ -337,8 +326,6 @@ class StudioAdapter(CorpusAdapter):
         topic = self._topic(meta, s.folder / SIDECAR)
         ids = [sp.id for sp in meta.speakers]
         transcript: list[TranscriptTurn] | None = None
-        given: list[Turn] | None = None
-        turn_source = ""
         if tpath is not None:
             transcript = load_transcript(tpath, ids)
         folder = s.folder.resolve()
@@ -394,76 +381,20 @@ class StudioAdapter(CorpusAdapter):
             raise InputError(tpath, detail, reason=reason)
 
         source = audio_source(meta, files)
-        if transcript is not None and transcript and transcript[0].start is not None:
-            given = [
-                Turn(
-                    t.speaker,
-                    round(float(t.start or 0), 3),
-                    round(float(t.end or 0), 3),
-                    t.text,
-                    t.kind,
-                )
-                for t in transcript
-            ]
-            turn_source = "transcript"
-        elif rttm_path is not None:
-            given = load_rttm(rttm_path, ids)
-            turn_source = "rttm"
-        if given is not None:
-            timing_file = rttm_path if turn_source == "rttm" else tpath
-            assert timing_file is not None  # given timings come from one of the two files
-            for t in given:
-                if t.end <= t.start:
-                    raise InputError(
-                        timing_file,
-                        f"turn {t.speaker} {t.start}..{t.end} has no duration",
-                        reason="bad_timing",
-                    )
-            check_turn_timing(given, duration, timing_file, scfg.timing_tolerance_s)
-            given, fixes = merge_same_speaker_duplicates(given, timing_file)
-            provenance.update(fixes.provenance())
-            turns = sorted(given, key=lambda t: (t.start, ids.index(t.speaker)))
-        elif meta.layout in ("tracks", "stereo"):
-            # streamed block by block: memory does not grow with the session's length
-            self.counters.audio_reads += len(meta.speakers)
-            result = detect_turns_in_files(
-                {sp.id: TrackSource(files[sp.id], sp.channel) for sp in meta.speakers},
-                self.config.segment,
-            )
-            turns = list(result.turns)
-            turn_source = "vad"
-            provenance["segmentation"] = result.provenance()
-        else:
-            backend_name = self.config.segment.diarization_backend
-            if not backend_name:
-                raise InputError(
-                    files[ids[0]],
-                    "mono mix without transcript timings or RTTM and no diarisation backend "
-                    "(set segment.diarization_backend, e.g. 'pyannote')",
-                    reason="mono_without_diarization",
-                )
-            backend = self._diarizer(backend_name)
-            x, sr = self._read(files[ids[0]], meta.speakers[0].channel)
-            segs = backend.diarize(x, sr, num_speakers=2)
-            cfg = self.config.segment
-            try:
-                turns, dinfo = segments_to_turns(
-                    segs,
-                    ids,
-                    min_speech_s=cfg.min_speech_ms / 1000,
-                    min_silence_s=cfg.min_silence_ms / 1000,
-                )
-            except ValueError as e:
-                raise InputError(files[ids[0]], str(e), reason="diarization_speakers") from None
-            turn_source = f"diarization:{backend_name}"
-            provenance["diarization"] = dinfo
-        if not turns:
-            raise InputError(folder, "no speech found in any track", reason="no_speech")
-        provenance["turn_source"] = turn_source
-
-        if transcript is not None and turn_source != "transcript":
-            turns, aligned = attach_text(turns, transcript, ids)
-            provenance["transcript_alignment"] = aligned
+        found = session_turns(
+            meta,
+            files,
+            transcript,
+            tpath,
+            rttm_path,
+            duration,
+            folder,
+            self.config,
+            self._diarizer,
+            self._count_reads,
+        )
+        provenance.update(found.provenance)
+        turns = found.turns
         lang = meta.language
         speakers = tuple(
             Speaker(sp.id, Role.MACHINE if sp.role == "machine" else Role.HUMAN, sp.gender, lang)
@@ -503,6 +434,9 @@ class StudioAdapter(CorpusAdapter):
                 field="topic",
             )
         return match
+
+    def _count_reads(self, n: int) -> None:
+        self.counters.audio_reads += n
 
     def _diarizer(self, name: str) -> DiarizationBackend:
         if self._backend is None:
