@@ -23,7 +23,8 @@ re-emitted from the incremental state (option ``state_dir``, by default
 Modules: ``adapter`` (the adapter), ``discovery`` (the walk), ``sidecar`` (``session.yaml``),
 ``transcript`` (transcript JSON, RTTM), ``hm`` (HM design checks), ``turns`` (which source a
 session's turns come from), ``segment`` (streamed VAD with crosstalk attribution), ``state``
-(incremental state), ``diarize`` (backends, optional extra). The names below are the package's public API.
+(incremental state), ``diarize`` (backends, optional extra). The names below are the package's
+public API.
 """
 
 from duetflow.corpora.studio.adapter import StudioAdapter, StudioCounters
