@@ -38,7 +38,7 @@ Annotations and VAD only *locate* speech (a turn's ``hint``); edges come from en
 Pure numpy/scipy, no configuration, no I/O. Positions are sample indices of the analysed
 signal (floats: edges are interpolated between envelope frames).
 
-One module (about 680 lines) on purpose: envelope, floor, edge and gap measurement are one
+One module (about 760 lines) on purpose: envelope, floor, edge and gap measurement are one
 definition whose thresholds (:data:`EDGE_DB`, :data:`CORE_ABOVE_EDGE_DB`, the flicker and
 quiet-run constants) and private helpers (``_crossing``, ``_sharpen``, ``_quietest``) are shared
 by the floor estimate, the edge search and :func:`measure_gap`, and are calibrated together by
