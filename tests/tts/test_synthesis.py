@@ -25,13 +25,9 @@ from duetflow.pipeline.commands import synthesize
 from duetflow.rendering.mixdown import floor_in_file_db
 from duetflow.schemas.tables import dialogue_schema, rejection_schema, turn_schema
 from duetflow.tts.base import Voice, available_backends, load_backend
+from duetflow.tts.clip_measures import estimate_pitch, speech_power
 from duetflow.tts.script import Script, ScriptLine
-from duetflow.tts.voices import (
-    build_voice_pool,
-    choose_voices,
-    estimate_pitch,
-    speech_power,
-)
+from duetflow.tts.voices import build_voice_pool, choose_voices
 
 CFG = tts_config()
 

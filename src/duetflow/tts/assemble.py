@@ -50,8 +50,8 @@ from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
 from duetflow.rendering.source_rate import resampling_record
 from duetflow.seeding import rng_for
 from duetflow.tts.base import Synthesis, Voice
+from duetflow.tts.clip_measures import speech_power
 from duetflow.tts.script import Script
-from duetflow.tts.voices import speech_power
 from duetflow.turntaking.rendered_length import length_problem
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,9 @@ Pairing (:func:`choose_voices`): same language as the script; ``mixed_gender`` t
 and one female speaker, ``any`` two distinct speakers; the draw comes from
 ``rng_for(seed, "voices", script_id)``.
 
-One module (a little over 500 lines): selection, its on-disk cache and pairing share the
-:class:`Voice` record and the pool that the synthesis steps receive whole.
+Selection, its on-disk cache and pairing stay in one module: they share the :class:`Voice`
+record and the pool that the synthesis steps receive whole. The clip measures they score by
+are :mod:`duetflow.tts.clip_measures`.
 """
 
 from __future__ import annotations
@@ -34,9 +35,8 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from duetflow.audio.io import Audio, read_frames, read_seconds, resample, to_mono, write_audio
+from duetflow.audio.io import Audio, read_frames, read_seconds, resample, write_audio
 from duetflow.audio.roomtone import extract_room_tone, xfade_concat
-from duetflow.audio.vad import VadParams, detect_speech
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.manifest import (
@@ -60,6 +60,7 @@ from duetflow.model import (
 from duetflow.records import IntakeDialogueRow, RenderedDialogueRow
 from duetflow.seeding import rng_for
 from duetflow.tts.base import Voice
+from duetflow.tts.clip_measures import estimate_pitch, mean_power, snr_db, speech_power
 from duetflow.tts.script import Script, clean_text, is_backchannel_text
 
 log = logging.getLogger(__name__)
@@ -85,56 +86,6 @@ def _lang(code: str) -> str:
     if c.startswith(("zh", "cmn")):
         return "zh"
     return c.split("-")[0]
-
-
-def estimate_pitch(samples: Audio, sr: int) -> float | None:
-    """Median F0 (Hz) of the voiced frames, by normalised autocorrelation (60–400 Hz)."""
-    x = to_mono(samples)
-    if sr != 16000:
-        x, sr = resample(x, sr, 16000), 16000
-    frame, hop = 640, 160  # 40 ms frames, 10 ms hop
-    if len(x) < frame:
-        return None
-    count = 1 + (len(x) - frame) // hop
-    idx = np.arange(frame)[None, :] + hop * np.arange(count)[:, None]
-    frames = x[idx].astype(np.float64)
-    frames -= frames.mean(axis=1, keepdims=True)
-    energy = (frames**2).sum(axis=1)
-    if not np.any(energy > 0):
-        return None
-    loud = energy > energy.max() * 10 ** (-30 / 10)
-    lo, hi = sr // 400, sr // 60
-    spec = np.fft.rfft(frames[loud] * np.hanning(frame), n=2 * frame)
-    ac = np.fft.irfft(np.abs(spec) ** 2)[:, : hi + 1]
-    ac = ac / np.maximum(ac[:, :1], 1e-12)
-    lags = lo + np.argmax(ac[:, lo : hi + 1], axis=1)
-    peaks = ac[np.arange(len(lags)), lags]
-    voiced = peaks > 0.45
-    if voiced.sum() < 5:
-        return None
-    return float(np.median(sr / lags[voiced]))
-
-
-def _power(x: Audio) -> float:
-    return float(np.mean(np.square(x, dtype=np.float64))) if x.size else 0.0
-
-
-def speech_power(samples: Audio, sr: int, params: VadParams | None = None) -> tuple[float, float]:
-    """(mean power inside VAD speech regions, voiced share) of a signal."""
-    regions = detect_speech(samples, sr, params)
-    if not regions:
-        return 0.0, 0.0
-    parts = [samples[int(a * sr) : int(b * sr)] for a, b in regions]
-    voiced = sum(len(p) for p in parts)
-    total = float(np.sum([np.sum(np.square(p, dtype=np.float64)) for p in parts]))
-    return total / max(voiced, 1), voiced / max(len(samples), 1)
-
-
-def snr_db(speech_pow: float, noise_pow: float) -> float | None:
-    """SNR of speech over noise power; None for a digitally clean (noise-free) recording."""
-    if noise_pow <= 0:
-        return None
-    return 10 * math.log10(max(speech_pow - noise_pow, 1e-12) / noise_pow)
 
 
 # --- reading dialogues --------------------------------------------------------------------------
@@ -419,7 +370,7 @@ def _select(
     track = _load_track(row, speaker, workdir)
     speech = [(s.start - track.offset_s, s.end - track.offset_s) for s in spans]
     tone = extract_room_tone(track.samples, track.sr, speech)
-    noise_pow = _power(tone) if tone is not None else 0.0
+    noise_pow = mean_power(tone) if tone is not None else 0.0
     best: _Scored | None = None
     for cand in cands:
         scored = _score(track, cand, noise_pow, row.language)
