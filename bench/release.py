@@ -25,17 +25,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import kept_dialogue, rendered_tables, spoken_turn
 
 from duetflow.audio.io import write_audio
-from duetflow.manifest import (
-    DIALOGUES,
-    REJECTION_SCHEMA,
-    REJECTIONS,
-    RENDERED_DIALOGUE_SCHEMA,
-    RENDERED_TURN_SCHEMA,
-    TURNS,
-    TableWriter,
-)
 from duetflow.storage import sha256_file
 
 SR = 8000
@@ -44,11 +36,7 @@ SR = 8000
 def make_workdir(root: Path, n: int) -> Path:
     """``n`` rendered dialogues, three turns each, written in lockstep row groups."""
     rng = np.random.default_rng(0)
-    with (
-        TableWriter(root / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, 512) as dw,
-        TableWriter(root / TURNS, RENDERED_TURN_SCHEMA, 2048) as tw,
-        TableWriter(root / REJECTIONS, REJECTION_SCHEMA) as rw,
-    ):
+    with rendered_tables(root, 2048) as (dw, tw, rw):
         rw.write([])
         for i in range(n):
             did = f"bench__d{i:06d}__w000"
@@ -57,48 +45,20 @@ def make_workdir(root: Path, n: int) -> Path:
             a, b = f"{did}-A", f"{did}-B"
             spans = [(a, 0.0, 0.1), (b, 0.3, 0.4), (a, 0.6, 0.7)]
             tw.write(
-                {
-                    "dialogue_id": did,
-                    "turn_index": k,
-                    "speaker": s,
-                    "kind": "turn",
-                    "start_s": st,
-                    "end_s": en,
-                    "orig_start_s": st,
-                    "orig_end_s": en,
-                    "text": "hello there",
-                }
+                spoken_turn(did, k, s, st, en, "hello there").to_row()
                 for k, (s, st, en) in enumerate(spans)
             )
-            dw.write(
-                [
-                    {
-                        "dialogue_id": did,
-                        "source_id": f"bench__src{i // 3:06d}",
-                        "corpus": "bench",
-                        "category": "HH",
-                        "language": "en",
-                        "topic": "",
-                        "speaker_a": a,
-                        "speaker_b": b,
-                        "audio_path": rel,
-                        "sha256": sha256_file(root / rel),
-                        "duration_s": 0.8,
-                        "sample_rate": SR,
-                        "num_channels": 1,
-                        "n_turns": 3,
-                        "loudness_lufs_a": -23.0,
-                        "loudness_lufs_b": -23.0,
-                        "gain_db_a": 0.0,
-                        "gain_db_b": 0.0,
-                        "gap_ms_min": 200.0,
-                        "gap_ms_max": 200.0,
-                        "provenance": "{}",
-                        "licence": "CC-BY-4.0",
-                        "source_sample_rate": SR,
-                    }
-                ]
+            row = kept_dialogue(
+                did,
+                f"bench__src{i // 3:06d}",
+                speakers=(a, b),
+                audio_path=rel,
+                sha256=sha256_file(root / rel),
+                duration_s=0.8,
+                sample_rate=SR,
+                n_turns=3,
             )
+            dw.write([row.to_row()])
     return root
 
 

@@ -22,17 +22,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _common import kept_dialogue, rendered_tables, spoken_turn
 
 from duetflow.audio.io import write_audio
-from duetflow.manifest import (
-    DIALOGUES,
-    REJECTION_SCHEMA,
-    REJECTIONS,
-    RENDERED_DIALOGUE_SCHEMA,
-    RENDERED_TURN_SCHEMA,
-    TURNS,
-    TableWriter,
-)
+from duetflow.records import RejectionRow
 
 SR = 16000
 
@@ -45,73 +38,43 @@ def make_workdir(root: Path, n: int, turns: int) -> Path:
         np.float32
     )
     write_audio(root / "audio" / "shared.flac", voice, SR)
-    with (
-        TableWriter(root / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, 512) as dw,
-        TableWriter(root / TURNS, RENDERED_TURN_SCHEMA, 4096) as tw,
-        TableWriter(root / REJECTIONS, REJECTION_SCHEMA) as rw,
-    ):
+    with rendered_tables(root, 4096) as (dw, tw, rw):
         for i in range(n):
             did = f"bench__d{i:07d}"
             ts, start = [], 0.0
             for k in range(turns):
                 dur = float(rng.uniform(0.8, 2.5))
-                ts.append(
-                    {
-                        "dialogue_id": did,
-                        "turn_index": k,
-                        "speaker": "A" if k % 2 == 0 else "B",
-                        "kind": "turn",
-                        "start_s": start,
-                        "end_s": start + dur,
-                        "orig_start_s": start,
-                        "orig_end_s": start + dur,
-                        "text": "words",
-                    }
-                )
+                speaker = "A" if k % 2 == 0 else "B"
+                ts.append(spoken_turn(did, k, speaker, start, start + dur, "words").to_row())
                 start += dur + float(rng.uniform(0.18, 0.23))
             tw.write(ts)
-            dw.write(
-                [
-                    {
-                        "dialogue_id": did,
-                        "source_id": f"bench__s{i // 3}",
-                        "corpus": ("dailytalk", "iemocap", "magicdata_ramc")[i % 3],
-                        "category": "HH",
-                        "language": "zh" if i % 3 == 2 else "en",
-                        "topic": "",
-                        "speaker_a": "A",
-                        "speaker_b": "B",
-                        "audio_path": "audio/shared.flac",
-                        "sha256": "0" * 64,
-                        "duration_s": start,
-                        "sample_rate": SR,
-                        "num_channels": 1,
-                        "n_turns": turns,
-                        "loudness_lufs_a": -23.0 + float(rng.normal(0, 0.2)),
-                        "loudness_lufs_b": -23.0 + float(rng.normal(0, 0.2)),
-                        "gain_db_a": 0.0,
-                        "gain_db_b": 0.0,
-                        "gap_ms_min": 180.0,
-                        "gap_ms_max": 230.0,
-                        "provenance": "{}",
-                        "licence": "CC-BY-4.0",
-                        "source_sample_rate": SR,
-                    }
-                ]
+            lufs_a = -23.0 + float(rng.normal(0, 0.2))
+            lufs_b = -23.0 + float(rng.normal(0, 0.2))
+            row = kept_dialogue(
+                did,
+                f"bench__s{i // 3}",
+                speakers=("A", "B"),
+                audio_path="audio/shared.flac",
+                sha256="0" * 64,
+                duration_s=start,
+                sample_rate=SR,
+                n_turns=turns,
+                corpus=("dailytalk", "iemocap", "magicdata_ramc")[i % 3],
+                language="zh" if i % 3 == 2 else "en",
+                loudness_lufs=(lufs_a, lufs_b),
+                gap_ms=(180.0, 230.0),
             )
+            dw.write([row.to_row()])
             if i % 10 == 0:
-                rw.write(
-                    [
-                        {
-                            "item_id": f"bench__r{i}",
-                            "corpus": "dailytalk",
-                            "source_path": "",
-                            "stage": "filter",
-                            "reason": ("imbalanced", "interruption", "too_short")[i % 3],
-                            "detail": "",
-                        }
-                    ]
+                rejection = RejectionRow(
+                    item_id=f"bench__r{i}",
+                    corpus="dailytalk",
+                    source_path="",
+                    stage="filter",
+                    reason=("imbalanced", "interruption", "too_short")[i % 3],
+                    detail="",
                 )
+                rw.write([rejection.to_row()])
     return root
 
 
