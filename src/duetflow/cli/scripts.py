@@ -27,6 +27,16 @@ def _llm_options(fn: F) -> F:
     return fn
 
 
+def _out_option(fn: F) -> F:
+    return click.option(
+        "--out",
+        "out_dir",
+        required=True,
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Folder of script files (resumable: finished scripts are not asked for again).",
+    )(fn)
+
+
 def _config(config_path: Path | None, base_url: str | None, model: str | None) -> RunConfig:
     llm = {k: v for k, v in (("base_url", base_url), ("model", model)) if v}
     cfg = load_config(config_path, overrides={"llm": llm} if llm else None)
@@ -60,13 +70,7 @@ def command() -> None:
 )
 @click.option("--per-topic", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--language", default="en", show_default=True, help="en, zh, ...")
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder of script files (resumable: finished scripts are not asked for again).",
-)
+@_out_option
 @_llm_options
 @config_option("Run config YAML (llm, scripts, topics, filters sections).")
 def generate(
@@ -98,13 +102,7 @@ def generate(
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Rendered work directory whose kept HH transcripts are rewritten.",
 )
-@click.option(
-    "--out",
-    "out_dir",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Folder of script files (resumable).",
-)
+@_out_option
 @_llm_options
 @config_option("Run config YAML (llm, filters sections).")
 def rewrite(
