@@ -71,6 +71,8 @@ _RETRY_CODES = {
     "TooManyRequestsException",
     "ConditionalRequestConflict",  # a concurrent conditional write: try again
 }
+#: error codes of a missing object (a HEAD answer has no body, so only "404" / "NotFound")
+_NOT_FOUND = frozenset({"404", "NoSuchKey", "NotFound"})
 _FATAL_HINTS = ("AccessDenied", "NoSuchBucket", "InvalidAccessKeyId", "SignatureDoesNotMatch")
 
 
@@ -84,6 +86,11 @@ def parse_s3_uri(uri: str) -> tuple[str, str]:
         raise StorageError(f"s3 URI without a bucket: {uri!r}")
     prefix = prefix.strip("/")
     return bucket, (prefix + "/" if prefix else "")
+
+
+def _missing(e: ClientError) -> bool:
+    """Whether S3 answered that the object is not there."""
+    return str(e.response.get("Error", {}).get("Code", "")) in _NOT_FOUND
 
 
 def _transient(exc: BaseException) -> bool:
@@ -182,8 +189,7 @@ class S3Store(Store):
             try:
                 r = self.client.head_object(Bucket=self.bucket, Key=k)
             except ClientError as e:
-                code = str(e.response.get("Error", {}).get("Code", ""))
-                if code in ("404", "NoSuchKey", "NotFound"):
+                if _missing(e):
                     return None
                 raise
             meta = r.get("Metadata") or {}
@@ -278,21 +284,22 @@ class S3Store(Store):
         try:
             self.client.download_file(self.bucket, k, str(tmp), Config=self.transfer)
         except ClientError as e:
-            code = str(e.response.get("Error", {}).get("Code", ""))
-            if code in ("404", "NoSuchKey", "NotFound"):
+            if _missing(e):
                 raise StorageError(f"{self.uri}: object {k} not found") from None
             raise
 
-    def get_bytes(self, key: str, sha256: str | None = None) -> bytes:
-        k = self._key(key)
+    def _get_object(self, key: str) -> Any:
+        """The GET response of ``key`` (``Body``, ``Metadata``); StorageError when it is missing."""
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+        except ClientError as e:
+            if _missing(e):
+                raise StorageError(f"{self.uri}: object {key} not found") from None
+            raise
 
+    def get_bytes(self, key: str, sha256: str | None = None) -> bytes:
         def call() -> tuple[bytes, str | None]:
-            try:
-                r = self.client.get_object(Bucket=self.bucket, Key=k)
-            except ClientError as e:
-                if str(e.response.get("Error", {}).get("Code", "")) in ("404", "NoSuchKey"):
-                    raise StorageError(f"{self.uri}: object {key} not found") from None
-                raise
+            r = self._get_object(key)
             return r["Body"].read(), (r.get("Metadata") or {}).get(META_SHA)
 
         data, stored = self._retry(f"get {key}", call)
@@ -300,15 +307,8 @@ class S3Store(Store):
         return data
 
     def content_sha256(self, key: str) -> str:
-        k = self._key(key)
-
         def call() -> str:
-            try:
-                r = self.client.get_object(Bucket=self.bucket, Key=k)
-            except ClientError as e:
-                if str(e.response.get("Error", {}).get("Code", "")) in ("404", "NoSuchKey"):
-                    raise StorageError(f"{self.uri}: object {key} not found") from None
-                raise
+            r = self._get_object(key)
             h = hashlib.sha256()
             for chunk in r["Body"].iter_chunks(CHUNK):
                 h.update(chunk)
