@@ -9,16 +9,9 @@ import soundfile as sf
 from duetflow.audio import roomtone
 from duetflow.audio.edges import longest_zero_run
 from duetflow.rendering import tone_sources
+from noise import noise_at
 
 SR = 16000
-
-
-def _noise(n: int, db: float, rng: np.random.Generator, kind: str = "pink") -> np.ndarray:
-    spec = np.fft.rfft(rng.standard_normal(n))
-    if kind == "pink":
-        spec /= np.sqrt(np.maximum(np.fft.rfftfreq(n, 1 / SR), 20.0))
-    x = np.fft.irfft(spec, n)
-    return x * (10 ** (db / 20) / np.sqrt(np.mean(x**2)))
 
 
 def _speechy(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -38,7 +31,7 @@ def _talk_with_pauses(rng: np.random.Generator, pause_s: float = 0.12, floor_db:
         spans.append((pos, pos + 0.8))
         pos += 0.8 + pause_s
     n = int(6.2 * SR)
-    x = _noise(n, floor_db, rng)
+    x = noise_at(n, floor_db, rng, SR)
     for a, b in spans:
         i0, i1 = int(a * SR), int(b * SR)
         x[i0:i1] += _speechy(i1 - i0, rng)
@@ -66,7 +59,7 @@ def test_joins_neither_dip_nor_jump() -> None:
     """Equal-power crossfades between pieces of noise keep the level through every join."""
     rng = np.random.default_rng(2)
     piece, fade = int(0.1 * SR), int(0.005 * SR)
-    pieces = [_noise(piece, -60.0, rng).astype(np.float32) for _ in range(60)]
+    pieces = [noise_at(piece, -60.0, rng, SR).astype(np.float32) for _ in range(60)]
     tone = roomtone.xfade_concat(pieces, fade)
     joins = [k * (piece - fade) + fade // 2 for k in range(1, 60)]
     assert abs(_at_joins(tone, joins, fade // 4) - _level(tone)) < 1.0
@@ -118,7 +111,9 @@ def test_events_in_pauses_are_left_out() -> None:
     rng = np.random.default_rng(5)
     x, spans = _talk_with_pauses(rng, pause_s=0.5)
     a = int((spans[2][1] + 0.2) * SR)
-    x[a : a + int(0.06 * SR)] += _noise(int(0.06 * SR), -47.0, rng, "white").astype(np.float32)
+    x[a : a + int(0.06 * SR)] += noise_at(int(0.06 * SR), -47.0, rng, SR, pink=False).astype(
+        np.float32
+    )
     tone = roomtone.extract_room_tone(x, SR, spans, margin_s=0.01)
     assert tone is not None
     win = int(0.01 * SR)
@@ -134,7 +129,7 @@ def test_a_recording_s_lead_in_gives_tone_to_a_window_without_pauses(
     rng = np.random.default_rng(6)
     lead = int(6.7 * SR)
     n = lead + 20 * SR
-    x = _noise(n, -70.0, rng)
+    x = noise_at(n, -70.0, rng, SR)
     x[lead:] += _speechy(n - lead, rng)
     path = tmp_path / "rec.wav"
     sf.write(path, x.astype(np.float32), SR, subtype="PCM_16")
@@ -165,8 +160,8 @@ def test_crosstalk_is_neither_speech_nor_room_tone_of_the_other_track() -> None:
 
     rng = np.random.default_rng(7)
     n = 12 * SR
-    a = _noise(n, -60.0, rng)
-    b = _noise(n, -60.0, rng)
+    a = noise_at(n, -60.0, rng, SR)
+    b = noise_at(n, -60.0, rng, SR)
     a_spans, b_spans = [(0.8, 2.3), (5.2, 6.7)], [(2.5, 4.0), (6.9, 8.4)]
     for spans, own_t, other_t in ((a_spans, a, b), (b_spans, b, a)):
         for s, e in spans:

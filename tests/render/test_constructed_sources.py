@@ -34,16 +34,11 @@ from duetflow.model import (
     Turn,
 )
 from duetflow.rendering.render import render_dialogue
+from noise import noise_at
 
 SR = 16000
 FLOOR_DB = -60.0
 KINDS = ["multichannel", "per_speaker", "per_turn", "mixed_mono"]
-
-
-def _noise(n: int, rng: np.random.Generator) -> np.ndarray:
-    spec = np.fft.rfft(rng.standard_normal(n)) / np.sqrt(np.maximum(np.fft.rfftfreq(n, 1 / SR), 20))
-    x = np.fft.irfft(spec, n)
-    return x * (10 ** (FLOOR_DB / 20) / np.sqrt(np.mean(x**2)))
 
 
 def _owner(c: Construction, k: int) -> tuple[int, int]:
@@ -63,7 +58,7 @@ def _build(kind: str, root: Path, seed: int) -> tuple[Dialogue, Construction]:
         Turn(w, round(u.hint[0] / SR, 4), round(u.hint[1] / SR, 4), text=f"t{k}")
         for k, (w, u) in enumerate(zip(who, c.utterances, strict=True))
     )
-    tracks = {s: _noise(n, rng) for s in "AB"}
+    tracks = {s: noise_at(n, FLOOR_DB, rng, SR) for s in "AB"}
     for k, w in enumerate(who):
         lo, hi = _owner(c, k)
         tracks[w][lo:hi] += c.speech[lo:hi]

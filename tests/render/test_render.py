@@ -23,6 +23,7 @@ from duetflow.config import build_config
 from duetflow.errors import InputError
 from duetflow.manifest import RENDERED_DIALOGUE_SCHEMA, RENDERED_TURN_SCHEMA
 from duetflow.rendering.render import render_dialogue
+from noise import noise_at
 
 KINDS = ["multichannel", "per_speaker", "per_turn", "mixed_mono"]
 
@@ -272,9 +273,7 @@ def test_mono_mix_with_a_long_lead_in_and_no_pause_in_the_window(tmp_path: Path)
 
     rng = np.random.default_rng(4)
     lead, n = 6.7, int(30 * SR)
-    spec = np.fft.rfft(rng.standard_normal(n)) / np.sqrt(np.maximum(np.fft.rfftfreq(n, 1 / SR), 20))
-    x = np.fft.irfft(spec, n)
-    x *= 10 ** (-70 / 20) / np.sqrt(np.mean(x**2))
+    x = noise_at(n, -70.0, rng, SR)
     turns, t = [], lead
     for k in range(8):
         d = float(rng.uniform(1.5, 2.5))
