@@ -221,7 +221,7 @@ def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
         totals = {
             "windows": res.windows,
             "windowless": res.windowless,
-            "audio_us": sum(micros(float(r["duration_s"])) for r in res.dialogues),
+            "audio_us": sum(micros(r.duration_s) for r in res.dialogues),
         }
         return StepOutcome(
             "process", shard.label, shard.key, str(out), len(shard.dialogues), kept, rejected,
@@ -316,15 +316,12 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
         scoped = SYNTH.scoped(config)
         qa = scoped.synth.clone_qa
         res = synthesize_scripts(list(shard.scripts), pool, shard.backend, scoped, out, qa=qa)
-        with (
-            manifest.TableWriter(out / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA) as dw,
-            manifest.TableWriter(out / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
-            manifest.TableWriter(out / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as rw,
-        ):
+        with manifest.WorkdirWriter(
+            out, manifest.RENDERED_DIALOGUE_SCHEMA, manifest.RENDERED_TURN_SCHEMA, (4096,) * 3
+        ) as w:
             for row, turns in zip(res.dialogues, res.turns, strict=True):
-                dw.write([row.to_row()])
-                tw.write(t.to_row() for t in turns)
-            rw.write(manifest.rejection_to_row(r) for r in res.rejections)
+                w.write(row, turns)
+            w.reject(res.rejections)
         kept, rejected, by_reason = record_counts(len(res.dialogues), res.rejections)
         totals = {
             "utterances": res.utterances,
