@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 
 from duetflow import manifest
 from duetflow.config import RunConfig
+from duetflow.errors import ManifestError
 from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome, load_outcome
 from duetflow.pipeline.keys import code_hash, files_fingerprint, text_digest
 from duetflow.records import RejectionRow
@@ -116,9 +117,8 @@ def _merge_into(
         manifest.DIALOGUES: manifest.RENDERED_DIALOGUE_SCHEMA,
         manifest.TURNS: manifest.RENDERED_TURN_SCHEMA,
     }
-    for name, default_schema in tables.items():
+    for name, schema in tables.items():
         sources = [Path(p.path) / name for p in ordered if (Path(p.path) / name).exists()]
-        schema = pq.read_schema(sources[0]) if sources else default_schema
         with manifest.TableWriter(partial / name, schema) as w:
             for src in sources:
                 _copy_row_groups(src, w)
@@ -161,8 +161,16 @@ def _copy_row_groups(
     src: Path, writer: manifest.TableWriter, reasons: Counter[str] | None = None
 ) -> None:
     """Append the rows of ``src`` to ``writer`` as Arrow tables, one row group at a time
-    (``reasons``: count the rejections copied by ``stage:reason``)."""
+    (``reasons``: count the rejections copied by ``stage:reason``).
+
+    Only the writer's columns are read; a table without one of them raises
+    :class:`~duetflow.errors.ManifestError` naming the file and the missing column(s).
+    """
     pf = pq.ParquetFile(src)
+    names = set(pf.schema_arrow.names)
+    missing = [c for c in writer.schema.names if c not in names]
+    if missing:
+        raise ManifestError(f"{src}: cannot merge: missing column(s) {', '.join(missing)}")
     for g in range(pf.num_row_groups):
         table = pf.read_row_group(g, columns=list(writer.schema.names))
         if reasons is not None:
