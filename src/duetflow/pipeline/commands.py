@@ -237,7 +237,7 @@ def synthesize(
         steps.plan_synth_shards(cfg, [voices_workdir], pool, rejected),
         pool,
         cfg,
-        batch=Batch("synthesize", out.name),
+        batch=Batch("synthesize", out.name, steps.count_synth_jobs(cfg, [voices_workdir])),
         size=lambda o: o.found,
     )
     records = [manifest.rejection_record(r) for r in rejected]

@@ -274,24 +274,13 @@ def plan_synth_shards(
     """
     from duetflow.model import Rejection
     from duetflow.tts.pipeline import backend_rejection
-    from duetflow.tts.script import load_scripts, scripts_from_workdir
-
-    def scripts() -> Iterator[Any]:
-        if config.synth.scripts is not None:
-            yield from load_scripts(config.synth.scripts)
-        for d in script_dirs:
-            if Path(d).is_dir():
-                yield from load_scripts(d)
-        if config.synth.from_hh_transcripts:
-            for d in voices_dirs:
-                yield from scripts_from_workdir(d)
 
     voices_fp = voices_fingerprint(pool)
     index = 0
     for k, backend in enumerate(config.synth.all_backends()):
 
         def good(first: bool = k == 0, name: str = backend) -> Iterator[Any]:
-            for item in scripts():
+            for item in _synth_scripts(config, voices_dirs, script_dirs):
                 if isinstance(item, Rejection):
                     if first:
                         rejected.append(item)
@@ -305,6 +294,37 @@ def plan_synth_shards(
             key = SYNTH.key(config, backend, text_digest(text), voices_fp)
             yield SynthShard(PH_LABEL, index, key, tuple(batch), backend)
             index += 1
+
+
+def _synth_scripts(
+    config: RunConfig, voices_dirs: Sequence[str | Path], script_dirs: Sequence[str | Path]
+) -> Iterator[Any]:
+    """The scripts (and rejections of unreadable ones) that synthesis reads, in order."""
+    from duetflow.tts.script import load_scripts, scripts_from_workdir
+
+    if config.synth.scripts is not None:
+        yield from load_scripts(config.synth.scripts)
+    for d in script_dirs:
+        if Path(d).is_dir():
+            yield from load_scripts(d)
+    if config.synth.from_hh_transcripts:
+        for d in voices_dirs:
+            yield from scripts_from_workdir(d)
+
+
+def count_synth_jobs(
+    config: RunConfig, voices_dirs: Sequence[str | Path], script_dirs: Sequence[str | Path] = ()
+) -> int:
+    """How many synthesis jobs :func:`plan_synth_shards` cuts into shards: each readable
+    script once per backend of its language (the shards' ``found`` add up to it; the
+    progress total). One extra pass over the scripts, which are small text."""
+    from duetflow.model import Rejection
+
+    return sum(
+        len(config.synth.backends_for(item.language))
+        for item in _synth_scripts(config, voices_dirs, script_dirs)
+        if not isinstance(item, Rejection)
+    )
 
 
 def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -> StepOutcome:
