@@ -8,8 +8,10 @@
 the column lists the pandera schemas check (:func:`columns`) and a release's manifests
 (``release.layout``: these columns + split and audio key) are derived from them, so a column
 is added in one place. A record becomes a plain row only where it is written
-(:meth:`RenderedDialogueRow.to_row`) and is built from one only where it is read
-(:func:`from_row`, called by the typed readers of :mod:`duetflow.manifest`).
+(:meth:`RenderedDialogueRow.to_row`, called by ``manifest.WorkdirWriter``) and is built from one
+only where it is read (:func:`from_row`, called by the typed readers of :mod:`duetflow.manifest`).
+A dialogue record of a :class:`~duetflow.model.Dialogue` takes its leading fields from it in one
+place (``of_dialogue``).
 :class:`ReleaseDialogueRow` is a release manifest's dialogue row: the rendered record plus its
 split and the store key of its audio.
 
