@@ -16,7 +16,11 @@ One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a cProfile
   measured again) times the gaps, and the same true-peak check runs on the result. ffmpeg is
   not installed here, so the FLAC encode of the joined segment goes through soundfile (the same
   libsndfile encoder ours uses); pydub's own export would add an ffmpeg process per file;
-* **floor**: reading the window frames and writing the same duration of FLAC, nothing else;
+* **floor**: reading the window frames and writing the same duration of FLAC, nothing else
+  (the two channels averaged in float, encoded from float, as ours mixes);
+* **floor pcm16**: the bare codec floor: the window's frames read as 16-bit integers and one
+  channel written as 16-bit FLAC (no mix, no float). This is how the issue that set the
+  1,000x target measured its floor (3,046x), roughly twice the figure of **floor**;
 * **before** (``--baseline SRC``): ours from another source tree (``SRC`` holds its
   ``duetflow`` package, e.g. an ``git archive`` of main's ``src``), to compare a change before
   and after in one interleaved run.
@@ -26,7 +30,8 @@ ours, ...), and the best run of each counts: on a shared machine the least distu
 the closest to the code's own cost. Each path runs in a fresh child process, timed by its own
 CPU clock (``time.process_time``), so the figures are per core. Peak RSS is the child's
 ``ru_maxrss`` (the largest over the 10x runs of ours).
-Last line: ``render: <x> x realtime per core; peak_rss_mb <m>; vs_pydub <r>x; floor <f> x``.
+Last line: ``render: <x> x realtime per core; peak_rss_mb <m>; vs_pydub <r>x; floor <f> x;
+floor_pcm16 <g> x``.
 """
 
 from __future__ import annotations
@@ -223,7 +228,27 @@ def run_floor(ds: list[Dialogue], out: Path) -> float:
     return audio
 
 
-PATHS = {"ours": run_ours, "pydub": run_pydub, "floor": run_floor}
+def run_floor_pcm16(ds: list[Dialogue], out: Path) -> float:
+    out.mkdir(parents=True, exist_ok=True)
+    audio = 0.0
+    for d in ds:
+        src = d.source
+        assert isinstance(src, MultichannelSource) and d.window is not None
+        a, b = int(d.window[0] * SR), int(d.window[1] * SR)
+        with sf.SoundFile(str(src.path)) as f:
+            f.seek(a)
+            x = f.read(b - a, dtype="int16", always_2d=True)
+        sf.write(out / f"{d.id}.flac", x[:, 0], SR, subtype="PCM_16", format="FLAC")
+        audio += (b - a) / SR
+    return audio
+
+
+PATHS = {
+    "ours": run_ours,
+    "pydub": run_pydub,
+    "floor": run_floor,
+    "floor_pcm16": run_floor_pcm16,
+}
 
 
 def child(args: argparse.Namespace) -> None:
@@ -307,15 +332,17 @@ def main() -> None:
         ours = _spawn(root, "ours", 1, args)
         # ours and pydub at 10x, interleaved, best of --repeat (the least disturbed run of
         # each on a shared machine); the floor likewise
-        runs: dict[str, list[Any]] = {"ours": [], "pydub": [], "floor": [], "before": []}
+        runs: dict[str, list[Any]] = {k: [] for k in (*PATHS, "before")}
         for _ in range(args.repeat):
             runs["ours"].append(_spawn(root, "ours", 10, args))
             if args.baseline:
                 runs["before"].append(_spawn(root, "ours", 10, args, src=args.baseline))
             runs["pydub"].append(_spawn(root, "pydub", 10, args))
             runs["floor"].append(_spawn(root, "floor", 1, args))
-        ours10, pyd, floor = (
-            min(runs[k], key=lambda r: r["cpu_s"]) for k in ("ours", "pydub", "floor")
+            runs["floor_pcm16"].append(_spawn(root, "floor_pcm16", 1, args))
+        ours10, pyd, floor, floor16 = (
+            min(runs[k], key=lambda r: r["cpu_s"])
+            for k in ("ours", "pydub", "floor", "floor_pcm16")
         )
         before = min(runs["before"], key=lambda r: r["cpu_s"]) if runs["before"] else None
         ours10 = {**ours10, "rss_mb": max(r["rss_mb"] for r in runs["ours"])}
@@ -328,7 +355,13 @@ def main() -> None:
     print(f"corpus: {n1} HH dialogues x {args.dur:.0f} s (1x), {10 * n1} (10x)")
     head = ("path", "audio h", "cpu s", "x realtime/core", "audio h/cpu s", "rss MB")
     print(f"{head[0]:<10}{head[1]:>10}{head[2]:>9}{head[3]:>17}{head[4]:>15}{head[5]:>9}")
-    rows = [("ours 1x", ours), ("ours 10x", ours10), ("pydub 10x", pyd), ("floor 1x", floor)]
+    rows = [
+        ("ours 1x", ours),
+        ("ours 10x", ours10),
+        ("pydub 10x", pyd),
+        ("floor 1x", floor),
+        ("pcm16 1x", floor16),
+    ]
     if before is not None:
         rows.insert(2, ("before 10x", before))
     for name, r in rows:
@@ -343,7 +376,8 @@ def main() -> None:
     vs_before = f"; vs_before {x / rtf(before):.2f}x" if before is not None else ""
     print(
         f"render: {x:.0f} x realtime per core; peak_rss_mb {ours10['rss_mb']:.0f}; "
-        f"vs_pydub {x / rtf(pyd):.2f}x; floor {rtf(floor):.0f} x{vs_before}"
+        f"vs_pydub {x / rtf(pyd):.2f}x; floor {rtf(floor):.0f} x; "
+        f"floor_pcm16 {rtf(floor16):.0f} x{vs_before}"
     )
 
 
