@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,6 +43,7 @@ from duetflow.records import (
     IntakeDialogueRow,
     IntakeTurnRow,
     R,
+    Record,
     RejectionRow,
     RenderedDialogueRow,
     RenderedTurnRow,
@@ -109,16 +110,8 @@ def dialogue_to_rows(d: Dialogue) -> tuple[dict[str, Any], list[dict[str, Any]]]
 def dialogue_records(d: Dialogue) -> tuple[IntakeDialogueRow, list[IntakeTurnRow]]:
     """The intake records (dialogue, its turns) of a dialogue; :func:`dialogue_from_rows`
     inverts it."""
-    record = IntakeDialogueRow(
-        dialogue_id=d.id,
-        source_id=d.source_id,
-        corpus=d.corpus,
-        category=str(d.category),
-        language=d.language,
-        topic=d.topic,
-        speaker_a=d.speaker_a.id,
-        speaker_b=d.speaker_b.id,
-        design=d.design,
+    record = IntakeDialogueRow.of_dialogue(
+        d,
         duration_s=float(d.duration_s),
         window_start_s=d.window[0] if d.window else None,
         window_end_s=d.window[1] if d.window else None,
@@ -184,8 +177,8 @@ def dialogue_from_rows(row: IntakeDialogueRow, turn_rows: Sequence[IntakeTurnRow
     )
 
 
-def rejection_to_row(r: Rejection) -> dict[str, Any]:
-    """The rejections-table row of a rejection."""
+def rejection_record(r: Rejection) -> RejectionRow:
+    """The rejections-table record of a rejection; :func:`rejection_from_row` inverts it."""
     return RejectionRow(
         item_id=r.item_id,
         corpus=r.corpus,
@@ -193,7 +186,12 @@ def rejection_to_row(r: Rejection) -> dict[str, Any]:
         stage=str(r.stage),
         reason=r.reason,
         detail=r.detail,
-    ).to_row()
+    )
+
+
+def rejection_to_row(r: Rejection) -> dict[str, Any]:
+    """The rejections-table row of a rejection (:func:`rejection_record` as a table row)."""
+    return rejection_record(r).to_row()
 
 
 def rejection_from_row(row: RejectionRow) -> Rejection:
@@ -211,7 +209,29 @@ def rejection_from_row(row: RejectionRow) -> Rejection:
 # --- streaming Parquet --------------------------------------------------------------------------
 
 
-class TableWriter:
+class _Committing:
+    """A writer's context protocol: :meth:`close` (make the output visible) when the block
+    succeeds, :meth:`abort` (leave nothing behind) when it raises."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if et is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class TableWriter(_Committing):
     """Append rows, flush one row group per ``batch_rows``; atomic rename on close.
 
     An empty table is still written (with its schema), so readers never have to guess whether a
@@ -283,17 +303,6 @@ class TableWriter:
             self._writer.close()
         self._tmp.unlink(missing_ok=True)
 
-    def __enter__(self) -> TableWriter:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if et is None:
-            self.close()
-        else:
-            self.abort()
-
 
 def write_table(path: str | Path, schema: pa.Schema, rows: Iterable[Mapping[str, Any]]) -> int:
     with TableWriter(path, schema) as w:
@@ -308,51 +317,73 @@ def iter_rows(path: str | Path, columns: Sequence[str] | None = None) -> Iterato
         yield from pf.read_row_group(i, columns=list(columns) if columns else None).to_pylist()
 
 
-class IntakeWriter:
-    """Writes the three intake tables of a work directory in lockstep, all or nothing.
+class WorkdirWriter(_Committing):
+    """Writes the three tables of a work directory in lockstep, all or nothing.
 
-    Each table goes to a temp file; only when all three are complete are they renamed into
-    place, so a run that fails (or runs out of memory) midway never leaves a dialogues table
-    without its rejections for ``process`` to pick up.
+    :meth:`write` takes a dialogue record and its turn records, :meth:`reject` rejections;
+    records become rows here, at the write. Each table goes to a temp file; only when all three
+    are complete are they renamed into place, so a run that fails (or runs out of memory)
+    midway never leaves a dialogues table without its rejections for a later stage to pick up.
+    ``batch_rows`` are the row-group sizes of the dialogue, turn and rejection tables.
     """
 
-    def __init__(self, workdir: str | Path, batch_rows: int = 2048) -> None:
+    def __init__(
+        self,
+        workdir: str | Path,
+        dialogue_schema: pa.Schema,
+        turn_schema: pa.Schema,
+        batch_rows: tuple[int, int, int],
+    ) -> None:
         self.workdir = Path(workdir)
-        self.dialogues = TableWriter(self.workdir / DIALOGUES, INTAKE_DIALOGUE_SCHEMA, 256)
-        self.turns = TableWriter(self.workdir / TURNS, INTAKE_TURN_SCHEMA, batch_rows)
-        self.rejections = TableWriter(self.workdir / REJECTIONS, REJECTION_SCHEMA, batch_rows)
+        n_dialogues, n_turns, n_rejections = batch_rows
+        self.dialogues = TableWriter(self.workdir / DIALOGUES, dialogue_schema, n_dialogues)
+        self.turns = TableWriter(self.workdir / TURNS, turn_schema, n_turns)
+        self.rejections = TableWriter(self.workdir / REJECTIONS, REJECTION_SCHEMA, n_rejections)
 
-    def add(self, item: Dialogue | Rejection) -> None:
-        if isinstance(item, Rejection):
-            self.rejections.write([rejection_to_row(item)])
-        else:
-            row, turns = dialogue_to_rows(item)
-            self.dialogues.write([row])
-            self.turns.write(turns)
+    def write(self, dialogue: Record, turns: Iterable[Record]) -> None:
+        """Append one dialogue record and its turn records."""
+        self.dialogues.write([dialogue.to_row()])
+        self.turns.write(t.to_row() for t in turns)
+
+    def reject(self, rejections: Iterable[Rejection]) -> None:
+        """Append rejections."""
+        self.rejections.write(rejection_to_row(r) for r in rejections)
+
+    def _all(self) -> tuple[TableWriter, TableWriter, TableWriter]:
+        return (self.dialogues, self.turns, self.rejections)
 
     def close(self) -> None:
-        writers = (self.dialogues, self.turns, self.rejections)
+        """Finish all three tables, then make them visible (none if any failed)."""
         try:
-            for w in writers:
+            for w in self._all():
                 w.finish()
         except BaseException:
-            for w in writers:
-                w.abort()
+            self.abort()
             raise
-        for w in writers:
+        for w in self._all():
             w.commit()
 
-    def __enter__(self) -> IntakeWriter:
-        return self
+    def abort(self) -> None:
+        """Drop all three temp files."""
+        for w in self._all():
+            w.abort()
 
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if et is None:
-            self.close()
+
+class IntakeWriter(WorkdirWriter):
+    """The intake tables of a work directory (:class:`WorkdirWriter`), fed dialogues and
+    rejections as they are ingested."""
+
+    def __init__(self, workdir: str | Path, batch_rows: int = 2048) -> None:
+        super().__init__(
+            workdir, INTAKE_DIALOGUE_SCHEMA, INTAKE_TURN_SCHEMA, (256, batch_rows, batch_rows)
+        )
+
+    def add(self, item: Dialogue | Rejection) -> None:
+        """Append an ingested dialogue (its intake records) or a rejection."""
+        if isinstance(item, Rejection):
+            self.reject([item])
         else:
-            for w in (self.dialogues, self.turns, self.rejections):
-                w.abort()
+            self.write(*dialogue_records(item))
 
 
 def iter_records(path: str | Path, record: type[R]) -> Iterator[R]:

@@ -8,8 +8,10 @@
 the column lists the pandera schemas check (:func:`columns`) and a release's manifests
 (``release.layout``: these columns + split and audio key) are derived from them, so a column
 is added in one place. A record becomes a plain row only where it is written
-(:meth:`RenderedDialogueRow.to_row`) and is built from one only where it is read
-(:func:`from_row`, called by the typed readers of :mod:`duetflow.manifest`).
+(:meth:`RenderedDialogueRow.to_row`, called by ``manifest.WorkdirWriter``) and is built from one
+only where it is read (:func:`from_row`, called by the typed readers of :mod:`duetflow.manifest`).
+A dialogue record of a :class:`~duetflow.model.Dialogue` takes its leading fields from it in one
+place (``of_dialogue``).
 :class:`ReleaseDialogueRow` is a release manifest's dialogue row: the rendered record plus its
 split and the store key of its audio.
 
@@ -28,7 +30,7 @@ from typing import Any, Self, TypeVar, get_type_hints
 
 import pyarrow as pa
 
-from duetflow.model import DESIGN_COLUMNS, DesignFields, design_to_row
+from duetflow.model import DESIGN_COLUMNS, DesignFields, Dialogue, design_to_row
 
 _ARROW = {str: pa.string(), int: pa.int32(), float: pa.float64()}
 
@@ -74,6 +76,24 @@ class _DialogueHead(_Row):
     speaker_a: str
     speaker_b: str
     design: DesignFields  # the design columns (duetflow.model.DESIGN_COLUMNS)
+
+    @classmethod
+    def of_dialogue(cls, d: Dialogue, **rest: Any) -> Self:
+        """The record of dialogue ``d``: these leading fields from ``d`` (its id, corpus,
+        category, language, topic, the two speakers' ids and its design), the table's own
+        fields from ``rest`` (a missing or unknown one is a TypeError, as for the class)."""
+        return cls(
+            dialogue_id=d.id,
+            source_id=d.source_id,
+            corpus=d.corpus,
+            category=str(d.category),
+            language=d.language,
+            topic=d.topic,
+            speaker_a=d.speaker_a.id,
+            speaker_b=d.speaker_b.id,
+            design=d.design,
+            **rest,
+        )
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ its own path) and the command's voice cache are not stage output.
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,9 @@ from click.testing import CliRunner
 from duetflow.cli import main
 from duetflow.config import load_config
 from duetflow.demo import make_samples
+from duetflow.pipeline.commands import synthesize
 from duetflow.pipeline.run import PipelineResult, run_pipeline
+from duetflow.progress import LOGGER
 
 pytestmark = pytest.mark.slow
 
@@ -93,3 +96,35 @@ def test_duetflow_synthesize_writes_the_bytes_of_the_synth_stage(
     assert _digest(out) == expected
     assert f"-> {ph.kept} PH dialogues, {ph.rejected} rejected" in text
     assert (out / "voice_cache").is_dir()  # the command's own cache stays beside its output
+
+
+class _Seen(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seen: list[tuple[str, int, int | None]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append((record.stage, record.done, record.total))  # type: ignore[attr-defined]
+
+
+def test_synthesize_announces_its_jobs_before_the_first_is_done(
+    ran: tuple[Path, Path, PipelineResult],
+) -> None:
+    """The progress total of ``synthesize`` is known up front and is what gets done: the
+    pipeline's synth shards' ``found`` (one job per script and backend of its language)."""
+    root, config, result = ran
+    (voices,) = [m.path for m in result.merged if m.label != "ph"]
+    jobs = sum(s.found for s in result.steps if s.stage == "synth")
+    assert jobs > 0
+    logger = logging.getLogger(LOGGER)
+    seen, level = _Seen(), logger.level
+    logger.addHandler(seen)
+    logger.setLevel(logging.INFO)
+    try:
+        synthesize(None, Path(voices), load_config(config), root / "progress-ph")
+    finally:
+        logger.removeHandler(seen)
+        logger.setLevel(level)
+    mine = [s for s in seen.seen if s[0] == "synthesize progress-ph"]
+    assert mine[0] == ("synthesize progress-ph", 0, jobs)
+    assert mine[-1] == ("synthesize progress-ph", jobs, jobs)

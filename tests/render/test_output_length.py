@@ -84,7 +84,7 @@ def test_tight_annotation_renders_in_range_and_is_kept(tmp_path: Path) -> None:
     d = _sloppy(tmp_path / "src", slack_s=0.0, n=12, dur=2.0)
     res = process_dialogues([d], cfg, tmp_path / "out")
     [row] = res.dialogues
-    info = sf.info(tmp_path / "out" / row["audio_path"])
+    info = sf.info(tmp_path / "out" / row.audio_path)
     assert cfg.window.min_s <= info.duration <= cfg.window.max_s
     predicted = predict_length(d, cfg)
     assert predicted is not None

@@ -20,11 +20,13 @@ from duetflow.manifest import (
     RENDERED_TURN_SCHEMA,
     TURNS,
     IntakeWriter,
+    iter_records,
     iter_rows,
 )
 from duetflow.model import MultichannelSource, Rejection, Stage
 from duetflow.pipeline.commands import process_workdir
 from duetflow.pipeline.process import process_dialogues
+from duetflow.records import RenderedDialogueRow, RenderedTurnRow
 
 
 def _intake(tmp: Path) -> tuple[Path, list[str]]:
@@ -94,11 +96,15 @@ def test_process_dialogues_shard(tmp_path: Path) -> None:
     res = process_dialogues(ds, build_config({}), tmp_path / "shard")
     assert res.sources == 1 and len(res.dialogues) == 1 and not res.rejections
     assert res.units == len(res.dialogues) + len(res.rejections)
-    assert len(res.turns) == res.dialogues[0]["n_turns"]
-    assert (tmp_path / "shard" / res.dialogues[0]["audio_path"]).exists()
+    assert len(res.turns) == res.dialogues[0].n_turns
+    assert (tmp_path / "shard" / res.dialogues[0].audio_path).exists()
     assert [r["dialogue_id"] for r in iter_rows(tmp_path / "shard" / DIALOGUES)] == [
-        res.dialogues[0]["dialogue_id"]
+        res.dialogues[0].dialogue_id
     ]
+    # the records returned are what was written: read back from the tables, field for field
+    shard = tmp_path / "shard"
+    assert list(iter_records(shard / DIALOGUES, RenderedDialogueRow)) == res.dialogues
+    assert list(iter_records(shard / TURNS, RenderedTurnRow)) == res.turns
     assert (tmp_path / "shard" / "stats.json").exists()
 
 

@@ -178,18 +178,17 @@ def test_dailytalk_windows_render_to_their_predicted_length(tmp_path: Path) -> N
     assert res.rejections == [] and res.dialogues
     kept = {w.id: w for w in select(refine_timing(b.dialogue, CFG.turns), CFG).kept}
     for row in res.dialogues:
-        w = kept[row["dialogue_id"]]
+        w = kept[row.dialogue_id]
         p = predict_length(w, CFG)
         assert p is not None
-        assert abs(0.5 * (p.lo_s + p.hi_s) - row["duration_s"]) <= 1.0, (p, row["duration_s"])
+        assert abs(0.5 * (p.lo_s + p.hi_s) - row.duration_s) <= 1.0, (p, row.duration_s)
         # on the annotation (clips with their padding) the prediction overshoots
         p0 = predict_length(replace(w, turns=_annotated(w.turns)), CFG)
-        assert p0 is not None and 0.5 * (p0.lo_s + p0.hi_s) - row["duration_s"] > 1.5
-        prov = json.loads(row["provenance"])
+        assert p0 is not None and 0.5 * (p0.lo_s + p0.hi_s) - row.duration_s > 1.5
+        prov = json.loads(row.provenance)
         assert prov["input"][PROVENANCE_KEY]["acoustic_edges"] == 2 * len(items)
-    turns = [t for r in [res.turns] for t in r]
     # the manifest's orig times are the source annotation (the clips' timeline)
-    assert {(t["orig_start_s"], t["orig_end_s"]) for t in turns} <= {
+    assert {(t.orig_start_s, t.orig_end_s) for t in res.turns} <= {
         (t.start, t.end) for t in b.dialogue.turns
     }
 

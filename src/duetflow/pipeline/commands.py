@@ -237,15 +237,15 @@ def synthesize(
         steps.plan_synth_shards(cfg, [voices_workdir], pool, rejected),
         pool,
         cfg,
-        batch=Batch("synthesize", out.name),
+        batch=Batch("synthesize", out.name, steps.count_synth_jobs(cfg, [voices_workdir])),
         size=lambda o: o.found,
     )
-    rows = [manifest.rejection_to_row(r) for r in rejected]
-    merged = _merge_into_out(PH_LABEL, shards, out, "synth", extra_rejections=rows)
+    records = [manifest.rejection_record(r) for r in rejected]
+    merged = _merge_into_out(PH_LABEL, shards, out, "synth", extra_rejections=records)
     report = SynthReport(
         out_dir=out,
         backend=",".join(cfg.synth.all_backends()),
-        scripts=merged.found + len(rows),
+        scripts=merged.found + len(records),
         kept=merged.kept,
         rejected=merged.rejected,
         reasons=_plain_reasons(merged.by_reason),

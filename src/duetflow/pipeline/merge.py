@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +21,10 @@ import pyarrow.parquet as pq
 
 from duetflow import manifest
 from duetflow.config import RunConfig
+from duetflow.errors import ManifestError
 from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome, load_outcome
 from duetflow.pipeline.keys import code_hash, files_fingerprint, text_digest
+from duetflow.records import RejectionRow
 from duetflow.turntaking.stats import mean_of, seconds_of
 
 if TYPE_CHECKING:  # not at run time: the merge's code (its cache key) is not the steps'
@@ -43,7 +45,7 @@ def merge_workdirs(
     out_dir: str | Path,
     *,
     leading_rejections: Sequence[str | Path] = (),
-    extra_rejections: Iterable[Mapping[str, Any]] = (),
+    extra_rejections: Sequence[RejectionRow] = (),
     stage: str = "merge",
 ) -> StepOutcome:
     """Concatenate shard work directories into one, in shard order, streaming row groups.
@@ -51,8 +53,9 @@ def merge_workdirs(
     Shards are ordered by ``index`` (their position in the intake stream), not by completion, so
     threads, Dask and a resumed run write the same bytes. Audio files are hard-linked (copied
     across file systems); ``audio_path`` stays relative to the work directory. Rejections from
-    earlier stages (``leading_rejections``) come first, so inputs = kept + rejected holds for the
-    merged directory alone.
+    earlier stages (``leading_rejections``) come first, then ``extra_rejections`` (records of
+    rejections made outside the shards, e.g. scripts that failed to load), so inputs = kept +
+    rejected holds for the merged directory alone.
     """
     out = Path(out_dir)
     extra = list(extra_rejections)
@@ -80,7 +83,7 @@ def merge_key(
     label: str,
     ordered: Sequence[StepOutcome],
     leading_rejections: Sequence[str | Path],
-    extra_rejections: Sequence[Mapping[str, Any]],
+    extra_rejections: Sequence[RejectionRow],
 ) -> str:
     """What a merged directory is made of: the shards' keys in order (each content-addressed),
     the earlier stages' rejection tables, the extra rejection rows and this module's code.
@@ -93,7 +96,7 @@ def merge_key(
         "label": label,
         "shards": [p.key for p in ordered],
         "leading": files_fingerprint(leading_rejections),
-        "extra": list(extra_rejections),
+        "extra": [r.to_row() for r in extra_rejections],
         "code": code_hash((__name__,)),
     }
     return text_digest(json.dumps(doc, sort_keys=True, default=str))
@@ -105,7 +108,7 @@ def _merge_into(
     parts: Sequence[StepOutcome],
     out: Path,
     leading_rejections: Sequence[str | Path],
-    extra_rejections: Iterable[Mapping[str, Any]],
+    extra_rejections: Sequence[RejectionRow],
     stage: str,
     key: str,
 ) -> StepOutcome:
@@ -114,18 +117,12 @@ def _merge_into(
         manifest.DIALOGUES: manifest.RENDERED_DIALOGUE_SCHEMA,
         manifest.TURNS: manifest.RENDERED_TURN_SCHEMA,
     }
-    for name, default_schema in tables.items():
+    for name, schema in tables.items():
         sources = [Path(p.path) / name for p in ordered if (Path(p.path) / name).exists()]
-        schema = pq.read_schema(sources[0]) if sources else default_schema
         with manifest.TableWriter(partial / name, schema) as w:
             for src in sources:
                 _copy_row_groups(src, w)
     reasons: Counter[str] = Counter()
-
-    def counted(rows: Iterable[Mapping[str, Any]]) -> Iterator[Mapping[str, Any]]:
-        for row in rows:
-            reasons[f"{row['stage']}:{row['reason']}"] += 1
-            yield row
 
     totals: Counter[str] = Counter()
     for p in ordered:  # the shards' own counts, from their outcomes
@@ -135,7 +132,8 @@ def _merge_into(
         for src in [*map(Path, leading_rejections)]:
             if src.exists():
                 _copy_row_groups(src, w, reasons)
-        w.write(counted(extra_rejections))
+        reasons.update(f"{r.stage}:{r.reason}" for r in extra_rejections)
+        w.write(r.to_row() for r in extra_rejections)
         for p in ordered:
             src = Path(p.path) / manifest.REJECTIONS
             if src.exists():
@@ -163,8 +161,16 @@ def _copy_row_groups(
     src: Path, writer: manifest.TableWriter, reasons: Counter[str] | None = None
 ) -> None:
     """Append the rows of ``src`` to ``writer`` as Arrow tables, one row group at a time
-    (``reasons``: count the rejections copied by ``stage:reason``)."""
+    (``reasons``: count the rejections copied by ``stage:reason``).
+
+    Only the writer's columns are read; a table without one of them raises
+    :class:`~duetflow.errors.ManifestError` naming the file and the missing column(s).
+    """
     pf = pq.ParquetFile(src)
+    names = set(pf.schema_arrow.names)
+    missing = [c for c in writer.schema.names if c not in names]
+    if missing:
+        raise ManifestError(f"{src}: cannot merge: missing column(s) {', '.join(missing)}")
     for g in range(pf.num_row_groups):
         table = pf.read_row_group(g, columns=list(writer.schema.names))
         if reasons is not None:
@@ -261,8 +267,8 @@ def merge_process(
 def merge_synth(
     shards: Sequence[StepOutcome], script_rejections: Sequence[Any], config: RunConfig
 ) -> StepOutcome:
-    rows = [manifest.rejection_to_row(r) for r in script_rejections]
+    records = [manifest.rejection_record(r) for r in script_rejections]
     merged = merge_workdirs(
-        PH_LABEL, shards, rendered_dir(config, PH_LABEL), extra_rejections=rows, stage="synth"
+        PH_LABEL, shards, rendered_dir(config, PH_LABEL), extra_rejections=records, stage="synth"
     )
-    return dataclasses.replace(merged, found=merged.found + len(rows))
+    return dataclasses.replace(merged, found=merged.found + len(records))

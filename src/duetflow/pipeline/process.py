@@ -5,8 +5,8 @@ work directory.
 (:func:`duetflow.pipeline.steps.run_process_shard`), which ``duetflow process`` runs too
 (:func:`duetflow.pipeline.commands.process_workdir`). It streams: one source dialogue is timed
 from its audio (:mod:`duetflow.turntaking.timing`, read in chunks), selected, and its kept
-windows rendered before the next is read, and manifest rows go to row-group writers, so memory
-does not grow with the shard.
+windows rendered before the next is read, and its records go to row-group writers (rows only
+at the write, :class:`duetflow.manifest.WorkdirWriter`), so memory does not grow with the shard.
 
 Accounting: every window selection produces is either rendered or rejected (a render failure
 is an ``InputError`` → ``Stage.RENDER`` rejection, and the run goes on; so is rendered audio
@@ -23,14 +23,13 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import TracebackType
-from typing import Any
 
 from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.locations import dialogue_roots, relative_rejection
 from duetflow.model import Dialogue, Rejection, Stage
+from duetflow.records import RenderedDialogueRow, RenderedTurnRow
 from duetflow.rendering.render import render_dialogue
 from duetflow.rendering.rows import RenderedDialogue
 from duetflow.turntaking.rendered_length import length_problem
@@ -45,10 +44,11 @@ STATS = "stats.json"
 
 @dataclass
 class ShardResult:
-    """What processing a batch of source dialogues produced (rows also written to ``out_dir``)."""
+    """What processing a batch of source dialogues produced (its records, also written to
+    ``out_dir``): the rendered dialogues and their turns in output order, the rejections."""
 
-    dialogues: list[dict[str, Any]] = field(default_factory=list)
-    turns: list[dict[str, Any]] = field(default_factory=list)
+    dialogues: list[RenderedDialogueRow] = field(default_factory=list)
+    turns: list[RenderedTurnRow] = field(default_factory=list)
     rejections: list[Rejection] = field(default_factory=list)
     stats: CorpusStats = field(default_factory=CorpusStats)
     sources: int = 0
@@ -100,34 +100,14 @@ def _length_rejection(
     return relative_rejection(rej, dialogue_roots(d))
 
 
-class _Writer:
+def _writer(out_dir: Path) -> manifest.WorkdirWriter:
     """The three rendered tables of a work directory, written in lockstep."""
-
-    def __init__(self, out_dir: Path) -> None:
-        self.dialogues = manifest.TableWriter(
-            out_dir / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA, 256
-        )
-        self.turns = manifest.TableWriter(
-            out_dir / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA, 4096
-        )
-        self.rejections = manifest.TableWriter(
-            out_dir / manifest.REJECTIONS, manifest.REJECTION_SCHEMA, 1024
-        )
-
-    def all(self) -> tuple[manifest.TableWriter, ...]:
-        return (self.dialogues, self.turns, self.rejections)
-
-    def __enter__(self) -> _Writer:
-        return self
-
-    def __exit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        for w in self.all():
-            if et is None:
-                w.close()
-            else:
-                w.abort()
+    return manifest.WorkdirWriter(
+        out_dir,
+        manifest.RENDERED_DIALOGUE_SCHEMA,
+        manifest.RENDERED_TURN_SCHEMA,
+        (256, 4096, 1024),
+    )
 
 
 def _process_one(
@@ -135,7 +115,7 @@ def _process_one(
     config: RunConfig,
     out_dir: Path,
     stats: CorpusStats,
-    writer: _Writer,
+    writer: manifest.WorkdirWriter,
     keep_rows: ShardResult | None,
 ) -> tuple[int, int, int, float]:
     """Time, select + render one source dialogue; returns (windows, rendered, rejected,
@@ -162,19 +142,18 @@ def _process_one(
             rejected.append(too)
             lost_s += w.duration_s
             continue
-        writer.dialogues.write([r.row])
-        writer.turns.write(r.turns)
+        writer.write(r.record, r.turn_records)
         rendered += 1
         audio_s += r.record.duration_s
         if keep_rows is not None:
-            keep_rows.dialogues.append(r.row)
-            keep_rows.turns.extend(r.turns)
+            keep_rows.dialogues.append(r.record)
+            keep_rows.turns.extend(r.turn_records)
     s = sel.stats
     if rendered != len(sel.kept):
         s = replace(s, n_kept=rendered, kept_duration_s=max(0.0, s.kept_duration_s - lost_s))
     stats.add(s)
     stats.add_rejections(rejected)
-    writer.rejections.write(manifest.rejection_to_row(r) for r in rejected)
+    writer.reject(rejected)
     if keep_rows is not None:
         keep_rows.rejections.extend(rejected)
     return sel.stats.n_windows, rendered, len(rejected), audio_s
@@ -192,13 +171,13 @@ def process_dialogues(
 ) -> ShardResult:
     """Select and render a batch (shard) of source dialogues into the work directory ``out_dir``.
 
-    Writes ``audio/``, the three rendered tables and ``stats.json`` there, and returns the rows
+    Writes ``audio/``, the three rendered tables and ``stats.json`` there, and returns the records
     (a shard is small; a whole corpus is shards merged, :mod:`duetflow.pipeline.commands`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     result = ShardResult()
-    with _Writer(out) as writer:
+    with _writer(out) as writer:
         for d in dialogues:
             n_windows, _, _, audio_s = _process_one(d, config, out, result.stats, writer, result)
             result.sources += 1

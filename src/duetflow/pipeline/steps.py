@@ -221,7 +221,7 @@ def run_process_shard(shard: ProcessShard, config: RunConfig) -> StepOutcome:
         totals = {
             "windows": res.windows,
             "windowless": res.windowless,
-            "audio_us": sum(micros(float(r["duration_s"])) for r in res.dialogues),
+            "audio_us": sum(micros(r.duration_s) for r in res.dialogues),
         }
         return StepOutcome(
             "process", shard.label, shard.key, str(out), len(shard.dialogues), kept, rejected,
@@ -274,24 +274,13 @@ def plan_synth_shards(
     """
     from duetflow.model import Rejection
     from duetflow.tts.pipeline import backend_rejection
-    from duetflow.tts.script import load_scripts, scripts_from_workdir
-
-    def scripts() -> Iterator[Any]:
-        if config.synth.scripts is not None:
-            yield from load_scripts(config.synth.scripts)
-        for d in script_dirs:
-            if Path(d).is_dir():
-                yield from load_scripts(d)
-        if config.synth.from_hh_transcripts:
-            for d in voices_dirs:
-                yield from scripts_from_workdir(d)
 
     voices_fp = voices_fingerprint(pool)
     index = 0
     for k, backend in enumerate(config.synth.all_backends()):
 
         def good(first: bool = k == 0, name: str = backend) -> Iterator[Any]:
-            for item in scripts():
+            for item in _synth_scripts(config, voices_dirs, script_dirs):
                 if isinstance(item, Rejection):
                     if first:
                         rejected.append(item)
@@ -307,6 +296,37 @@ def plan_synth_shards(
             index += 1
 
 
+def _synth_scripts(
+    config: RunConfig, voices_dirs: Sequence[str | Path], script_dirs: Sequence[str | Path]
+) -> Iterator[Any]:
+    """The scripts (and rejections of unreadable ones) that synthesis reads, in order."""
+    from duetflow.tts.script import load_scripts, scripts_from_workdir
+
+    if config.synth.scripts is not None:
+        yield from load_scripts(config.synth.scripts)
+    for d in script_dirs:
+        if Path(d).is_dir():
+            yield from load_scripts(d)
+    if config.synth.from_hh_transcripts:
+        for d in voices_dirs:
+            yield from scripts_from_workdir(d)
+
+
+def count_synth_jobs(
+    config: RunConfig, voices_dirs: Sequence[str | Path], script_dirs: Sequence[str | Path] = ()
+) -> int:
+    """How many synthesis jobs :func:`plan_synth_shards` cuts into shards: each readable
+    script once per backend of its language (the shards' ``found`` add up to it; the
+    progress total). One extra pass over the scripts, which are small text."""
+    from duetflow.model import Rejection
+
+    return sum(
+        len(config.synth.backends_for(item.language))
+        for item in _synth_scripts(config, voices_dirs, script_dirs)
+        if not isinstance(item, Rejection)
+    )
+
+
 def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -> StepOutcome:
     """Synthesize one shard of scripts into its cache directory (or reuse it)."""
 
@@ -316,15 +336,12 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
         scoped = SYNTH.scoped(config)
         qa = scoped.synth.clone_qa
         res = synthesize_scripts(list(shard.scripts), pool, shard.backend, scoped, out, qa=qa)
-        with (
-            manifest.TableWriter(out / manifest.DIALOGUES, manifest.RENDERED_DIALOGUE_SCHEMA) as dw,
-            manifest.TableWriter(out / manifest.TURNS, manifest.RENDERED_TURN_SCHEMA) as tw,
-            manifest.TableWriter(out / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as rw,
-        ):
+        with manifest.WorkdirWriter(
+            out, manifest.RENDERED_DIALOGUE_SCHEMA, manifest.RENDERED_TURN_SCHEMA, (4096,) * 3
+        ) as w:
             for row, turns in zip(res.dialogues, res.turns, strict=True):
-                dw.write([row.to_row()])
-                tw.write(t.to_row() for t in turns)
-            rw.write(manifest.rejection_to_row(r) for r in res.rejections)
+                w.write(row, turns)
+            w.reject(res.rejections)
         kept, rejected, by_reason = record_counts(len(res.dialogues), res.rejections)
         totals = {
             "utterances": res.utterances,

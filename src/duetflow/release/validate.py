@@ -176,16 +176,19 @@ def _manifest_problems(
             for f in failures
         ]
 
-    dkey = manifest_key(rid, "dialogues")
-    # The work-directory checks apply to the release manifests as they are (audio checked above).
-    problems += table_problems(dkey, collect_workdir_failures(tmp, cfg, check_audio=False))
     unreadable = [
         Problem(manifest_key(rid, name), f"missing column(s) {', '.join(missing)}")
         for name, record in (("dialogues", ReleaseDialogueRow), ("turns", RenderedTurnRow))
         if (missing := missing_columns(local[name], record))
     ]
-    if unreadable:  # the checks below read records
+    if unreadable:
+        # Every check below reads those columns: pandera would report the same column again
+        # and the cross-table checks would fail on its absence; the missing column is the one
+        # problem of that manifest.
         return problems + unreadable
+    dkey = manifest_key(rid, "dialogues")
+    # The work-directory checks apply to the release manifests as they are (audio checked below).
+    problems += table_problems(dkey, collect_workdir_failures(tmp, cfg, check_audio=False))
     problems += _audio_problems(store, objects, local, cfg, tmp, audio_sample)
     schema = release_index_schema(cfg)
     split_of: dict[str, str] = {}

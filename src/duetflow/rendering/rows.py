@@ -137,16 +137,8 @@ def dialogue_record(
         "resampling": src_rate.resampling,
     }
     gaps_ms = [g * 1000 for g in res.gaps]
-    return RenderedDialogueRow(
-        dialogue_id=d.id,
-        source_id=d.source_id,
-        corpus=d.corpus,
-        category=str(d.category),
-        language=d.language,
-        topic=d.topic,
-        speaker_a=a,
-        speaker_b=b,
-        design=d.design,
+    return RenderedDialogueRow.of_dialogue(
+        d,
         audio_path=audio_path,
         sha256=audio_sha256,
         duration_s=duration_s,
