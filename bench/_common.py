@@ -7,37 +7,18 @@ column added there shows up here as a missing argument, not as a silently null c
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from duetflow.manifest import (
-    DIALOGUES,
-    REJECTION_SCHEMA,
-    REJECTIONS,
-    RENDERED_DIALOGUE_SCHEMA,
-    RENDERED_TURN_SCHEMA,
-    TURNS,
-    TableWriter,
-)
+from duetflow.manifest import RENDERED_DIALOGUE_SCHEMA, RENDERED_TURN_SCHEMA, WorkdirWriter
 from duetflow.model import DesignFields
 from duetflow.records import RenderedDialogueRow, RenderedTurnRow
 
 
-@contextmanager
-def rendered_tables(
-    root: Path, turn_rows_per_group: int
-) -> Iterator[tuple[TableWriter, TableWriter, TableWriter]]:
-    """Writers of a rendered work directory's dialogues, turns and rejections (in that order).
-
-    Dialogue rows go out in row groups of 512, turn rows in groups of ``turn_rows_per_group``.
-    """
-    with (
-        TableWriter(root / DIALOGUES, RENDERED_DIALOGUE_SCHEMA, 512) as dialogues,
-        TableWriter(root / TURNS, RENDERED_TURN_SCHEMA, turn_rows_per_group) as turns,
-        TableWriter(root / REJECTIONS, REJECTION_SCHEMA) as rejections,
-    ):
-        yield dialogues, turns, rejections
+def rendered_writer(root: Path, turn_rows_per_group: int) -> WorkdirWriter:
+    """The writer of a rendered work directory's three tables (dialogue row groups of 512)."""
+    return WorkdirWriter(
+        root, RENDERED_DIALOGUE_SCHEMA, RENDERED_TURN_SCHEMA, (512, turn_rows_per_group, 4096)
+    )
 
 
 def kept_dialogue(

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import kept_dialogue, rendered_tables, spoken_turn
+from _common import kept_dialogue, rendered_writer, spoken_turn
 
 from duetflow.audio.io import write_audio
 from duetflow.storage import sha256_file
@@ -36,18 +36,13 @@ SR = 8000
 def make_workdir(root: Path, n: int) -> Path:
     """``n`` rendered dialogues, three turns each, written in lockstep row groups."""
     rng = np.random.default_rng(0)
-    with rendered_tables(root, 2048) as (dw, tw, rw):
-        rw.write([])
+    with rendered_writer(root, 2048) as w:
         for i in range(n):
             did = f"bench__d{i:06d}__w000"
             rel = f"audio/{i % 100:02d}/{did}.flac"
             write_audio(root / rel, (0.1 * rng.standard_normal(SR * 4 // 5)).astype(np.float32), SR)
             a, b = f"{did}-A", f"{did}-B"
             spans = [(a, 0.0, 0.1), (b, 0.3, 0.4), (a, 0.6, 0.7)]
-            tw.write(
-                spoken_turn(did, k, s, st, en, "hello there").to_row()
-                for k, (s, st, en) in enumerate(spans)
-            )
             row = kept_dialogue(
                 did,
                 f"bench__src{i // 3:06d}",
@@ -58,7 +53,10 @@ def make_workdir(root: Path, n: int) -> Path:
                 sample_rate=SR,
                 n_turns=3,
             )
-            dw.write([row.to_row()])
+            turns = [
+                spoken_turn(did, k, s, st, en, "hello there") for k, (s, st, en) in enumerate(spans)
+            ]
+            w.write(row, turns)
     return root
 
 

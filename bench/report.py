@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _common import kept_dialogue, rendered_tables, spoken_turn
+from _common import kept_dialogue, rendered_writer, spoken_turn
 
 from duetflow.audio.io import write_audio
-from duetflow.records import RejectionRow
+from duetflow.model import Rejection, Stage
 
 SR = 16000
 
@@ -38,16 +38,15 @@ def make_workdir(root: Path, n: int, turns: int) -> Path:
         np.float32
     )
     write_audio(root / "audio" / "shared.flac", voice, SR)
-    with rendered_tables(root, 4096) as (dw, tw, rw):
+    with rendered_writer(root, 4096) as w:
         for i in range(n):
             did = f"bench__d{i:07d}"
             ts, start = [], 0.0
             for k in range(turns):
                 dur = float(rng.uniform(0.8, 2.5))
                 speaker = "A" if k % 2 == 0 else "B"
-                ts.append(spoken_turn(did, k, speaker, start, start + dur, "words").to_row())
+                ts.append(spoken_turn(did, k, speaker, start, start + dur, "words"))
                 start += dur + float(rng.uniform(0.18, 0.23))
-            tw.write(ts)
             lufs_a = -23.0 + float(rng.normal(0, 0.2))
             lufs_b = -23.0 + float(rng.normal(0, 0.2))
             row = kept_dialogue(
@@ -64,17 +63,10 @@ def make_workdir(root: Path, n: int, turns: int) -> Path:
                 loudness_lufs=(lufs_a, lufs_b),
                 gap_ms=(180.0, 230.0),
             )
-            dw.write([row.to_row()])
+            w.write(row, ts)
             if i % 10 == 0:
-                rejection = RejectionRow(
-                    item_id=f"bench__r{i}",
-                    corpus="dailytalk",
-                    source_path="",
-                    stage="filter",
-                    reason=("imbalanced", "interruption", "too_short")[i % 3],
-                    detail="",
-                )
-                rw.write([rejection.to_row()])
+                reason = ("imbalanced", "interruption", "too_short")[i % 3]
+                w.reject([Rejection(f"bench__r{i}", Stage.FILTER, reason, corpus="dailytalk")])
     return root
 
 
