@@ -47,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -213,34 +214,37 @@ def run_pydub(ds: list[Dialogue], out: Path) -> float:
     return audio
 
 
+def _floor(ds: list[Dialogue], out: Path, copy: Callable[[Path, int, int, Path], None]) -> float:
+    """Each window's frames [a, b) copied by ``copy`` (read, then FLAC written); seconds done."""
+    out.mkdir(parents=True, exist_ok=True)
+    audio = 0.0
+    for d in ds:
+        src = d.source
+        assert isinstance(src, MultichannelSource) and d.window is not None
+        a, b = int(d.window[0] * SR), int(d.window[1] * SR)
+        copy(Path(src.path), a, b, out / f"{d.id}.flac")
+        audio += (b - a) / SR
+    return audio
+
+
 def run_floor(ds: list[Dialogue], out: Path) -> float:
     from duetflow.audio.io import read_frames, write_audio
 
-    out.mkdir(parents=True, exist_ok=True)
-    audio = 0.0
-    for d in ds:
-        src = d.source
-        assert isinstance(src, MultichannelSource) and d.window is not None
-        a, b = int(d.window[0] * SR), int(d.window[1] * SR)
-        x, _ = read_frames(src.path, a, b)
-        write_audio(out / f"{d.id}.flac", x.mean(axis=1), SR, audio_format="flac")
-        audio += (b - a) / SR
-    return audio
+    def copy(path: Path, a: int, b: int, dest: Path) -> None:
+        x, _ = read_frames(path, a, b)
+        write_audio(dest, x.mean(axis=1), SR, audio_format="flac")
+
+    return _floor(ds, out, copy)
 
 
 def run_floor_pcm16(ds: list[Dialogue], out: Path) -> float:
-    out.mkdir(parents=True, exist_ok=True)
-    audio = 0.0
-    for d in ds:
-        src = d.source
-        assert isinstance(src, MultichannelSource) and d.window is not None
-        a, b = int(d.window[0] * SR), int(d.window[1] * SR)
-        with sf.SoundFile(str(src.path)) as f:
+    def copy(path: Path, a: int, b: int, dest: Path) -> None:
+        with sf.SoundFile(str(path)) as f:
             f.seek(a)
             x = f.read(b - a, dtype="int16", always_2d=True)
-        sf.write(out / f"{d.id}.flac", x[:, 0], SR, subtype="PCM_16", format="FLAC")
-        audio += (b - a) / SR
-    return audio
+        sf.write(dest, x[:, 0], SR, subtype="PCM_16", format="FLAC")
+
+    return _floor(ds, out, copy)
 
 
 PATHS = {
