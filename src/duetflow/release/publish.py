@@ -22,12 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
+from types import MappingProxyType
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -70,6 +71,7 @@ from duetflow.release.splits import (
 from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
 from duetflow.schemas.tables import SPLITS
 from duetflow.storage import Store, audio_key, open_store, sha256_bytes, sha256_file
+from duetflow.storage.parallel import bounded_map
 
 log = logging.getLogger(__name__)
 
@@ -107,16 +109,44 @@ class StagedRelease:
 ReportMaker = Callable[[StagedRelease], Path]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Upload:
+    """One planned object: a slotted record with the file as a plain string (a ``Path`` per
+    object would hold its parsed parts, interned, for the whole publish)."""
+
     key: str
-    path: Path
+    path: str
     sha256: str
     size: int
 
 
 def _json_bytes(obj: Any) -> bytes:
     return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+#: stands for the object list while the rest of RELEASE.json is dumped (see _release_json)
+_OBJECTS_SLOT = "\x00objects\x00"
+
+
+def _object_json(key: str, sha256: str, size: int) -> str:
+    """One ``{key, sha256, size}`` entry as ``json.dumps(..., indent=2)`` writes it at depth 2."""
+    k = json.dumps(key, ensure_ascii=False)
+    s = json.dumps(sha256, ensure_ascii=False)
+    return f'    {{\n      "key": {k},\n      "sha256": {s},\n      "size": {size}\n    }}'
+
+
+def _release_json(doc: Mapping[str, Any], objects: Iterable[tuple[str, str, int]]) -> bytes:
+    """RELEASE.json bytes: ``doc`` plus ``"objects"`` (key, sha256, size; sorted by key), the
+    same bytes as :func:`_json_bytes` of the whole document, without a dict per object or the
+    JSON encoder's token list for them."""
+    head = json.dumps(
+        {**doc, "objects": _OBJECTS_SLOT}, sort_keys=True, indent=2, ensure_ascii=False
+    )
+    entries = ",\n".join(_object_json(*o) for o in objects)
+    listed = f"[\n{entries}\n  ]" if entries else "[]"
+    slot = json.dumps(_OBJECTS_SLOT, ensure_ascii=False)
+    assert head.count(slot) == 1
+    return (head.replace(slot, listed) + "\n").encode()
 
 
 def check_rendered(workdir: Path) -> None:
@@ -152,15 +182,15 @@ def _validate_all(workdirs: Sequence[Path], config: RunConfig) -> None:
 
 def _split_items(workdirs: Sequence[Path]) -> list[SplitItem]:
     items: list[SplitItem] = []
-    origin: dict[str, Path] = {}
+    seen: set[str] = set()
     dups: list[Failure] = []
     for wd in workdirs:
         for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
             did = rec.dialogue_id
-            if did in origin:
+            if did in seen:
                 dups.append(Failure(f"{wd.name}/dialogues", did, "dialogue_id", "unique", did))
                 continue
-            origin[did] = wd
+            seen.add(did)
             items.append(SplitItem.of(rec))
     raise_if_failures("dialogue ids repeat across work directories", dups)
     return items
@@ -185,17 +215,22 @@ class _Publisher:
 
     def add_file(self, key: str, path: Path, sha256: str | None = None) -> None:
         digest = sha256 or sha256_file(path)
-        self.files.append(_Upload(key, path, digest, path.stat().st_size))
+        self.files.append(_Upload(key, str(path), digest, path.stat().st_size))
+
+    def add_uploads(self, uploads: Iterable[_Upload]) -> None:
+        """Plan objects already described (the audio, from staging): kept, not copied."""
+        self.files.extend(uploads)
 
     def add_bytes(self, key: str, data: bytes) -> None:
         self.blobs.append((key, data))
 
-    def records(self) -> list[dict[str, Any]]:
-        """``{key, sha256, size}`` of every planned object, sorted by key."""
-        recs = {u.key: {"key": u.key, "sha256": u.sha256, "size": u.size} for u in self.files}
+    def records(self) -> list[tuple[str, str, int]]:
+        """``(key, sha256, size)`` of every planned object, sorted by key (a later plan of the
+        same key wins)."""
+        recs = {u.key: (u.key, u.sha256, u.size) for u in self.files}
         for key, data in self.blobs:
-            recs[key] = {"key": key, "sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
-        return [recs[k] for k in sorted(recs)]
+            recs[key] = (key, hashlib.sha256(data).hexdigest(), len(data))
+        return sorted(recs.values())
 
     def count(self, sent: bool) -> None:
         """Count one object as uploaded (True) or already present (False)."""
@@ -211,17 +246,13 @@ class _Publisher:
         stays, so the next publish only sends the rest.
         """
         bar = Progress("publish", "", len(self.files) + len(self.blobs))
-        if self.files:
-            pool = ThreadPoolExecutor(max_workers=self.workers)
-            try:
-                futures = [
-                    pool.submit(self.store.put_file, u.key, u.path, u.sha256) for u in self.files
-                ]
-                for fut in as_completed(futures):
-                    self.count(fut.result())
-                    bar.advance()
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+
+        def send(u: _Upload) -> bool:
+            return self.store.put_file(u.key, Path(u.path), u.sha256)
+
+        for sent in bounded_map(send, self.files, self.workers):
+            self.count(sent)
+            bar.advance()
         for key, data in self.blobs:
             self.count(self.store.put_bytes(key, data))
             bar.advance()
@@ -258,8 +289,8 @@ def _stage_manifests(
                 ext = PurePosixPath(rec.audio_path).suffix.lstrip(".") or "flac"
                 key = audio_key(rec.sha256, ext)
                 if key not in uploads:
-                    path = wd / rec.audio_path
-                    uploads[key] = _Upload(key, path, rec.sha256, path.stat().st_size)
+                    path = os.path.join(wd, rec.audio_path)
+                    uploads[key] = _Upload(key, path, rec.sha256, os.stat(path).st_size)
                 out = ReleaseDialogueRow.released(rec, splits[did], key).to_row()
                 licences[(rec.licence or UNDECLARED, splits[did])] += 1
                 writers["dialogues"].write([out])
@@ -374,6 +405,14 @@ def publish(
     _validate_all(wds, cfg)
     items = _split_items(wds)
     plan = plan_splits(items, cfg.release)
+    # what the split facts are needed for, drawn now so they are not held through the upload
+    report_rows = split_report(items, plan.splits)
+    by_cat: dict[str, dict[str, int]] = {s: {} for s in SPLITS}
+    for it in items:
+        split = plan.splits.get(it.dialogue_id)
+        if split is not None:
+            by_cat[split][it.category] = by_cat[split].get(it.category, 0) + 1
+    del items
     st = store or open_store(store_uri, cfg.release)
     pub = _Publisher(st, workers)
     st.remove_stale_temporaries()  # what a killed publish left (never a live writer's)
@@ -391,15 +430,15 @@ def publish(
             release_id or cfg.release.release_id or default_release_id(digests, cfg)
         )
         prefix = release_prefix(rid)
-        report_rows = split_report(items, plan.splits)
         if report is not None:
             scratch = staging / "attachments"
             scratch.mkdir()
-            staged = StagedRelease(rid, tuple(wds), dict(plan.splits), cfg, scratch)
-            report_dir = report(staged)
+            splits = MappingProxyType(plan.splits)  # read-only, not a copy
+            report_dir = report(StagedRelease(rid, tuple(wds), splits, cfg, scratch))
 
-        for up in audio:
-            pub.add_file(up.key, up.path, up.sha256)
+        audio_objects = len(audio)
+        pub.add_uploads(audio)
+        del audio
         for name in (*SPLITS, "dialogues", "turns", "rejections"):
             pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
         pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
@@ -412,22 +451,17 @@ def publish(
             if stats.is_file():
                 pub.add_file(prefix + f"stats/{i:02d}-{safe_id(wd.name)}.json", stats)
 
-        by_cat: dict[str, dict[str, int]] = {s: {} for s in SPLITS}
-        for it in items:
-            split = plan.splits.get(it.dialogue_id)
-            if split is not None:
-                by_cat[split][it.category] = by_cat[split].get(it.category, 0) + 1
         full_counts = {
             **counts,
             "by_split_category": by_cat,
             "hours": {
                 s: round(sum(r.hours for r in report_rows if r.split == s), 6) for s in SPLITS
             },
-            "audio_objects": len(audio),
+            "audio_objects": audio_objects,
             # trainers (issue 16): dialogues per licence and split
             "by_licence": licence_counts(by_licence),
         }
-        doc = _json_bytes(
+        doc = _release_json(
             {
                 "format": RELEASE_FORMAT,
                 "release_id": rid,
@@ -442,8 +476,8 @@ def publish(
                 "counts": full_counts,
                 "licences": sorted({lic for lic, _ in by_licence}),
                 "manifests": {n: manifest_key(rid, n) for n in MANIFEST_NAMES},
-                "objects": pub.records(),
-            }
+            },
+            pub.records(),
         )
         key = release_json_key(rid)
         if st.exists(key) and st.get_bytes(key) != doc:

@@ -25,8 +25,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -43,7 +42,6 @@ from duetflow.progress import Progress
 from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
 from duetflow.release.layout import (
     manifest_key,
-    object_index,
     read_release_json,
     release_json_key,
     release_prefix,
@@ -52,6 +50,7 @@ from duetflow.release.layout import (
 from duetflow.schemas.tables import SPLITS
 from duetflow.storage import Store, open_store, sha256_file
 from duetflow.storage.base import checked_audio_key
+from duetflow.storage.parallel import bounded_map
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +129,11 @@ def pull(
     st = store or open_store(store_uri, cfg.release)
     rid = resolve_release(st, release)
     doc = read_release_json(st, rid)
-    objects = object_index(doc)
+    # the release's own files (manifests, report, stats: a few), key -> sha256; the audio
+    # objects, one per dialogue, are looked up below only for the split's rows
+    objects = {
+        o["key"]: o["sha256"] for o in doc["objects"] if not o["key"].startswith(AUDIO_PREFIX)
+    }
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(out)  # what a killed pull left
@@ -139,7 +142,7 @@ def pull(
     for key in (split_key, turns_key):
         if key not in objects:
             raise StorageError(f"{st.uri}: {key} is not listed in {release_json_key(rid)}")
-    fetched = int(_fetch(st, split_key, out / f"{split}.parquet", objects[split_key]["sha256"]))
+    fetched = int(_fetch(st, split_key, out / f"{split}.parquet", objects[split_key]))
     _pull_turns(st, turns_key, objects, out)
     report = _pull_report(st, release_prefix(rid), objects, out)
     record = st.get_bytes(release_json_key(rid))
@@ -148,40 +151,29 @@ def pull(
         tmp.write_bytes(record)
         os.replace(tmp, out / "RELEASE.json")
 
-    jobs: dict[str, str] = {}
-    for row in iter_records(out / f"{split}.parquet", ReleaseDialogueRow):
-        try:  # the only thing a local path is derived from: checked before anything is written
-            key = checked_audio_key(row.audio_key, row.sha256)
-        except StorageError as e:
-            raise StorageError(f"{st.uri}: dialogue {row.dialogue_id}: {e}") from None
-        obj = objects.get(key)
-        if obj is None or obj["sha256"] != row.sha256:
-            raise StorageError(
-                f"{st.uri}: {key} (dialogue {row.dialogue_id}) is not listed in "
-                f"{release_json_key(rid)} with sha256 {row.sha256}"
-            )
-        jobs[key] = row.sha256
+    jobs = _audio_jobs(st.uri, rid, out / f"{split}.parquet", doc)
+    del doc  # from here on only the split's audio keys are held
 
-    def job(item: tuple[str, str]) -> tuple[str, bool | Exception]:
+    def job(item: tuple[str, str]) -> bool | Exception:
         key, sha = item
         try:
-            return key, _fetch(st, key, out.joinpath(*key.split("/")), sha)
+            return _fetch(st, key, out.joinpath(*key.split("/")), sha)
         except StorageError as e:
-            return key, e
+            return e
 
     errors: list[str] = []
     downloaded = skipped = 0
     bar = Progress("pull", split, len(jobs))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for _key, res in pool.map(job, sorted(jobs.items())):
-            bar.advance()
-            if isinstance(res, Exception):
-                errors.append(str(res))
-            elif res:
-                downloaded += 1
-            else:
-                skipped += 1
+    for res in bounded_map(job, sorted(jobs.items()), workers):
+        bar.advance()
+        if isinstance(res, Exception):
+            errors.append(str(res))
+        elif res:
+            downloaded += 1
+        else:
+            skipped += 1
     if errors:
+        errors.sort()  # completion order varies; the message does not
         shown = "\n".join(errors[:20])
         more = f"\n... and {len(errors) - 20} more" if len(errors) > 20 else ""
         raise StorageError(
@@ -203,6 +195,37 @@ def pull(
     )  # fmt: skip
 
 
+#: every audio object's key starts so (``audio/<aa>/<sha256>.<ext>``)
+AUDIO_PREFIX = "audio/"
+
+
+def _split_audio(uri: str, manifest: Path) -> Iterator[tuple[str, str, str]]:
+    """(audio key, sha256, dialogue id) of a split manifest's rows, each key checked to be the
+    content address of its sha256 (the only thing a local path is derived from)."""
+    for row in iter_records(manifest, ReleaseDialogueRow):
+        try:
+            key = checked_audio_key(row.audio_key, row.sha256)
+        except StorageError as e:
+            raise StorageError(f"{uri}: dialogue {row.dialogue_id}: {e}") from None
+        yield key, row.sha256, row.dialogue_id
+
+
+def _audio_jobs(uri: str, rid: str, manifest: Path, doc: Mapping[str, Any]) -> dict[str, str]:
+    """Audio key -> sha256 for the rows of a split manifest, each checked to be listed with
+    that sha256 in the release's RELEASE.json (``doc``); StorageError naming the first row that
+    is not. Holds the split's keys only, not an index of every object of the release."""
+    jobs = {key: sha for key, sha, _ in _split_audio(uri, manifest)}
+    listed = {o["key"]: o["sha256"] for o in doc["objects"] if o["key"] in jobs}
+    if any(listed.get(key) != sha for key, sha in jobs.items()):
+        for key, sha, did in _split_audio(uri, manifest):  # name the first row in file order
+            if listed.get(key) != sha:
+                raise StorageError(
+                    f"{uri}: {key} (dialogue {did}) is not listed in "
+                    f"{release_json_key(rid)} with sha256 {sha}"
+                )
+    return jobs
+
+
 def pulled_audio_path(root: Path, audio_key: object, sha256: object) -> Path:
     """Local path of a release row's audio under ``root`` (a pulled folder or a store root).
 
@@ -212,7 +235,7 @@ def pulled_audio_path(root: Path, audio_key: object, sha256: object) -> Path:
     return root.joinpath(*checked_audio_key(audio_key, sha256).split("/"))
 
 
-def _pull_turns(st: Store, key: str, objects: Mapping[str, Mapping[str, Any]], out: Path) -> None:
+def _pull_turns(st: Store, key: str, objects: Mapping[str, str], out: Path) -> None:
     """``out/turns.parquet``: the release's turn rows of the splits whose manifest is in ``out``.
 
     The published file is fetched (checksum-verified) to a temporary name, filtered by streaming
@@ -220,7 +243,7 @@ def _pull_turns(st: Store, key: str, objects: Mapping[str, Mapping[str, Any]], o
     """
     tmp = temp_file(out / ".turns.all")
     try:
-        st.get_file(key, tmp, objects[key]["sha256"])
+        st.get_file(key, tmp, objects[key])
         wanted = {
             str(did)
             for s in SPLITS
@@ -235,9 +258,7 @@ def _pull_turns(st: Store, key: str, objects: Mapping[str, Mapping[str, Any]], o
         tmp.unlink(missing_ok=True)
 
 
-def _pull_report(
-    st: Store, prefix: str, objects: Mapping[str, Mapping[str, Any]], out: Path
-) -> Path | None:
+def _pull_report(st: Store, prefix: str, objects: Mapping[str, str], out: Path) -> Path | None:
     """The release's ``report/`` objects (card, HTML, plots) into ``out/report``; None if none."""
     base = prefix + "report/"
     keys = sorted(k for k in objects if k.startswith(base))
@@ -248,7 +269,7 @@ def _pull_report(
         rel = PurePosixPath(key[len(base) :])
         if rel.is_absolute() or not rel.parts or any(p in ("", ".", "..") for p in rel.parts):
             raise StorageError(f"{st.uri}: refusing report object {key!r} (not a plain path)")
-        _fetch(st, key, dest.joinpath(*rel.parts), objects[key]["sha256"])
+        _fetch(st, key, dest.joinpath(*rel.parts), objects[key])
     return dest
 
 

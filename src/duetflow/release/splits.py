@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -46,9 +47,13 @@ log = logging.getLogger(__name__)
 _SALT = "duetflow-split-v1"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SplitItem:
-    """The facts about one dialogue that splitting and the split report need."""
+    """The facts about one dialogue that splitting and the split report need.
+
+    Publish holds one per dialogue until the split plan is drawn: slotted, with the few-valued
+    fields (corpus, category, language) interned so dialogues share them.
+    """
 
     dialogue_id: str
     source_id: str
@@ -62,7 +67,13 @@ class SplitItem:
     @classmethod
     def of(cls, row: RenderedDialogueRow) -> SplitItem:
         """The split facts of a dialogue record (its fields of the same names)."""
-        return cls(**{f.name: getattr(row, f.name) for f in fields(cls)})
+        facts = {f.name: getattr(row, f.name) for f in fields(cls)}
+        for name in _FEW_VALUED:
+            facts[name] = sys.intern(facts[name])
+        return cls(**facts)
+
+
+_FEW_VALUED = ("corpus", "category", "language")
 
 
 @dataclass(frozen=True)
@@ -137,7 +148,12 @@ class _UnionFind:
 def group_keys(items: Sequence[SplitItem], group_by: str) -> dict[str, str]:
     """Group key per dialogue id (see the module docstring)."""
     if group_by == "source":
-        return {it.dialogue_id: f"src:{it.source_id or it.dialogue_id}" for it in items}
+        named: dict[str, str] = {}  # one string per group, shared by its dialogues
+        return {
+            it.dialogue_id: named.setdefault(k, k)
+            for it in items
+            for k in (f"src:{it.source_id or it.dialogue_id}",)
+        }
     if group_by == "speaker":
         derived = _derived_from_source(items)
         uf = _UnionFind()

@@ -170,18 +170,17 @@ def _records(df: pd.DataFrame) -> Iterator[dict[str, Any]]:
         yield {str(k): v for k, v in rec.items()}
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _DialogueFacts:
+    """What is kept per dialogue between the dialogue and turn tables (one slotted record):
+    its row's facts and the tally of its turn rows."""
+
     duration_s: float
     speaker_a: str
     speaker_b: str
     n_turns: int
-
-
-@dataclass
-class _TurnTally:
-    count: int = 0
-    b_turns: int = 0
+    turns: int = 0  # turn rows seen
+    b_turns: int = 0  # of them, speaker B's
 
 
 def _check_audio(workdir: Path, row: dict[str, Any]) -> list[Failure]:
@@ -382,7 +381,6 @@ def collect_workdir_failures(
     chosen = sample.chosen()
     sampled: dict[str, list[TurnSpan]] = {did: [] for did in chosen}
     tschema = turn_schema()
-    tally: dict[str, _TurnTally] = {}
     done: set[str] = set()
     current: str | None = None
     group: list[tuple[int, float, float, str]] = []
@@ -411,11 +409,10 @@ def collect_workdir_failures(
             if fact is None:
                 failures.append(Failure("turns", rid, "dialogue_id", "dialogue_exists", did))
                 continue
-            t = tally.setdefault(did, _TurnTally())
-            t.count += 1
+            fact.turns += 1
             speaker = str(row["speaker"])
             if speaker == fact.speaker_b:
-                t.b_turns += 1
+                fact.b_turns += 1
             if speaker not in (fact.speaker_a, fact.speaker_b):
                 failures.append(Failure("turns", rid, "speaker", "speaker_is_a_or_b", speaker))
             end = row["end_s"]
@@ -439,15 +436,18 @@ def collect_workdir_failures(
             failures += acoustic_failures(did, wd / rel, sampled[did], level, cfg)
 
     for did, fact in facts.items():
-        t = tally.get(did, _TurnTally())
-        if t.b_turns == 0:
+        if fact.b_turns == 0:
             failures.append(
                 Failure("dialogues", did, "speaker_b", "speaker_b_has_turns", fact.speaker_b)
             )
-        if fact.n_turns != t.count:
+        if fact.n_turns != fact.turns:
             failures.append(
                 Failure(
-                    "dialogues", did, "n_turns", f"equals turn rows ({t.count})", str(fact.n_turns)
+                    "dialogues",
+                    did,
+                    "n_turns",
+                    f"equals turn rows ({fact.turns})",
+                    str(fact.n_turns),
                 )
             )
 
