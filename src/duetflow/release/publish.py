@@ -62,6 +62,7 @@ from duetflow.release.layout import (
     release_json_key,
     release_prefix,
 )
+from duetflow.release.rowcopy import copy_rows
 from duetflow.release.splits import (
     SplitItem,
     format_split_report,
@@ -280,6 +281,7 @@ def _stage_manifests(
     turns = TableWriter(staging / "turns.parquet", RENDERED_TURN_SCHEMA, 8192)
     rejections = TableWriter(staging / "rejections.parquet", REJECTION_SCHEMA, 8192)
     uploads: dict[str, _Upload] = {}
+    fed = 0  # turn rows given to ``turns``
     try:
         for wd in workdirs:
             for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
@@ -295,9 +297,7 @@ def _stage_manifests(
                 licences[(rec.licence or UNDECLARED, splits[did])] += 1
                 writers["dialogues"].write([out])
                 writers[splits[did]].write([out])
-            for trec in iter_records(wd / TURNS, RenderedTurnRow):
-                if trec.dialogue_id not in dropped:
-                    turns.write([trec.to_row()])
+            fed = copy_rows(wd / TURNS, RenderedTurnRow, turns, dropped, keep=False, fed=fed)
             for rej in iter_rejections(wd):
                 rejections.write([rejection_to_row(rej)])
         rejections.write(

@@ -47,6 +47,7 @@ from duetflow.release.layout import (
     release_prefix,
     resolve_release,
 )
+from duetflow.release.rowcopy import copy_rows
 from duetflow.schemas.tables import SPLITS
 from duetflow.storage import Store, open_store, sha256_file
 from duetflow.storage.base import checked_audio_key
@@ -251,9 +252,7 @@ def _pull_turns(st: Store, key: str, objects: Mapping[str, str], out: Path) -> N
             for did in iter_column(out / f"{s}.parquet", "dialogue_id")
         }
         with TableWriter(out / "turns.parquet", RENDERED_TURN_SCHEMA, 8192) as w:
-            for turn in iter_records(tmp, RenderedTurnRow):
-                if turn.dialogue_id in wanted:
-                    w.write([turn.to_row()])
+            copy_rows(tmp, RenderedTurnRow, w, wanted, keep=True)
     finally:
         tmp.unlink(missing_ok=True)
 
