@@ -296,3 +296,16 @@ def test_unreadable_audio_is_reported_not_fatal(work_root: Path, tmp_path: Path)
     assert len(paths.data.audio_sample) == 2
     assert len(paths.data.audio_errors) == 1 and d.dialogue_id[0] in paths.data.audio_errors[0]
     assert "could not be measured" in paths.html.read_text()
+
+
+def test_page_and_card_show_the_same_figures(report) -> None:
+    """Every figure the page shows is also in the dataset card (the card had fallen behind the
+    page's distribution figures once: each now reads the one list)."""
+    import re
+
+    html = report.html.read_text()
+    card = report.markdown.read_text()
+    on_page = set(re.findall(r'<figure id="fig-([^"]+)"', html))
+    in_card = set(re.findall(r"!\[([^\]]+)\]\(", card))
+    assert {"gaps", "loudness_audio", "loudness_diff_audio", "speaking_time_share"} <= on_page
+    assert on_page == in_card

@@ -13,6 +13,7 @@ from duetflow.licences import hf_licence
 from duetflow.report.data import ReportData
 from duetflow.report.tables import (
     DIST_ORDER,
+    DISTRIBUTION_FIGURES,
     backend_table,
     counts_table,
     dist_row,
@@ -142,16 +143,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         _md_table([dist_row(data.distributions[k]) for k in DIST_ORDER]),
         "",
     ]
-    for n in (
-        "gaps",
-        "gaps_audio",
-        "floor_continuity",
-        "loudness",
-        "loudness_diff",
-        "durations",
-        "turns",
-        "utterance_share",
-    ):
+    for n in DISTRIBUTION_FIGURES:
         lines += img(n)
     lines += ["## Turn-taking in the sources (before filtering)", ""]
     if data.source_stats:

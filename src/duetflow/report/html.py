@@ -18,6 +18,7 @@ from duetflow.report.data import ReportData
 from duetflow.report.plots import Plot
 from duetflow.report.tables import (
     DIST_ORDER,
+    DISTRIBUTION_FIGURES,
     backend_table,
     counts_table,
     dist_row,
@@ -180,22 +181,7 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         " same sample.</p>",
         _html_table([dist_row(d[k]) for k in DIST_ORDER]),
     ]
-    dists += [
-        _figure(P.get(n))
-        for n in (
-            "gaps",
-            "gaps_audio",
-            "floor_continuity",
-            "loudness",
-            "loudness_diff",
-            "loudness_audio",
-            "loudness_diff_audio",
-            "durations",
-            "turns",
-            "utterance_share",
-            "speaking_time_share",
-        )
-    ]
+    dists += [_figure(P.get(n)) for n in DISTRIBUTION_FIGURES]
     if data.audio_errors:
         dists.append(
             '<p class="note">Not measured: ' + _esc("; ".join(data.audio_errors[:10])) + "</p>"

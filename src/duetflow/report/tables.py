@@ -32,6 +32,22 @@ DIST_ORDER = (
 )
 
 
+#: The figures of the distributions section, in page order: the HTML page and the dataset card
+#: both show these, so a figure added here appears in both.
+DISTRIBUTION_FIGURES: tuple[str, ...] = (
+    "gaps",
+    "gaps_audio",
+    "floor_continuity",
+    "loudness",
+    "loudness_diff",
+    "loudness_audio",
+    "loudness_diff_audio",
+    "durations",
+    "turns",
+    "utterance_share",
+    "speaking_time_share",
+)
+
 # --- number formatting shared by page and card ------------------------------------------------
 
 
