@@ -27,7 +27,9 @@ One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a cProfile
 
 Ours and pydub are compared at 10x, run ``--repeat`` times interleaved (ours, pydub, floor,
 ours, ...), and the best run of each counts: on a shared machine the least disturbed run is
-the closest to the code's own cost. Each path runs in a fresh child process, timed by its own
+the closest to the code's own cost. Each path runs in a fresh child process (with the native
+thread defaults of the ``duetflow`` command, :mod:`duetflow.native_threads`: one OpenMP/BLAS
+thread unless the environment sets another count), timed by its own
 CPU clock (``time.process_time``), so the figures are per core. Peak RSS is the child's
 ``ru_maxrss`` (the largest over the 10x runs of ours).
 Last line: ``render: <x> x realtime per core; peak_rss_mb <m>; vs_pydub <r>x; floor <f> x;
@@ -56,6 +58,7 @@ import soundfile as sf
 
 from duetflow.config import build_config
 from duetflow.model import Category, Dialogue, MultichannelSource, Speaker, Turn
+from duetflow.native_threads import default_threads
 
 SR = 16000
 UNIQUE = 3  # distinct recordings; dialogues reuse them under their own ids
@@ -296,6 +299,9 @@ def _spawn(
     src: str | None = None,
 ) -> Any:
     env = dict(os.environ)
+    default_threads(
+        env
+    )  # the `duetflow` command's native thread defaults (duetflow.native_threads)
     if src:  # the baseline's package first on the path
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     cmd = [

@@ -97,9 +97,8 @@ def bench_default(n: int, root: Path) -> dict[str, float]:
 
 
 def bench_stage(scale: int, root: Path) -> dict[str, float]:
-    from tts_helpers import build_rendered_workdir
+    from tts_helpers import build_rendered_workdir, tts_config
 
-    from duetflow.config import RunConfig
     from duetflow.demo.scripts import generate
     from duetflow.pipeline.commands import synthesize
 
@@ -107,8 +106,10 @@ def bench_stage(scale: int, root: Path) -> dict[str, float]:
     generate(root / f"s{scale}", 0, scale)
     t0, c0 = time.perf_counter(), _cpu()
     rep = synthesize(
-        root / f"s{scale}" / "scripts", voices, RunConfig(), root / f"out{scale}", qa=False
-    )
+        root / f"s{scale}" / "scripts", voices, tts_config(), root / f"out{scale}", qa=False
+    )  # tts_config: the voices' dialogues are HH, the default pool takes HM participants only
+    if rep.kept == 0:  # a stage that made nothing measured nothing
+        sys.exit(f"synthesis stage kept no dialogue: {rep.reasons}")
     wall, cpu = time.perf_counter() - t0, _cpu() - c0
     return {
         "dialogues": rep.kept,

@@ -1,0 +1,20 @@
+"""The ``duetflow`` console script: the process's native thread defaults, then the CLI.
+
+Kept apart from :mod:`duetflow.cli` because the thread variables must be in the environment
+before numpy, scipy or torch load, and importing :mod:`duetflow.cli` imports every subcommand
+(:mod:`duetflow.native_threads`).
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def run() -> None:
+    """Entry point of the ``duetflow`` command."""
+    from duetflow.native_threads import default_threads
+
+    default_threads(os.environ)
+    from duetflow.cli import run as cli_run
+
+    cli_run()
