@@ -2,8 +2,9 @@
 
 ``audio`` (pure signal processing) < ``turntaking`` (analysis, windows, the re-timing
 arithmetic) < ``rendering`` < ``pipeline`` < the Prefect shell (``flows``, ``tasks``) and the
-command line (``cli``). What each lower layer must never name, even in a function body or under
-``if TYPE_CHECKING:`` (``tests/core/test_audio_is_pure.py`` holds audio to stricter rules):
+command line (``cli`` and its entry point ``console``). What each lower layer must never name,
+even in a function body or under ``if TYPE_CHECKING:`` (``tests/core/test_audio_is_pure.py``
+holds audio to stricter rules):
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from import_probe import SRC, duetflow_imports, module_name
 
-SHELL = ("duetflow.flows", "duetflow.tasks", "duetflow.cli")
+SHELL = ("duetflow.flows", "duetflow.tasks", "duetflow.cli", "duetflow.console")
 #: package → the packages above it that it must not import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "duetflow.audio": ("duetflow.turntaking", "duetflow.rendering", "duetflow.pipeline", *SHELL),
