@@ -257,6 +257,11 @@ class TableWriter(_Committing):
         if self._buffered >= self.batch_rows:
             self.flush()
 
+    @property
+    def room(self) -> int:
+        """Rows until the current row group is full (writing exactly this many flushes it)."""
+        return self.batch_rows - self._buffered
+
     def write_arrow(self, table: pa.Table) -> None:
         """Append the rows of an Arrow table (same column names and types as the schema).
 

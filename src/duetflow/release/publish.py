@@ -281,7 +281,6 @@ def _stage_manifests(
     turns = TableWriter(staging / "turns.parquet", RENDERED_TURN_SCHEMA, 8192)
     rejections = TableWriter(staging / "rejections.parquet", REJECTION_SCHEMA, 8192)
     uploads: dict[str, _Upload] = {}
-    fed = 0  # turn rows given to ``turns``
     try:
         for wd in workdirs:
             for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
@@ -297,7 +296,7 @@ def _stage_manifests(
                 licences[(rec.licence or UNDECLARED, splits[did])] += 1
                 writers["dialogues"].write([out])
                 writers[splits[did]].write([out])
-            fed = copy_rows(wd / TURNS, RenderedTurnRow, turns, dropped, keep=False, fed=fed)
+            copy_rows(wd / TURNS, RenderedTurnRow, turns, dropped, keep=False)
             for rej in iter_rejections(wd):
                 rejections.write([rejection_to_row(rej)])
         rejections.write(

@@ -29,13 +29,13 @@ def copy_rows(
     ids: Collection[str],
     *,
     keep: bool,
-    fed: int = 0,
 ) -> int:
     """Append ``src``'s rows of ``record``'s columns to ``writer``: those whose
-    ``dialogue_id`` is in ``ids`` (``keep=True``) or is not (``keep=False``).
+    ``dialogue_id`` is in ``ids`` (``keep=True``) or is not (``keep=False``); returns how many.
 
-    ``fed`` is how many rows this writer was given before (``writer.batch_rows`` apart are its
-    row-group ends); returns the new count. ManifestError when ``src`` lacks a column.
+    Slices end where the writer's row group is full (:attr:`TableWriter.room`), so a writer fed
+    by several calls ends its row groups where row-by-row writing would. ManifestError when
+    ``src`` lacks a column.
     """
     missing = missing_columns(src, record)
     if missing:
@@ -46,15 +46,15 @@ def copy_rows(
     schema: pa.Schema = arrow_schema(record)  # type: ignore[arg-type]  # classes hash
     value_set = pa.array(sorted(ids), type=pa.string())
     pf = pq.ParquetFile(src)
+    copied = 0
     for i in range(pf.num_row_groups):
         table = pf.read_row_group(i, columns=names).select(names).cast(schema)
         found = pc.fill_null(pc.is_in(table.column("dialogue_id"), value_set=value_set), False)
         table = table.filter(found if keep else pc.invert(found))
         at = 0
         while at < table.num_rows:
-            room = writer.batch_rows - fed % writer.batch_rows
-            part = table.slice(at, room)
+            part = table.slice(at, writer.room)
             writer.write_arrow(part)
             at += part.num_rows
-            fed += part.num_rows
-    return fed
+        copied += table.num_rows
+    return copied
