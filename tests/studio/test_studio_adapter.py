@@ -154,7 +154,8 @@ def test_untimed_transcript_text_is_aligned_to_detected_turns(tmp_path: Path) ->
     d = _one(tmp_path)
     assert isinstance(d, Dialogue) and d.provenance["turn_source"] == "vad"
     assert [t.text for t in d.turns] == list(texts)
-    assert d.provenance["transcript_alignment"] == "aligned by order"
+    assert d.provenance["transcript_alignment"]["status"] == "aligned"
+    assert d.provenance["transcript_alignment"]["unplaced_entries"] == 0
 
 
 @pytest.mark.parametrize(

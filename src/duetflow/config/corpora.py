@@ -34,6 +34,24 @@ class CorpusSpec(_Section):
 class SegmentConfig(_Section):
     """Turn detection from audio (studio sessions; trimming in rendering)."""
 
+    vad: Literal["webrtc", "silero"] = Field(
+        "webrtc",
+        description="speech detector of studio turn finding: webrtc, or silero (needs "
+        "duetflow[quality]); see docs/studio-sessions.md for the measured comparison",
+    )
+    echo: Literal["auto", "off"] = Field(
+        "auto",
+        description="auto: in HM tracks/stereo sessions the system's track is the echo "
+        "reference; its return in the participant's mic is modelled with the room's decay "
+        "(estimated per session) before turns are attributed; off: one fixed coupling",
+    )
+    echo_max_delay_ms: int = Field(
+        60, ge=0, le=1000, description="longest loudspeaker-to-mic delay the echo model covers"
+    )
+    echo_max_rt60_s: float = Field(
+        1.2, ge=0.1, le=5.0, description="longest reverberation time the echo model considers"
+    )
+
     vad_aggressiveness: int = Field(2, ge=0, le=3, description="WebRTC VAD mode 0 (lenient) .. 3")
     vad_frame_ms: Literal[10, 20, 30] = 30
     hangover_ms: int = Field(

@@ -23,13 +23,16 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import yaml
+from scipy.signal import butter, fftconvolve, lfilter
 
 from duetflow.audio.io import Audio, resample, write_audio
 from duetflow.demo.voice import Voice, db_to_amp, random_voice, room_tone, speech
@@ -87,6 +90,82 @@ def session_topic(sid: str) -> str:
 
 
 DISCLOSURE_TEXT = "As an AI, I don't go on trips myself, but I can help you plan one."
+
+
+@dataclass(frozen=True)
+class RoomLeak:
+    """How an HM participant's mic hears the system's loudspeaker through a room.
+
+    The system's voice reaches the mic ``delay_ms`` late (loudspeaker distance plus the
+    playback chain) through a synthetic room impulse response: a direct path plus an
+    exponentially decaying noise tail with reverberation time ``rt60_s`` (60 dB of decay);
+    the whole response is scaled so that the echo is ``leak_db`` below the system's own level.
+    The participant's side gets what a real mic records too: a breath (non-speech, never a
+    turn) before some turns and word endings that fade over the last ``fade_ms``.
+    """
+
+    rt60_s: float = 0.4
+    leak_db: float = -25.0
+    delay_ms: float = 10.0
+    breaths: bool = True
+    fade_ms: float = 200.0
+    fade_db: float = 20.0
+
+
+def room_impulse_response(
+    room: RoomLeak, sr: int, rng: np.random.Generator
+) -> npt.NDArray[np.float64]:
+    """Synthetic RIR of ``room`` (see :class:`RoomLeak`): total energy ``leak_db``."""
+    d = int(round(room.delay_ms * sr / 1000))
+    tail_n = max(1, int(round(1.2 * room.rt60_s * sr)))
+    t = np.arange(tail_n) / sr
+    tail = rng.standard_normal(tail_n) * np.exp(-3.0 * math.log(10.0) * t / room.rt60_s)
+    h = np.zeros(d + tail_n, dtype=np.float64)
+    h[d:] = tail
+    h[d] = 0.0
+    direct = float(np.sqrt(np.sum(tail * tail)))  # direct path ~ as strong as the reverb
+    h[d] = direct
+    h *= db_to_amp(room.leak_db) / float(np.sqrt(np.sum(h * h)))
+    return h
+
+
+def _breath(sr: int, rng: np.random.Generator, level_dbfs: float) -> Audio:
+    """An inhalation: 0.25–0.45 s of band-passed noise under a smooth envelope."""
+    n = int(round(float(rng.uniform(0.25, 0.45)) * sr))
+    noise = rng.standard_normal(n)
+    b, a = butter(2, [300.0 / (sr / 2), 3000.0 / (sr / 2)], btype="band")
+    x = np.asarray(lfilter(b, a, noise), dtype=np.float64) * np.hanning(n)
+    x *= db_to_amp(level_dbfs) / (float(np.sqrt(np.mean(x * x))) + 1e-12)
+    out: Audio = x.astype(np.float32)
+    return out
+
+
+def _participant_in_room(
+    plan: list[_Planned], who: int, x: Audio, room: RoomLeak, rng: np.random.Generator
+) -> Audio:
+    """Fade the participant's word endings and put breaths in front of some turns."""
+    out = x.copy()
+    fade = int(round(room.fade_ms * SAMPLE_RATE / 1000))
+    level = 10 * math.log10(float(np.mean(x.astype(np.float64) ** 2)) + 1e-20)
+    prev_end = 0.0
+    for p in plan:
+        if p.speaker != who:
+            if p.kind == "turn":
+                prev_end = max(prev_end, p.end)
+            continue
+        a, b = int(round(p.start * SAMPLE_RATE)), int(round(p.end * SAMPLE_RATE))
+        if p.kind == "turn" and fade and b - a > 4 * fade:
+            env = 10.0 ** (-np.linspace(0.0, room.fade_db, fade) / 20.0)
+            out[b - fade : b] *= env.astype(np.float32)
+        if room.breaths and p.kind == "turn" and rng.random() < 0.5:
+            br = _breath(SAMPLE_RATE, rng, level - float(rng.uniform(18.0, 24.0)))
+            end = a - int(round(float(rng.uniform(0.12, 0.2)) * SAMPLE_RATE))
+            start = end - len(br)
+            if start > int(round(prev_end * SAMPLE_RATE)) and start > 0:
+                out[start:end] += br
+        if p.kind == "turn":
+            prev_end = max(prev_end, p.end)
+    return out
 
 
 @dataclass(frozen=True)
@@ -239,11 +318,15 @@ def write_session(
     disclosure: bool = False,
     interruption: bool = False,
     crosstalk_db: float = CROSSTALK_DB,
+    room: RoomLeak | None = None,
 ) -> dict[str, Any]:
     """Write one session folder ``base/sid``; return its truth entry (as in :func:`generate`).
 
     ``layout`` is tracks / stereo / mono; ``transcript`` None, ``"text"`` (no timings) or
     ``"timed"``; ``crosstalk_db`` the level of each party in the other's mic (bench sweeps it).
+    ``room`` (HM ``tracks`` only): the mic hears the system through a reverberant room instead
+    of a dry delayed copy at ``crosstalk_db``, and the participant breathes and fades out
+    (:class:`RoomLeak`); the truth is unchanged (breaths are not turns).
     """
     rng = rng_for(seed, CORPUS, sid)
     folder = base / sid
@@ -267,7 +350,15 @@ def write_session(
 
     speakers: list[dict[str, Any]] = []
     if layout == "tracks":
-        mic_a = own[0] + leak * _delay(own[1], 3.0) + tone()
+        if room is not None:
+            if category != "HM":
+                raise ValueError("room leaks are for HM tracks sessions")
+            rrng = rng_for(seed, CORPUS, sid, "room")
+            echo = fftconvolve(own[1], room_impulse_response(room, SAMPLE_RATE, rrng))[:n]
+            user = _participant_in_room(plan, 0, own[0], room, rrng)
+            mic_a = (user + echo.astype(np.float32) + tone()).astype(np.float32)
+        else:
+            mic_a = own[0] + leak * _delay(own[1], 3.0) + tone()
         if category == "HM":  # the system line-out is clean: it never hears the user
             track_b = resample(own[1], SAMPLE_RATE, LINE_OUT_RATE)
             write_audio(folder / "system.wav", track_b, LINE_OUT_RATE)
@@ -338,7 +429,10 @@ def write_session(
         "topic": session_topic(sid),
         "speakers": list(ids),
         "duration_s": duration,
-        "crosstalk_db": crosstalk_db if layout != "mono" else None,
+        "crosstalk_db": crosstalk_db if layout != "mono" and room is None else None,
+        "room": None
+        if room is None
+        else {"rt60_s": room.rt60_s, "leak_db": room.leak_db, "delay_ms": room.delay_ms},
         "turn_source": "transcript" if transcript == "timed" else ("rttm" if rttm else "audio"),
         "turns": _truth_turns(plan, ids),
         "interruptions": [

@@ -39,6 +39,7 @@ from duetflow.audio.io import Audio, audio_info, to_mono
 from duetflow.audio.stream import BLOCK_FRAMES, StreamResampler, iter_blocks
 from duetflow.audio.vad import webrtcvad
 from duetflow.config import SegmentConfig
+from duetflow.corpora.studio.echo import EchoReturn, echo_leak_db, fit_echo_return
 from duetflow.model import Turn
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,10 @@ _FLOOR_PERCENTILE = 10.0
 _SILENT_DB = -120.0
 _STRONG_DB = 20.0
 _MIN_COUPLING_FRAMES = 50  # 0.5 s of loud speech before a coupling is estimated
+_ACTIVITY_FLOOR_DB = -80.0  # a floor below this is digital silence, not a room's noise
+_BREATH_GAP_FRAMES = 8  # a pause of 80 ms or more separates a breath from the words
+_BREATH_MAX_FRAMES = 60  # a breath lasts at most 0.6 s
+_BREATH_DB = 12.0  # its loudest frame stays this far below the turn's median level
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -69,6 +74,7 @@ class TrackStats:
     noise_floor_db: float
     turns: int
     coupling_db: Mapping[str, float] = field(default_factory=dict)
+    echo: EchoReturn | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +99,7 @@ class SegmentResult:
                         k: (round(v, 1) if math.isfinite(v) else None)
                         for k, v in t.coupling_db.items()
                     },
+                    **({"echo": t.echo.provenance()} if t.echo is not None else {}),
                 }
                 for t in self.tracks
             },
@@ -211,19 +218,39 @@ def _features(samples: Audio, sample_rate: int, config: SegmentConfig) -> TrackF
 
 
 def detect_turns(
-    tracks: Mapping[str, Audio], sample_rate: int, config: SegmentConfig | None = None
+    tracks: Mapping[str, Audio],
+    sample_rate: int,
+    config: SegmentConfig | None = None,
+    echo: Mapping[str, str] | None = None,
 ) -> SegmentResult:
     """Turns of each speaker from time-aligned per-speaker tracks (mic / line-out / channel).
 
     ``tracks`` maps speaker id → samples at ``sample_rate``; tracks of different lengths are
     padded with silence to the longest (a line-out recorder that stopped early). Speaker order
-    in the result is by turn start, ties broken by the order of ``tracks``. For long recordings
-    use :func:`detect_turns_in_files`, which never holds the samples.
+    in the result is by turn start, ties broken by the order of ``tracks``. ``echo`` maps a
+    mic's speaker to the speaker whose track is its echo reference (:func:`echo_pairs`). For
+    long recordings use :func:`detect_turns_in_files`, which never holds the samples.
     """
     cfg = config or SegmentConfig()
     if not tracks:
         return SegmentResult((), (), 0.0)
-    return turns_from_features({s: _features(x, sample_rate, cfg) for s, x in tracks.items()}, cfg)
+    feats = {s: _features(x, sample_rate, cfg) for s, x in tracks.items()}
+    return turns_from_features(feats, cfg, echo)
+
+
+def echo_pairs(roles: Mapping[str, str], layout: str, config: SegmentConfig) -> dict[str, str]:
+    """Which mic hears which echo reference: ``{human speaker: machine speaker}`` in HM sessions.
+
+    ``roles`` maps speaker id → ``human`` / ``machine``. The system's track (its line-out or
+    its channel) is what its loudspeaker played into the room, so it is the reference of the
+    echo in the participant's mic. Empty for HH sessions, mono mixes and ``segment.echo: off``.
+    """
+    if config.echo == "off" or layout not in ("tracks", "stereo"):
+        return {}
+    machines = [s for s, r in roles.items() if r == "machine"]
+    if len(machines) != 1:
+        return {}
+    return {s: machines[0] for s, r in roles.items() if r == "human"}
 
 
 @dataclass(frozen=True)
@@ -238,6 +265,7 @@ def detect_turns_in_files(
     sources: Mapping[str, TrackSource],
     config: SegmentConfig | None = None,
     block_frames: int = BLOCK_FRAMES,
+    echo: Mapping[str, str] | None = None,
 ) -> SegmentResult:
     """:func:`detect_turns` on tracks read from disk block by block, all tracks in step.
 
@@ -265,15 +293,19 @@ def detect_turns_in_files(
                 open_.discard(s)
             else:
                 feats[s].feed(resampler(block))
-    return turns_from_features(feats, cfg)
+    return turns_from_features(feats, cfg, echo)
 
 
 def turns_from_features(
-    features: Mapping[str, TrackFeatures], config: SegmentConfig
+    features: Mapping[str, TrackFeatures],
+    config: SegmentConfig,
+    echo: Mapping[str, str] | None = None,
 ) -> SegmentResult:
     """The crosstalk-aware turn decision (module docstring) on per-track features.
 
-    Tracks shorter than the longest are padded with silence first.
+    Tracks shorter than the longest are padded with silence first. For a mic in ``echo``
+    (mic speaker → reference speaker) the reference's leakage is the room's echo return
+    (:mod:`~duetflow.corpora.studio.echo`, fitted per session) instead of a fixed coupling.
     """
     cfg = config
     speakers = list(features)
@@ -298,6 +330,33 @@ def turns_from_features(
         for i in range(len(speakers))
     ]
     sub = cfg.vad_frame_ms // 10  # VAD frames are whole multiples of the 10 ms grid
+    vads: list[BoolArray] = []
+    for spk in speakers:
+        flags = features[spk].flags()
+        vad = np.zeros(n, dtype=bool)
+        up = np.repeat(flags, sub)[:n]
+        vad[: len(up)] = up
+        vads.append(vad)
+    models: dict[int, EchoReturn] = {}
+    for mic, ref in (echo or {}).items():
+        if mic not in speakers or ref not in speakers or mic == ref:
+            continue
+        i, j = speakers.index(mic), speakers.index(ref)
+        m = fit_echo_return(
+            ref,
+            energies[i],
+            smoothed[i],
+            energies[j],
+            floors[j],
+            vads[i],
+            hop_s=HOP_S,
+            margin_db=cfg.crosstalk_margin_db,
+            max_delay_s=cfg.echo_max_delay_ms / 1000,
+            max_rt60_s=cfg.echo_max_rt60_s,
+            smooth_frames=_SMOOTH_FRAMES,
+        )
+        if m is not None:
+            models[i] = m
     min_speech = max(1, math.ceil(cfg.min_speech_ms / 10))
     min_silence = math.ceil(cfg.min_silence_ms / 10)
     hang = math.ceil(cfg.hangover_ms / 10)
@@ -305,16 +364,19 @@ def turns_from_features(
     turns: list[tuple[float, int, Turn]] = []
     stats: list[TrackStats] = []
     for i, spk in enumerate(speakers):
-        flags = features[spk].flags()
-        vad = np.zeros(n, dtype=bool)
-        up = np.repeat(flags, sub)[:n]
-        vad[: len(up)] = up
+        vad = vads[i]
         own = np.ones(n, dtype=bool)
         for j in range(len(speakers)):
-            if j != i:
+            if j == i:
+                continue
+            em = models.get(i)
+            if em is not None and em.reference == speakers[j]:
+                leak = echo_leak_db(em, energies[j], _SMOOTH_FRAMES)[:n]  # the room's echo of j
+            else:
                 leak = smoothed[j] + coupling[i][j]  # what track j alone puts into track i
-                own &= smoothed[i] > leak + cfg.crosstalk_margin_db
-        active = (energies[i] > floors[i] + cfg.activity_db) & own
+            own &= smoothed[i] > leak + cfg.crosstalk_margin_db
+        # digital silence (a line-out) is no noise floor: resampler ringing is not sound
+        active = (energies[i] > max(floors[i], _ACTIVITY_FLOOR_DB) + cfg.activity_db) & own
         kept = vad & own
         # a hangover keeps the region alive over short dips; refinement trims it back below
         if hang:
@@ -328,6 +390,7 @@ def turns_from_features(
         count = 0
         max_ext = math.ceil(cfg.max_boundary_shift_ms / 10)
         for a, b in regions:
+            a = _drop_breath(a, b, active, energies[i])
             ra, rb = _refine(a, b, active, max_ext)
             if rb - ra < min_speech:
                 continue
@@ -343,6 +406,7 @@ def turns_from_features(
                 noise_floor_db=floors[i],
                 turns=count,
                 coupling_db={speakers[j]: coupling[i][j] for j in range(len(speakers)) if j != i},
+                echo=models.get(i),
             )
         )
         log.debug("track %s: %d turns, noise floor %.1f dB", spk, count, floors[i])
@@ -363,6 +427,36 @@ def _coupling_db(e_i: FloatArray, e_j: FloatArray, floor_j: float) -> float:
     if np.count_nonzero(sel) < _MIN_COUPLING_FRAMES:
         return -math.inf
     return float(min(0.0, np.median(e_i[sel] - e_j[sel])))
+
+
+def _drop_breath(a: int, b: int, active: BoolArray, energy: FloatArray) -> int:
+    """The start of region ``[a, b)`` without an inhalation in front of the words.
+
+    The active frames are cut into bursts at pauses of at least :data:`_BREATH_GAP_FRAMES`;
+    leading bursts no longer than :data:`_BREATH_MAX_FRAMES` whose loudest frame stays
+    :data:`_BREATH_DB` or more below the median of the region's active frames are a breath
+    (typically 20 dB down, 0.25–0.45 s long, 0.1–0.3 s ahead of the first word), not speech of
+    the turn: the region starts at the next burst. A word's own soft onset is contiguous with
+    it and stays; the end is left alone (fading word endings belong to the turn).
+    """
+    idx = np.flatnonzero(active[a:b])
+    if len(idx) < 2:
+        return a
+    cuts = np.flatnonzero(np.diff(idx) > _BREATH_GAP_FRAMES)
+    if not len(cuts):
+        return a
+    level = float(np.median(energy[a + idx]))
+    starts = np.concatenate(([0], cuts + 1))
+    ends = np.concatenate((cuts + 1, [len(idx)]))
+    k = 0
+    while k < len(starts) - 1:
+        first, last = a + int(idx[starts[k]]), a + int(idx[ends[k] - 1]) + 1
+        if last - first > _BREATH_MAX_FRAMES or float(np.max(energy[first:last])) > (
+            level - _BREATH_DB
+        ):
+            break
+        k += 1
+    return a + int(idx[starts[k]]) if k else a
 
 
 def _refine(a: int, b: int, active: BoolArray, max_ext: int) -> tuple[int, int]:

@@ -10,7 +10,8 @@
 Given timings (1, 2) are checked against the audio and one speaker's pasted-twice or slightly
 overlapping lines are merged (:func:`~duetflow.corpora.checks.merge_same_speaker_duplicates`);
 turns found in the audio (3, 4) get the transcript's text when there is one
-(:func:`~duetflow.corpora.studio.transcript.attach_text`).
+(:func:`~duetflow.corpora.studio.transcript.align_text`); a transcript whose text cannot all
+be placed rejects the session ``transcript_unaligned``.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from duetflow.audio.io import read_frames, to_mono
 from duetflow.config import RunConfig
 from duetflow.corpora.checks import check_turn_timing, merge_same_speaker_duplicates
 from duetflow.corpora.studio.diarize import DiarizationBackend, segments_to_turns
-from duetflow.corpora.studio.segment import TrackSource, detect_turns_in_files
+from duetflow.corpora.studio.segment import TrackSource, detect_turns_in_files, echo_pairs
 from duetflow.corpora.studio.sidecar import SessionSidecar
-from duetflow.corpora.studio.transcript import TranscriptTurn, attach_text, load_rttm
+from duetflow.corpora.studio.transcript import TranscriptTurn, align_text, load_rttm
 from duetflow.errors import InputError
 from duetflow.model import Turn
 
@@ -98,6 +99,7 @@ def session_turns(
         result = detect_turns_in_files(
             {sp.id: TrackSource(files[sp.id], sp.channel) for sp in meta.speakers},
             config.segment,
+            echo=echo_pairs({sp.id: sp.role for sp in meta.speakers}, meta.layout, config.segment),
         )
         turns = list(result.turns)
         turn_source = "vad"
@@ -134,6 +136,13 @@ def session_turns(
     provenance["turn_source"] = turn_source
 
     if transcript is not None and turn_source != "transcript":
-        turns, aligned = attach_text(turns, list(transcript), ids)
-        provenance["transcript_alignment"] = aligned
+        al = align_text(turns, list(transcript), ids)
+        provenance["transcript_alignment"] = al.summary()
+        if not al.complete:  # never publish a transcribed session with its text missing
+            raise InputError(
+                transcript_path or folder,
+                f"transcript text cannot be placed on the turns found in the audio: {al.problem()}",
+                reason="transcript_unaligned",
+            )
+        turns = al.turns
     return SessionTurns(turns, provenance)
