@@ -55,15 +55,20 @@ class RoomScore:
     cpu_s_per_hour: float
 
 
-def write_rooms(root: Path, seeds: list[int], rooms: list[RoomLeak]) -> dict[str, Any]:
-    """Write one transcribed HM tracks session per room and seed; return truth by session id."""
+def write_rooms(
+    root: Path, seeds: list[int], rooms: list[RoomLeak | None], voice: str = "synth"
+) -> dict[str, Any]:
+    """Write one transcribed HM tracks session per room and seed; return truth by session id.
+
+    A room of None is the dry leak of the sample sessions (-20 dB, 3 ms).
+    """
     truth: dict[str, Any] = {}
     for k, room in enumerate(rooms):
         for seed in seeds:
             sid = f"room{k:02d}_s{seed}"
             truth[sid] = write_session(
                 root, seed, sid, category="HM", layout="tracks", language="en",
-                transcript="text", room=room,
+                transcript="text", room=room, voice=voice,  # type: ignore[arg-type]
             )  # fmt: skip
     return truth
 
@@ -125,20 +130,23 @@ def main() -> None:
     ap.add_argument("--vad", nargs="+", default=["webrtc"])
     ap.add_argument("--echo", nargs="+", default=["off", "auto"])
     ap.add_argument("--per-room", action="store_true", help="one line per room")
+    ap.add_argument("--voice", choices=["synth", "espeak"], default="synth")
+    ap.add_argument("--dry", action="store_true", help="dry -20 dB leaks instead of rooms")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="duetflow-bench-room-"))
     try:
-        groups: list[tuple[str, list[RoomLeak]]] = (
+        rooms: list[RoomLeak | None] = [None] * 6 if args.dry else list(ROOMS)
+        groups: list[tuple[str, list[RoomLeak | None]]] = (
             [(f"rt{r.rt60_s}_l{r.leak_db:.0f}_d{r.delay_ms:.0f}", [r]) for r in ROOMS]
             if args.per_room
-            else [("all rooms", ROOMS)]
+            else [(f"{'dry' if args.dry else 'rooms'}/{args.voice}", rooms)]
         )
         print("rooms  vad  echo  sessions  min_F1  mean_F1  med_err_ms  p90_err_ms  "
               "spurious_int  missed  false  untexted  rejected  cpu_s/h")  # fmt: skip
-        for label, rooms in groups:
-            root = out / label.replace(" ", "_") / "studio"
-            truth = write_rooms(root, args.seeds, rooms)
+        for label, group in groups:
+            root = out / label.replace(" ", "_").replace("/", "_") / "studio"
+            truth = write_rooms(root, args.seeds, group, args.voice)
             for vad in args.vad:
                 for echo in args.echo:
                     over = {"segment": {"echo": echo, "vad": vad}}

@@ -17,7 +17,13 @@ RunConfig, load_config`` is the public API.
 """
 
 from duetflow.config.base import CATEGORIES
-from duetflow.config.corpora import CorpusSpec, SegmentConfig, StudioConfig, TopicsConfig
+from duetflow.config.corpora import (
+    AsrConfig,
+    CorpusSpec,
+    SegmentConfig,
+    StudioConfig,
+    TopicsConfig,
+)
 from duetflow.config.loading import ENV_PREFIX, build_config, env_overrides, load_config
 from duetflow.config.release import RUN_ONLY_FIELDS, TRANSPORT_FIELDS, ReleaseConfig, RunnerConfig
 from duetflow.config.render import MAX_GAP_MS, RenderConfig
@@ -38,6 +44,7 @@ __all__ = [
     "MAX_WINDOW_S",
     "RUN_ONLY_FIELDS",
     "TRANSPORT_FIELDS",
+    "AsrConfig",
     "CorpusSpec",
     "FilterConfig",
     "LLMConfig",

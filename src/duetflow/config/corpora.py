@@ -162,6 +162,11 @@ class StudioConfig(_Section):
         description="HM check: the human's first turn vs the sidecar opening line "
         "(normalised text, difflib ratio); below: rejected opening_line_mismatch",
     )
+    require_checks: bool = Field(
+        False,
+        description="reject (unchecked_session) an HM session whose disclosure / language / "
+        "opening-line checks could not run: no transcript and no (working) ASR",
+    )
     licence: str = Field(
         STUDIO_CONSENT,
         description="licence of the studio sessions (SPDX id or LicenseRef- name), stamped on "
@@ -172,3 +177,27 @@ class StudioConfig(_Section):
     @classmethod
     def _licence(cls, v: str) -> str:
         return _licence_value(v)
+
+
+class AsrConfig(_Section):
+    """An OpenAI-compatible transcription endpoint for untranscribed HM studio sessions."""
+
+    base_url: str | None = Field(
+        None,
+        description="e.g. http://127.0.0.1:8000/v1 (faster-whisper server, vLLM); "
+        "None: no ASR, untranscribed HM sessions stay 'not checked'",
+    )
+    model: str = Field("whisper-1", min_length=1, description="model name sent to the endpoint")
+    api_key_env: str = Field(
+        "DUETFLOW_ASR_API_KEY", description="environment variable holding the API key, if any"
+    )
+    timeout_s: float = Field(
+        120.0, gt=0, le=3600, description="total deadline of one transcription, retries included"
+    )
+    retries: int = Field(2, ge=0, le=10, description="retries after a timeout or a 5xx/429")
+    max_upload_mb: float = Field(
+        25.0, gt=0, le=1024, description="a track larger than this (16 kHz PCM WAV) is not sent"
+    )
+    max_response_bytes: int = Field(
+        1 << 20, ge=1024, le=1 << 28, description="a longer answer is an error, not read on"
+    )

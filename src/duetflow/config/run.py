@@ -10,7 +10,13 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from duetflow.config.base import _Section
-from duetflow.config.corpora import CorpusSpec, SegmentConfig, StudioConfig, TopicsConfig
+from duetflow.config.corpora import (
+    AsrConfig,
+    CorpusSpec,
+    SegmentConfig,
+    StudioConfig,
+    TopicsConfig,
+)
 from duetflow.config.release import RUN_ONLY_FIELDS, TRANSPORT_FIELDS, ReleaseConfig, RunnerConfig
 from duetflow.config.render import RenderConfig
 from duetflow.config.synth import LLMConfig, ScriptsConfig, SynthConfig
@@ -30,6 +36,7 @@ class RunConfig(_Section):
     filters: FilterConfig = FilterConfig()
     render: RenderConfig = RenderConfig()
     studio: StudioConfig = StudioConfig()
+    asr: AsrConfig = AsrConfig()
     topics: TopicsConfig = TopicsConfig()
     match: MatchConfig = MatchConfig()
     llm: LLMConfig = LLMConfig()

@@ -27,7 +27,7 @@ import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -166,6 +166,66 @@ def _participant_in_room(
         if p.kind == "turn":
             prev_end = max(prev_end, p.end)
     return out
+
+
+_ESPEAK_VOICES = {"M": "en-us+m3", "F": "en-us+f3"}
+_ESPEAK_EDGE = 1e-3  # a sentence starts/ends where |x| first/last exceeds this x its peak
+
+
+def _espeak_plan(
+    plan: list[_Planned], genders: tuple[str, str]
+) -> tuple[list[_Planned], dict[int, Audio]]:
+    """Re-lay ``plan`` with eSpeak NG sentences: same gaps/overlaps, the sentences' lengths.
+
+    Returns the new plan and each item's signal (16 kHz, trimmed to its speech, unit RMS);
+    a backchannel sits 40 % into its host turn.
+    """
+    from duetflow.tts.espeak import speak  # the demo's only use of the TTS worker
+
+    signals: dict[int, Audio] = {}
+    for who in (0, 1):
+        idx = [k for k, p in enumerate(plan) if p.speaker == who]
+        if not idx:
+            continue
+        got, rate = speak([plan[k].text for k in idx], _ESPEAK_VOICES[genders[who]], 165, 50)
+        for k, w in zip(idx, got, strict=True):
+            x = resample(np.asarray(w, dtype=np.float32), rate, SAMPLE_RATE).astype(np.float64)
+            loud = np.flatnonzero(np.abs(x) > _ESPEAK_EDGE * float(np.max(np.abs(x))))
+            x = x[loud[0] : loud[-1] + 1]
+            signals[k] = (x / (float(np.sqrt(np.mean(x * x))) + 1e-12)).astype(np.float32)
+    out: list[_Planned] = []
+    new_index: dict[int, int] = {}
+    prev_old_end = prev_new_end = plan[0].start
+    host_new: _Planned | None = None
+    for k, p in enumerate(plan):
+        length = len(signals[k]) / SAMPLE_RATE
+        if p.kind == "backchannel" and host_new is not None:
+            start = host_new.start + 0.4 * (host_new.end - host_new.start)
+        else:
+            start = prev_new_end + (p.start - prev_old_end) if out else p.start
+            prev_old_end = p.end
+        q = _Planned(p.speaker, round(start, 3), round(start + length, 3), p.kind, p.text)
+        if p.kind != "backchannel":
+            prev_new_end, host_new = q.end, q
+        new_index[k] = len(out)
+        out.append(q)
+    order = sorted(range(len(out)), key=lambda i: (out[i].start, out[i].speaker))
+    inv = {old: pos for pos, old in enumerate(order)}
+    return [out[i] for i in order], {inv[new_index[k]]: signals[k] for k in signals}
+
+
+def _place_spoken(
+    plan: list[_Planned], spoken: dict[int, Audio], who: int, level: float, n: int
+) -> Audio:
+    x = np.zeros(n, dtype=np.float32)
+    for k, p in enumerate(plan):
+        if p.speaker != who:
+            continue
+        a = int(round(p.start * SAMPLE_RATE))
+        sig = spoken[k] * np.float32(db_to_amp(level))
+        b = min(n, a + len(sig))
+        x[a:b] += sig[: b - a]
+    return x
 
 
 @dataclass(frozen=True)
@@ -319,6 +379,7 @@ def write_session(
     interruption: bool = False,
     crosstalk_db: float = CROSSTALK_DB,
     room: RoomLeak | None = None,
+    voice: Literal["synth", "espeak"] = "synth",
 ) -> dict[str, Any]:
     """Write one session folder ``base/sid``; return its truth entry (as in :func:`generate`).
 
@@ -326,7 +387,11 @@ def write_session(
     ``"timed"``; ``crosstalk_db`` the level of each party in the other's mic (bench sweeps it).
     ``room`` (HM ``tracks`` only): the mic hears the system through a reverberant room instead
     of a dry delayed copy at ``crosstalk_db``, and the participant breathes and fades out
-    (:class:`RoomLeak`); the truth is unchanged (breaths are not turns).
+    (:class:`RoomLeak`); the truth is unchanged (breaths are not turns). ``voice="espeak"``
+    speaks every line with eSpeak NG (English; real phonetics, which a neural VAD trained on
+    speech recognises, unlike the default formant stand-in): the plan keeps its gaps and
+    overlaps, turns last as long as their sentence, and the truth is where each sentence's
+    samples start and end.
     """
     rng = rng_for(seed, CORPUS, sid)
     folder = base / sid
@@ -339,10 +404,19 @@ def write_session(
         k = next(i for i, p in enumerate(plan) if p.speaker == 1 and p.kind == "turn")
         p = plan[k]
         plan[k] = _Planned(p.speaker, p.start, p.end, p.kind, DISCLOSURE_TEXT)
+    spoken: dict[int, Audio] | None = None
+    if voice == "espeak":
+        if language != "en":
+            raise ValueError("eSpeak sessions are English")
+        plan, spoken = _espeak_plan(plan, genders)
+        placed = []
     duration = round(max(p.end for p in plan) + float(rng.uniform(0.6, 1.2)), 3)
     n = int(round(duration * SAMPLE_RATE))
     levels = (-26.0 + float(rng.uniform(-2, 2)), -24.0 + float(rng.uniform(-2, 2)))
-    own = [_render_party(plan, i, voices[i], levels[i], n, rng) for i in range(2)]
+    if spoken is None:
+        own = [_render_party(plan, i, voices[i], levels[i], n, rng) for i in range(2)]
+    else:
+        own = [_place_spoken(plan, spoken, i, levels[i], n) for i in range(2)]
     leak = db_to_amp(crosstalk_db)
 
     def tone() -> Audio:

@@ -19,12 +19,14 @@ from typing import Any, ClassVar
 
 import duetflow
 from duetflow.audio.io import AudioInfo
+from duetflow.audio.silero import check_available as check_silero
 from duetflow.corpora.base import (
     CorpusAdapter,
     DuplicateGuard,
     checked_audio_info,
     safe_path,
 )
+from duetflow.corpora.studio.asr import AsrClient, AsrError, transcribe_session
 from duetflow.corpora.studio.diarize import DiarizationBackend, get_backend
 from duetflow.corpora.studio.discovery import Session, walk_sessions
 from duetflow.corpora.studio.hm import hm_checks
@@ -51,7 +53,7 @@ from duetflow.corpora.studio.transcript import (
     load_transcript,
 )
 from duetflow.corpora.studio.turns import session_turns
-from duetflow.errors import BackendError, InputError
+from duetflow.errors import BackendError, InputError, cap_text
 from duetflow.model import (
     PARTICIPANTS,
     Category,
@@ -129,12 +131,15 @@ class StudioAdapter(CorpusAdapter):
         config: Any = None,
     ) -> None:
         super().__init__(root, options, config=config)
+        if self.config.segment.vad == "silero":  # a missing extra is one clear error, up front
+            check_silero()
         self.state = StudioState(state_dir) if (state_dir := self.state_dir()) else None
         self.counters = StudioCounters()
         self._backend: DiarizationBackend | None = None
+        self._asr: AsrClient | None = None
         # the resolved root is part of the key: dialogues record absolute audio paths
         root_key = hashlib.sha256(str(self.real_root).encode()).hexdigest()[:12]
-        sections = self.config.section_hash("segment", "studio", "topics")
+        sections = self.config.section_hash("segment", "studio", "topics", "asr")
         self._config_hash = f"v{STATE_VERSION}-{code_hash()}-{sections}-{root_key}"
 
     def default_licence(self) -> str | None:
@@ -373,12 +378,26 @@ class StudioAdapter(CorpusAdapter):
         if digest is not None:
             provenance["content_hash"] = digest
 
-        # HM checks need only the transcript: decide before any audio is decoded
-        checks = hm_checks(meta, transcript, scfg)
+        # HM checks need only the transcript: decide before the turns are found
+        heard, asr_why = self._asr_transcript(meta, files, transcript)
+        checks = hm_checks(meta, transcript if transcript else heard, scfg)
         provenance["hm_checks"] = checks["status"]
+        if heard is not None or asr_why is not None:
+            provenance["hm_checks"]["source"] = "asr" if heard else "none"
+            if asr_why is not None:
+                provenance["hm_checks"]["why"] = f"no transcript; ASR failed: {asr_why}"
         if checks.get("rejection") is not None:
             reason, detail = checks["rejection"]
-            raise InputError(tpath, detail, reason=reason)
+            raise InputError(tpath or folder, detail, reason=reason)
+        unchecked = [k for k, v in checks["status"].items() if v == "not checked"]
+        if scfg.require_checks and unchecked:
+            why = provenance["hm_checks"].get("why", "no transcript")
+            raise InputError(
+                folder,
+                f"HM checks {', '.join(unchecked)} could not run ({why}) and "
+                "studio.require_checks is on",
+                reason="unchecked_session",
+            )
 
         source = audio_source(meta, files)
         found = session_turns(
@@ -434,6 +453,29 @@ class StudioAdapter(CorpusAdapter):
                 field="topic",
             )
         return match
+
+    def _asr_transcript(
+        self,
+        meta: SessionSidecar,
+        files: Mapping[str, Path],
+        transcript: list[TranscriptTurn] | None,
+    ) -> tuple[list[TranscriptTurn] | None, str | None]:
+        """What the ASR endpoint heard in an untranscribed HM session: (entries, failure)."""
+        if transcript or meta.category != "HM" or not self.config.asr.base_url:
+            return None, None
+        if meta.layout not in ("tracks", "stereo"):
+            return None, f"layout {meta.layout!r} has no track per speaker"
+        if self._asr is None:
+            cache = self.state_dir()
+            self._asr = AsrClient(self.config.asr, cache / "asr" if cache else None)
+        try:
+            heard = transcribe_session(self._asr, meta, files)
+        except AsrError as e:
+            log.warning("ASR of %s failed: %s", meta.session_id, e)
+            return None, cap_text(str(e), 300)
+        if not heard:
+            return None, "the endpoint heard no words"
+        return heard, None
 
     def _count_reads(self, n: int) -> None:
         self.counters.audio_reads += n

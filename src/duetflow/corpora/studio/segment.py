@@ -36,6 +36,8 @@ import numpy as np
 import numpy.typing as npt
 
 from duetflow.audio.io import Audio, audio_info, to_mono
+from duetflow.audio.silero import WINDOW as SILERO_WINDOW
+from duetflow.audio.silero import SileroStream
 from duetflow.audio.stream import BLOCK_FRAMES, StreamResampler, iter_blocks
 from duetflow.audio.vad import webrtcvad
 from duetflow.config import SegmentConfig
@@ -49,6 +51,11 @@ ANALYSIS_RATE = 16000
 
 HOP_S = 0.010
 """Resolution of the energy grid used for crosstalk attribution and boundary refinement."""
+
+SILERO_ON = 0.5
+"""Silero speech probability that starts speech (the model's usual threshold)."""
+SILERO_OFF = 0.35
+"""Silero speech probability below which speech stops again (hysteresis)."""
 
 _SMOOTH_FRAMES = 5  # 50 ms moving average before comparing track energies
 _FLOOR_PERCENTILE = 10.0
@@ -163,7 +170,11 @@ class TrackFeatures:
     def __init__(self, config: SegmentConfig) -> None:
         self._hop = int(round(HOP_S * ANALYSIS_RATE))
         self._vad_n = ANALYSIS_RATE * config.vad_frame_ms // 1000
+        self._sub = config.vad_frame_ms // 10  # VAD frames are whole multiples of the grid
         self._vad = webrtcvad.Vad(config.vad_aggressiveness)
+        self._silero = SileroStream() if config.vad == "silero" else None
+        self._probs: list[npt.NDArray[np.float32]] = []
+        self._flushed = False
         self._e_rest = np.zeros(0, dtype=np.float32)
         self._v_rest = np.zeros(0, dtype=np.float32)
         self._energies: list[FloatArray] = []
@@ -179,6 +190,9 @@ class TrackFeatures:
         n = len(e) // self._hop
         self._energies.append(_frame_energy_db(e, self._hop))
         self._e_rest = e[n * self._hop :].copy()
+        if self._silero is not None:
+            self._probs.append(self._silero.feed(x))
+            return
         v = np.concatenate((self._v_rest, x)) if len(self._v_rest) else x
         count = len(v) // self._vad_n
         if count:
@@ -208,6 +222,33 @@ class TrackFeatures:
     def flags(self) -> BoolArray:
         """WebRTC VAD decision of every whole VAD frame fed so far."""
         return np.concatenate(self._flags) if self._flags else np.zeros(0, dtype=bool)
+
+    def grid_flags(self, n: int) -> BoolArray:
+        """The speech decision on the 10 ms grid (``n`` frames; silence past the end).
+
+        WebRTC frames (10/20/30 ms) are repeated onto the grid. Silero's 32 ms windows are
+        thresholded with hysteresis (on at :data:`SILERO_ON`, off below :data:`SILERO_OFF`)
+        and each 10 ms frame takes the window holding its middle; the last partial window is
+        scored padded with silence (call this once everything has been fed).
+        """
+        out = np.zeros(n, dtype=bool)
+        if self._silero is None:
+            up = np.repeat(self.flags(), self._sub)[:n]
+            out[: len(up)] = up
+            return out
+        if not self._flushed:
+            self._probs.append(self._silero.flush())
+            self._flushed = True
+        probs = np.concatenate(self._probs) if self._probs else np.zeros(0, dtype=np.float32)
+        on = np.zeros(len(probs), dtype=bool)
+        state = False
+        for k, p in enumerate(probs.tolist()):
+            state = p >= SILERO_ON or (state and p >= SILERO_OFF)
+            on[k] = state
+        mid = (np.arange(n) * self._hop + self._hop // 2) // SILERO_WINDOW
+        ok = mid < len(on)
+        out[ok] = on[mid[ok]]
+        return out
 
 
 def _features(samples: Audio, sample_rate: int, config: SegmentConfig) -> TrackFeatures:
@@ -329,14 +370,7 @@ def turns_from_features(
         ]
         for i in range(len(speakers))
     ]
-    sub = cfg.vad_frame_ms // 10  # VAD frames are whole multiples of the 10 ms grid
-    vads: list[BoolArray] = []
-    for spk in speakers:
-        flags = features[spk].flags()
-        vad = np.zeros(n, dtype=bool)
-        up = np.repeat(flags, sub)[:n]
-        vad[: len(up)] = up
-        vads.append(vad)
+    vads = [features[spk].grid_flags(n) for spk in speakers]
     models: dict[int, EchoReturn] = {}
     for mic, ref in (echo or {}).items():
         if mic not in speakers or ref not in speakers or mic == ref:

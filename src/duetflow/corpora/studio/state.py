@@ -67,7 +67,14 @@ Fingerprint = tuple[tuple[str, int, int], ...]
 #: Rejection reasons that may come from how ingest was invoked or from the machine, not from
 #: the session's content: never replayed from the state.
 UNCACHED_REASONS = frozenset(
-    {"path_escape", "missing_file", "bad_file", "internal_error", "diarization_failed"}
+    {
+        "path_escape",
+        "missing_file",
+        "bad_file",
+        "internal_error",
+        "diarization_failed",
+        "unchecked_session",  # the ASR endpoint may answer next time
+    }
 )
 
 
