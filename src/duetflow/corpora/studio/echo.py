@@ -21,12 +21,14 @@ session:
 * ``g`` is the median of ``E_mic - model`` over frames where the system talks loud and alone
   (as the fixed coupling is estimated);
 * ``RT60`` is the shortest of a grid of candidates (0 = dry … ``segment.echo_max_rt60_s``)
-  after which no more of the mic's VAD-voiced frames *in the system's tails* (within
-  ``echo_max_rt60_s`` after it went quiet) are left above the modelled echo + margin than with
-  the longest candidate: what remains there is the participant (who answers 0.1–0.3 s later,
-  20–30 dB above the echo), what goes away with a longer decay was the room. Over-estimating the
-  decay is cheap (a reply stands far above the echo's tail), under-estimating it is what made
-  phantom turns, so the choice leans long.
+  that leaves (within 2 %) as few as the best candidate of the mic's frames that would pass
+  for its own speech — VAD-voiced or audible (``activity_db`` over its floor) and above the
+  modelled echo + margin — *while the system talks or in its tails* (within
+  ``echo_max_rt60_s`` after it went quiet): the room's reverberation fills the pauses between
+  the system's words and follows its last one, and a decay long enough explains those frames
+  away; what no candidate explains is the participant (a backchannel, or a reply 0.1–0.3 s
+  later, 20–30 dB above the echo). Longer candidates explain nothing more and lower the
+  fitted coupling, so they are not taken.
 
 The model is a pure function of the energy grids the turn finder keeps anyway
 (:class:`~duetflow.corpora.studio.segment.TrackFeatures`): no extra pass over the audio, no
@@ -35,12 +37,15 @@ sample-level filter, deterministic.
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from scipy.signal import lfilter
+
+log = logging.getLogger(__name__)
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -130,6 +135,8 @@ def fit_echo_return(
     ref_floor_db: float,
     mic_voiced: BoolArray,
     *,
+    mic_floor_db: float,
+    activity_db: float,
     hop_s: float,
     margin_db: float,
     max_delay_s: float,
@@ -155,12 +162,13 @@ def fit_echo_return(
     del ref_dil_db
     if np.count_nonzero(alone) < _MIN_FRAMES:
         return None
-    # the system's tails: quiet now, loud within the longest decay considered
+    # while the system talks and in its tails (loud within the longest decay considered)
     span = max(1, math.ceil(max_rt60_s / hop_s))
     cs = np.concatenate(([0], np.cumsum(strong, dtype=np.int64)))
     recent = cs[1:] > cs[np.maximum(np.arange(n) - span, 0)]
     del cs
-    tail_voiced = recent & ~strong & mic_voiced[:n]
+    # what the turn finder could take for speech there: voiced, or audible over the floor
+    tail_voiced = recent & (mic_voiced[:n] | (mic > mic_floor_db + activity_db))
     del recent
     grid = [t for t in RT60_GRID if t <= max_rt60_s] or [0.0]
     fits: list[tuple[float, float, int]] = []
@@ -171,8 +179,9 @@ def fit_echo_return(
         above = int(np.count_nonzero(tail_voiced & (model < -(c + margin_db))))
         fits.append((rt, c, above))
         del model
-    plateau = fits[-1][2]
-    slack = max(3, math.ceil(0.1 * plateau))
+    log.debug("echo fit of %s (delay %d frames): %s", reference, delay, fits)
+    plateau = min(f[2] for f in fits)
+    slack = max(3, math.ceil(0.02 * plateau))
     first = fits[0][2]
     rt, c, left = next(f for f in fits if f[2] <= plateau + slack)
     return EchoReturn(reference, rt, c, delay, hop_s, first - left)

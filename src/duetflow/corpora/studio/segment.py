@@ -381,8 +381,10 @@ def turns_from_features(
             energies[i],
             smoothed[i],
             energies[j],
-            floors[j],
+            max(floors[j], _ACTIVITY_FLOOR_DB),  # a line-out's digital silence is no floor
             vads[i],
+            mic_floor_db=max(floors[i], _ACTIVITY_FLOOR_DB),
+            activity_db=cfg.activity_db,
             hop_s=HOP_S,
             margin_db=cfg.crosstalk_margin_db,
             max_delay_s=cfg.echo_max_delay_ms / 1000,
@@ -426,11 +428,12 @@ def turns_from_features(
         for a, b in regions:
             a = _drop_breath(a, b, active, energies[i])
             ra, rb = _refine(a, b, active, max_ext)
-            if rb - ra < min_speech:
-                continue
-            start, end = round(ra * HOP_S, 3), round(min(rb * HOP_S, duration), 3)
-            turns.append((start, i, Turn(speaker=spk, start=start, end=end)))
-            count += 1
+            for pa, pb in _split_at_silence(ra, rb, active, min_silence):
+                if pb - pa < min_speech:
+                    continue
+                start, end = round(pa * HOP_S, 3), round(min(pb * HOP_S, duration), 3)
+                turns.append((start, i, Turn(speaker=spk, start=start, end=end)))
+                count += 1
         vad_s = float(np.count_nonzero(vad)) * HOP_S
         stats.append(
             TrackStats(
@@ -491,6 +494,25 @@ def _drop_breath(a: int, b: int, active: BoolArray, energy: FloatArray) -> int:
             break
         k += 1
     return a + int(idx[starts[k]]) if k else a
+
+
+def _split_at_silence(a: int, b: int, active: BoolArray, min_silence: int) -> list[tuple[int, int]]:
+    """``[a, b)`` cut at every run of ``min_silence`` or more frames with no sound of its own.
+
+    The VAD's hangover and its bridging of short pauses can carry a region across a pause the
+    energy grid shows plainly (a clean line-out's digital silence between a backchannel and
+    the next turn); a pause that long is a turn boundary, as ``min_silence_ms`` says.
+    """
+    if b <= a or min_silence <= 0:
+        return [(a, b)] if b > a else []
+    out: list[tuple[int, int]] = []
+    start = a
+    for qa, qb in _runs(~active[a:b]):
+        if qb - qa >= min_silence and qa > 0 and a + qb < b:
+            out.append((start, a + qa))
+            start = a + qb
+    out.append((start, b))
+    return out
 
 
 def _refine(a: int, b: int, active: BoolArray, max_ext: int) -> tuple[int, int]:
