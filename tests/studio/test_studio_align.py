@@ -98,3 +98,19 @@ def test_adapter_rejects_a_session_whose_text_cannot_be_placed(tmp_path: Path) -
     good = items["studio__s2"]
     assert isinstance(good, Dialogue)
     assert all(t.text for t in good.turns)
+
+
+def test_turns_are_never_joined_across_the_other_partys_turn() -> None:
+    # the system starts talking in the user's pause and goes on past it: the user's two turns
+    # stay two (a join would invent a floor-taking interruption)
+    entries = [
+        _t("user", "I was thinking we could go somewhere quiet this weekend."),
+        _t("system", "There is a small lake town about two hours away from here."),
+        _t("user", "Mm-hm."),
+    ]
+    turns = [Turn("user", 0.5, 2.4), Turn("system", 2.8, 6.0), Turn("user", 3.6, 3.9)]
+    al = align_text(turns, entries, IDS)
+    assert al.complete and al.merged_turns == 0
+    assert [(t.speaker, t.start, t.end) for t in al.turns] == [
+        ("user", 0.5, 2.4), ("system", 2.8, 6.0), ("user", 3.6, 3.9),
+    ]  # fmt: skip

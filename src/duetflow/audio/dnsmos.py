@@ -136,8 +136,8 @@ def score_clip(x: FloatArray, model: DnsmosModel | None = None, hop_s: float = 1
 
 
 def _mean(rows: list[tuple[float, float, float, float]]) -> DnsmosScore:
-    a = np.asarray(rows, dtype=np.float64)
-    return DnsmosScore(*(float(v) for v in a.mean(axis=0)), windows=len(rows))
+    sig, bak, ovrl, p808 = (float(v) for v in np.asarray(rows, dtype=np.float64).mean(axis=0))
+    return DnsmosScore(sig, bak, ovrl, p808, windows=len(rows))
 
 
 class DnsmosStream:

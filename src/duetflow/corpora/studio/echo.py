@@ -20,15 +20,16 @@ session:
   correlates best with the system's, over frames where the system talks loud and alone;
 * ``g`` is the median of ``E_mic - model`` over frames where the system talks loud and alone
   (as the fixed coupling is estimated);
-* ``RT60`` is the shortest of a grid of candidates (0 = dry … ``segment.echo_max_rt60_s``)
-  that leaves (within 2 %) as few as the best candidate of the mic's frames that would pass
-  for its own speech — VAD-voiced or audible (``activity_db`` over its floor) and above the
-  modelled echo + margin — *while the system talks or in its tails* (within
-  ``echo_max_rt60_s`` after it went quiet): the room's reverberation fills the pauses between
-  the system's words and follows its last one, and a decay long enough explains those frames
-  away; what no candidate explains is the participant (a backchannel, or a reply 0.1–0.3 s
-  later, 20–30 dB above the echo). Longer candidates explain nothing more and lower the
-  fitted coupling, so they are not taken.
+* ``RT60`` is the candidate of a grid (0 = dry … ``segment.echo_max_rt60_s``; the shortest
+  on a tie) that leaves fewest of the mic's frames that would pass for its own speech —
+  VAD-voiced or audible (``activity_db`` over its floor) and above the modelled echo + margin
+  — *while the system talks or in its tails* (within ``echo_max_rt60_s`` after it went
+  quiet): the room's reverberation fills the pauses between the system's words and follows
+  its last one, and the right decay explains those frames away; what no candidate explains is
+  the participant (a backchannel, or a reply 0.1–0.3 s later, 20–30 dB above the echo). Too
+  long a decay lowers the fitted coupling and lets echo through again, so the count rises on
+  both sides of the room's value. Erring long is cheap (the participant stands far above the
+  echo's tail), erring short is what made phantom turns.
 
 The model is a pure function of the energy grids the turn finder keeps anyway
 (:class:`~duetflow.corpora.studio.segment.TrackFeatures`): no extra pass over the audio, no
@@ -180,10 +181,9 @@ def fit_echo_return(
         fits.append((rt, c, above))
         del model
     log.debug("echo fit of %s (delay %d frames): %s", reference, delay, fits)
-    plateau = min(f[2] for f in fits)
-    slack = max(3, math.ceil(0.02 * plateau))
+    best = min(f[2] for f in fits)
     first = fits[0][2]
-    rt, c, left = next(f for f in fits if f[2] <= plateau + slack)
+    rt, c, left = next(f for f in fits if f[2] == best)  # the shortest of the best
     return EchoReturn(reference, rt, c, delay, hop_s, first - left)
 
 

@@ -130,11 +130,13 @@ JOIN_COST = 0.6
 #: detected turns further apart than this are never joined under one entry
 MAX_JOIN_GAP_S = 1.5
 _MAX_JOIN = 3
-#: brisk speech says about this many words (or CJK characters) per second; a pairing that
+#: hardly anyone says more words (or CJK characters) per second than this; a pairing that
 #: would need more costs :data:`FAST_COST` per e-fold beyond it, so text too long for a turn
 #: is left out (and reported) rather than squeezed in
-FAST_UNITS_PER_S = 5.0
-FAST_COST = 3.0
+FAST_UNITS_PER_S = 8.0
+FAST_COST = 4.0
+#: and hardly anyone fewer (over a whole session, pauses inside turns included)
+SLOW_UNITS_PER_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -225,8 +227,11 @@ def align_text(
         units = [text_units(t.text) for _, t in entries]
         talk = sum(t.end - t.start for t in dets)
         rate = talk / sum(units) if units and talk > 0 else 0.3
+        # a speaker's rate is what people manage (1.5-8 units/s), whatever the counts suggest
+        rate = min(max(rate, 1.0 / FAST_UNITS_PER_S), 1.0 / SLOW_UNITS_PER_S)
         rates[spk] = round(rate, 4)
-        plan = _align_one(units, dets, rate)
+        others = [t for t in turns if t.speaker != spk]
+        plan = _align_one(units, dets, rate, others)
         for op, ei, ek, di, dk in plan:
             if op == "entry":
                 idx, t = entries[ei]
@@ -250,9 +255,13 @@ def align_text(
 
 
 def _align_one(
-    units: Sequence[int], dets: Sequence[Turn], rate: float
+    units: Sequence[int], dets: Sequence[Turn], rate: float, others: Sequence[Turn] = ()
 ) -> list[tuple[str, int, int, int, int]]:
     """Cheapest monotone alignment of one speaker's entries (``units``) with ``dets``.
+
+    Two detected turns are never joined across a turn of the other party that starts in the
+    pause between them and goes on past it (joining would invent an overlap, even a
+    floor-taking interruption); one contained in the pause (a backchannel) does not forbid it.
 
     Returns steps ``(op, e0, e1, d0, d1)``: ``pair`` (entries ``e0:e1`` on turns ``d0:d1``),
     ``entry`` (entry ``e0`` unplaced) or ``turn`` (turn ``d0`` without text), in order.
@@ -266,7 +275,10 @@ def _align_one(
 
     def pair_cost(e0: int, e1: int, d0: int, d1: int) -> float:
         for k in range(d0 + 1, d1):
-            if dets[k].start - dets[k - 1].end > MAX_JOIN_GAP_S:
+            gap_a, gap_b = dets[k - 1].end, dets[k].start
+            if gap_b - gap_a > MAX_JOIN_GAP_S:
+                return inf
+            if any(gap_a <= o.start < gap_b and o.end > gap_b for o in others):
                 return inf
         need = rate * sum(units[e0:e1])
         have = sum(t.end - t.start for t in dets[d0:d1])
