@@ -20,16 +20,16 @@ session:
   correlates best with the system's, over frames where the system talks loud and alone;
 * ``g`` is the median of ``E_mic - model`` over frames where the system talks loud and alone
   (as the fixed coupling is estimated);
-* ``RT60`` is the candidate of a grid (0 = dry … ``segment.echo_max_rt60_s``; the shortest
-  on a tie) that leaves fewest of the mic's frames that would pass for its own speech —
-  VAD-voiced or audible (``activity_db`` over its floor) and above the modelled echo + margin
-  — *while the system talks or in its tails* (within ``echo_max_rt60_s`` after it went
-  quiet): the room's reverberation fills the pauses between the system's words and follows
-  its last one, and the right decay explains those frames away; what no candidate explains is
-  the participant (a backchannel, or a reply 0.1–0.3 s later, 20–30 dB above the echo). Too
-  long a decay lowers the fitted coupling and lets echo through again, so the count rises on
-  both sides of the room's value. Erring long is cheap (the participant stands far above the
-  echo's tail), erring short is what made phantom turns.
+* ``RT60`` is the shortest candidate of a grid (0 = dry … ``segment.echo_max_rt60_s``) that
+  leaves, within 2 %, as few as the best candidate of the mic's frames that would pass for
+  its own speech — VAD-voiced or audible (``activity_db`` over its floor) and above the
+  modelled echo + margin — *while the system talks or in its tails* (within
+  ``echo_max_rt60_s`` after it went quiet): the room's reverberation fills the pauses between
+  the system's words and follows its last one, and a decay long enough explains those frames
+  away; what no candidate explains is the participant (a backchannel, or a reply 0.1–0.3 s
+  later, 20–30 dB above the echo). Longer candidates explain little more and are not free:
+  with a loud coupling (mics a metre apart, −10 dB) a too-long tail swallows the
+  participant's speech after the other party's backchannel.
 
 The model is a pure function of the energy grids the turn finder keeps anyway
 (:class:`~duetflow.corpora.studio.segment.TrackFeatures`): no extra pass over the audio, no
@@ -55,6 +55,7 @@ BoolArray = npt.NDArray[np.bool_]
 RT60_GRID = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.6, 2.0)
 _STRONG_DB = 20.0
 _MIN_FRAMES = 50
+_SLACK = 0.02  # an RT60 this close (relative) to the best explains as much: the shortest wins
 _LN_1E6 = math.log(1e6)
 
 
@@ -182,8 +183,9 @@ def fit_echo_return(
         del model
     log.debug("echo fit of %s (delay %d frames): %s", reference, delay, fits)
     best = min(f[2] for f in fits)
+    slack = max(3, math.ceil(_SLACK * best))
     first = fits[0][2]
-    rt, c, left = next(f for f in fits if f[2] == best)  # the shortest of the best
+    rt, c, left = next(f for f in fits if f[2] <= best + slack)
     return EchoReturn(reference, rt, c, delay, hop_s, first - left)
 
 

@@ -418,7 +418,8 @@ def turns_from_features(
                 leak = smoothed[j] + coupling[i][j]  # what track j alone puts into track i
             own &= smoothed[i] > leak + cfg.crosstalk_margin_db
         # digital silence (a line-out) is no noise floor: resampler ringing is not sound
-        active = (energies[i] > max(floors[i], _ACTIVITY_FLOOR_DB) + cfg.activity_db) & own
+        sound = energies[i] > max(floors[i], _ACTIVITY_FLOOR_DB) + cfg.activity_db
+        active = sound & own
         kept = vad & own
         # a hangover keeps the region alive over short dips; refinement trims it back below
         if hang:
@@ -434,7 +435,7 @@ def turns_from_features(
         for a, b in regions:
             a = _drop_breath(a, b, active, energies[i])
             ra, rb = _refine(a, b, active, max_ext)
-            for pa, pb in _split_at_silence(ra, rb, active, min_silence):
+            for pa, pb in _split_at_silence(ra, rb, sound, min_silence):
                 if pb - pa < min_speech:
                     continue
                 start, end = round(pa * HOP_S, 3), round(min(pb * HOP_S, duration), 3)
@@ -502,18 +503,20 @@ def _drop_breath(a: int, b: int, active: BoolArray, energy: FloatArray) -> int:
     return a + int(idx[starts[k]]) if k else a
 
 
-def _split_at_silence(a: int, b: int, active: BoolArray, min_silence: int) -> list[tuple[int, int]]:
-    """``[a, b)`` cut at every run of ``min_silence`` or more frames with no sound of its own.
+def _split_at_silence(a: int, b: int, sound: BoolArray, min_silence: int) -> list[tuple[int, int]]:
+    """``[a, b)`` cut at every run of ``min_silence`` or more frames with no sound at all.
 
     The VAD's hangover and its bridging of short pauses can carry a region across a pause the
     energy grid shows plainly (a clean line-out's digital silence between a backchannel and
-    the next turn); a pause that long is a turn boundary, as ``min_silence_ms`` says.
+    the next turn); a pause that long is a turn boundary, as ``min_silence_ms`` says. Only
+    silence cuts (``sound``: over the floor, whoever makes it): the other party's voice in the
+    mic during a pause is no reason to cut a turn.
     """
     if b <= a or min_silence <= 0:
         return [(a, b)] if b > a else []
     out: list[tuple[int, int]] = []
     start = a
-    for qa, qb in _runs(~active[a:b]):
+    for qa, qb in _runs(~sound[a:b]):
         if qb - qa >= min_silence and qa > 0 and a + qb < b:
             out.append((start, a + qa))
             start = a + qb
