@@ -63,7 +63,6 @@ _SILENT_DB = -120.0
 _STRONG_DB = 20.0
 _MIN_COUPLING_FRAMES = 50  # 0.5 s of loud speech before a coupling is estimated
 _ACTIVITY_FLOOR_DB = -80.0  # a floor below this is digital silence, not a room's noise
-_HIDDEN_ECHO_DB = 10.0  # an echo within this of the mic's floor (or above it) is "there"
 _BREATH_GAP_FRAMES = 8  # a pause of 80 ms or more separates a breath from the words
 _BREATH_MAX_FRAMES = 60  # a breath lasts at most 0.6 s
 _BREATH_DB = 12.0  # its loudest frame stays this far below the turn's median level
@@ -409,11 +408,6 @@ def turns_from_features(
             em = models.get(i)
             if em is not None and em.reference == speakers[j]:
                 leak = echo_leak_db(em, energies[j], _SMOOTH_FRAMES)[:n]  # the room's echo of j
-                # where the echo is there but hidden in the room's noise, the margin over it
-                # proves nothing (noise is "louder than the echo"): only sound over the floor
-                # can be the participant's own
-                hidden = leak > floors[i] - _HIDDEN_ECHO_DB
-                own &= ~hidden | (energies[i] > floors[i] + cfg.activity_db)
             else:
                 leak = smoothed[j] + coupling[i][j]  # what track j alone puts into track i
             own &= smoothed[i] > leak + cfg.crosstalk_margin_db
