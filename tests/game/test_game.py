@@ -1,0 +1,301 @@
+"""``duetflow game export`` → ``game score`` on a published release, and what a packet hides.
+
+The release is published for real (``release.publish.publish``) from tiny rendered work
+directories (tests/release/release_fixtures.py): 5 HH, 5 HM (two S2S systems), 5 PH (two TTS
+backends) in English, 3 + 2 of each category in two duration bins, plus Chinese HH that the
+English game must not play. The PH files are at another sample rate than the rest and every
+source file carries FLAC tags naming its dialogue and category, so the blinding checks have
+something to catch.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+import struct
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "release"))
+
+import release_fixtures
+from release_fixtures import Spec, make_workdir
+
+from duetflow.cli import main
+from duetflow.config import build_config
+from duetflow.errors import ConfigError
+from duetflow.game.packets import export_game
+from duetflow.game.plan import GameItem, plan_rounds
+from duetflow.game.score import Z95, score_game, wilson
+from duetflow.release.publish import publish
+
+SHORT, LONG = 20.5, 35.0  # bins "<30s" and ">=30s" with edges (30,)
+
+
+def _tagging_writer(real):  # the release's files carry tags that name the answer
+    def write(path, samples, sr, **kw):
+        out = real(path, samples, sr, **kw)
+        data, rate = sf.read(str(out), dtype="int16")
+        stem = Path(path).stem
+        with sf.SoundFile(str(out), "w", rate, 1, subtype="PCM_16", format="FLAC") as f:
+            f.title = stem
+            f.comment = "category " + stem.split("__")[0].upper()
+            f.write(data)
+        return out
+
+    return write
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("game")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(release_fixtures, "write_audio", _tagging_writer(release_fixtures.write_audio))
+    durations: dict[str, float] = {}
+    overrides: dict[str, dict[str, object]] = {}
+    workdirs = []
+    for cat, extra in (
+        ("hh", lambda i: {}),
+        ("hm", lambda i: {"system_name": "sysA" if i < 3 else "sysB"}),
+        ("ph", lambda i: {"tts_backend": "dia" if i < 3 else "spark"}),
+    ):
+        items = [
+            Spec(f"{cat}__d{i:03d}__w000", f"{cat}__s{i:03d}", cat.upper(), corpus=cat)
+            for i in range(5)
+        ]
+        for i, sp in enumerate(items):
+            durations[sp.dialogue_id] = SHORT if i < 3 else LONG
+            overrides[sp.dialogue_id] = extra(i)
+        if cat == "ph":  # another rate than the rest: the packet must not show it
+            mp.setattr(release_fixtures, "SR", 16000)
+        workdirs.append(
+            make_workdir(root / cat, items, durations=durations, row_overrides=overrides)
+        )
+        mp.setattr(release_fixtures, "SR", 8000)
+    zh = [
+        Spec(f"zhhh__d{i:03d}__w000", f"zhhh__s{i:03d}", "HH", "zh", corpus="zhhh")
+        for i in range(4)
+    ]
+    workdirs.append(make_workdir(root / "zh", zh))
+    mp.undo()
+    cfg = build_config({"release": {"ratios": {"HH": [0, 0, 1], "HM": [0, 0, 1], "PH": [0, 0, 1]}}})
+    uri = str(root / "store")
+    publish(workdirs, uri, cfg, release_id="game-test")
+    return uri
+
+
+@pytest.fixture(scope="module")
+def game(store: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("game-out") / "g"
+    res = CliRunner().invoke(
+        main,
+        [
+            "game", "export", "--release", "game-test", "--store", store, "--language", "en",
+            "--rounds", "3", "--out", str(out), "--bins", "30", "--seed", "11",
+        ],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "3 round(s), 15 dialogue(s) of 15 candidate(s)" in res.output
+    return out
+
+
+def _key(game: Path) -> list[dict[str, str]]:
+    with (game / "answer_key.csv").open() as f:
+        return list(csv.DictReader(f))
+
+
+def test_rounds_are_balanced_by_category_and_bin(game: Path) -> None:
+    key = _key(game)
+    assert len(key) == 15 and {r["language"] for r in key} == {"en"}
+    for r in range(1, 4):
+        cats = [k["category"] for k in key if k["round"] == str(r)]
+        assert len(cats) == 5 and set(cats) == {"HH", "HM", "PH"}
+        assert sorted(k["item"] for k in key if k["round"] == str(r)) == list("12345")
+    for cat in ("HH", "HM", "PH"):
+        bins = [k["duration_bin"] for k in key if k["category"] == cat]
+        assert sorted(bins) == ["<30s"] * 3 + [">=30s"] * 2
+
+
+def _flac_blocks(data: bytes) -> list[tuple[int, bytes]]:
+    assert data[:4] == b"fLaC"
+    pos, out = 4, []
+    while True:
+        head = data[pos]
+        kind, length = head & 0x7F, int.from_bytes(data[pos + 1 : pos + 4], "big")
+        out.append((kind, data[pos + 4 : pos + 4 + length]))
+        pos += 4 + length
+        if head & 0x80:
+            return out
+
+
+def _comments(block: bytes) -> tuple[bytes, list[bytes]]:
+    (n,) = struct.unpack_from("<I", block, 0)
+    vendor = block[4 : 4 + n]
+    pos = 4 + n
+    (count,) = struct.unpack_from("<I", block, pos)
+    pos += 4
+    items = []
+    for _ in range(count):
+        (m,) = struct.unpack_from("<I", block, pos)
+        items.append(block[pos + 4 : pos + 4 + m])
+        pos += 4 + m
+    return vendor, items
+
+
+def test_packet_files_carry_no_category_information(game: Path, store: str) -> None:
+    key = _key(game)
+    packet = game / "packet"
+    files = sorted(p.relative_to(packet).as_posix() for p in packet.rglob("*") if p.is_file())
+    assert files == sorted(["rounds.csv", *(k["file"] for k in key)])
+    for f in files[:-1] if files[-1] == "rounds.csv" else files:
+        if f != "rounds.csv":  # names: round folder + 16 hex digits, nothing else
+            assert re.fullmatch(r"round-0[1-3]/[0-9a-f]{16}\.flac", f), f
+    with (packet / "rounds.csv").open() as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["round", "item", "file"]
+    # the source files were tagged with their dialogue and category (the check can fail)
+    sources = list(Path(store, "audio").rglob("*.flac"))
+    assert any(_comments(b)[1] for s in sources for k, b in _flac_blocks(s.read_bytes()) if k == 4)
+    assert {sf.info(str(s)).samplerate for s in sources} == {8000, 16000}
+    vendors = set()
+    secrets = [k["dialogue_id"].encode() for k in key] + [b"sysA", b"sysB", b"spark", b"dia"]
+    for k in key:
+        data = (packet / k["file"]).read_bytes()
+        blocks = _flac_blocks(data)
+        assert {kind for kind, _ in blocks} <= {0, 1, 3, 4}  # no application/picture/cuesheet
+        for kind, body in blocks:
+            if kind == 4:
+                vendor, comments = _comments(body)
+                assert comments == []
+                vendors.add(vendor)
+        assert not any(s in data for s in secrets)
+        info = sf.info(str(packet / k["file"]))
+        assert (info.samplerate, info.channels) == (16000, 1)  # one rate, mono
+        assert info.frames % 16000 == 0  # lengths on a 1 s grid
+        assert info.frames / 16000 == math.ceil(float(k["duration_s"]))
+    assert len(vendors) <= 1
+
+
+def test_padding_keeps_the_audio(game: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    k = next(k for k in _key(game) if k["category"] == "PH")  # a 16 kHz source
+    monkeypatch.setattr(release_fixtures, "SR", 16000)
+    samples, sr = sf.read(str(game / "packet" / k["file"]), dtype="float32")
+    src = release_fixtures.fixture_samples(k["dialogue_id"], float(k["duration_s"]))
+    n = len(src)
+    assert sr == 16000 and np.abs(samples[n:]).max() == 0.0
+    # the 16-bit source re-encoded at its own rate: the same samples to the LSB
+    assert np.abs(samples[:n] - src).max() <= 1.5 / 32768
+
+
+def test_export_is_deterministic_and_seeded(store: str, tmp_path: Path, game: Path) -> None:
+    a = export_game(store, "game-test", "en", 3, tmp_path / "a", seed=11, edges=(30,))
+    b = export_game(store, "game-test", "en", 3, tmp_path / "b", seed=12, edges=(30,))
+    tree = {p.relative_to(game / "packet"): p.read_bytes() for p in (game / "packet").rglob("*.*")}
+    again = {p.relative_to(a.packet): p.read_bytes() for p in a.packet.rglob("*.*")}
+    assert len(tree) == 16
+    assert tree == again
+    assert {p.name for p in b.packet.rglob("*.flac")}.isdisjoint(
+        {p.name for p in a.packet.rglob("*.flac")}
+    )
+    with pytest.raises(ConfigError, match="already holds a game"):
+        export_game(store, "game-test", "en", 3, tmp_path / "a", seed=11, edges=(30,))
+
+
+def test_too_few_dialogues_names_the_cell(store: str, tmp_path: Path) -> None:
+    with pytest.raises(
+        ConfigError, match=r"HH in bin <30s needs 4 dialogue\(s\), has 3.*at most 3"
+    ):
+        export_game(store, "game-test", "en", 4, tmp_path / "x", seed=11, edges=(30,))
+    with pytest.raises(ConfigError, match="at least two categories"):
+        export_game(store, "game-test", "zh", 1, tmp_path / "y", seed=11, edges=(30,))
+
+
+def _wilson_roots(k: int, n: int) -> tuple[float, float]:
+    """Independent instrument: the interval's ends solve (k/n - p)^2 = z^2 p (1 - p) / n."""
+    ph, z2 = k / n, Z95**2
+    roots = np.roots([1 + z2 / n, -(2 * ph + z2 / n), ph * ph])
+    lo, hi = sorted(float(r.real) for r in roots)
+    return lo, hi
+
+
+def test_wilson_matches_the_quadratic() -> None:
+    for k, n in ((0, 10), (3, 10), (6, 10), (10, 10), (1, 3), (19, 30)):
+        assert wilson(k, n) == pytest.approx(_wilson_roots(k, n), abs=1e-9)
+
+
+def test_round_trip_scores_scripted_judgments_exactly(game: Path, tmp_path: Path) -> None:
+    key = _key(game)
+    lines = ["round,item,judged_human,judge,confidence"]
+    for k in key:  # j1: human for HH and sysA; j2: human for all but sysB and spark
+        j1 = k["category"] == "HH" or k["system"] == "sysA"
+        j2 = k["system"] not in ("sysB", "spark")
+        lines.append(f"{k['round']},{k['item']},{'yes' if j1 else 'no'},j1,4")
+        lines.append(f"{k['round']},{k['item']},{'1' if j2 else '0'},j2,")
+    lines += ["9,1,yes,j1,", "1,1,maybe,j3,", f"{key[0]['round']},{key[0]['item']},no,j1,"]
+    judgments = tmp_path / "j.csv"
+    judgments.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "score"
+    res = CliRunner().invoke(
+        main,
+        ["game", "score", "--answers", str(game / "answer_key.csv"), "--judgments",
+         str(judgments), "--out", str(out)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    score = score_game(game / "answer_key.csv", judgments)
+    assert score.kept == 30 and [r.reason for r in score.rejected] == [
+        "unknown_item",
+        "unreadable",
+        "duplicate",
+    ]
+    got = {(r.grouping, r.group): (r.judgments, r.judged_human, r.correct) for r in score.rates}
+    assert got == {
+        ("category", "HH"): (10, 10, 10),
+        ("category", "HM"): (10, 6, 4),
+        ("category", "PH"): (10, 3, 7),
+        ("system", "HH / human"): (10, 10, 10),
+        ("system", "HM / sysA"): (6, 6, 0),
+        ("system", "HM / sysB"): (4, 0, 4),
+        ("system", "PH / dia"): (6, 3, 3),
+        ("system", "PH / spark"): (4, 0, 4),
+        ("language", "en"): (30, 19, 21),
+        ("duration bin", "<30s"): (18, 15, 9),
+        ("duration bin", ">=30s"): (12, 4, 12),
+        ("language × category", "en / HH"): (10, 10, 10),
+        ("language × category", "en / HM"): (10, 6, 4),
+        ("language × category", "en / PH"): (10, 3, 7),
+    }
+    judges = {r.group: (r.judgments, r.correct) for r in score.judges}
+    assert judges == {"j1": (15, 12), "j2": (15, 9)}
+    assert (score.overall.correct, score.overall.judgments) == (21, 30)
+    hm = next(r for r in score.rates if r.group == "HM")
+    assert hm.rate == 0.6 and hm.interval == pytest.approx(_wilson_roots(6, 10), abs=1e-9)
+    j1 = next(r for r in score.judges if r.group == "j1")
+    assert j1.mean_confidence == 4.0
+    md = (out / "score.md").read_text()
+    lo, hi = _wilson_roots(6, 10)
+    assert f"| category | HM | 10 | 6 | 60.0 % | {100 * lo:.1f}–{100 * hi:.1f} % |" in md
+    assert "| judge | j1 | 15 |" in md and "Overall judge accuracy: 70.0 %" in md
+    assert (out / "index.html").read_text().count("<img ") == len(list((out / "plots").iterdir()))
+    assert len(list((out / "plots").glob("*.png"))) == 6
+
+
+def test_plan_shortfall_and_balance_unit() -> None:
+    items = [
+        GameItem(f"{c}{i}", c, "s", "en", 20.0 + 15 * (i % 2), "x", "t", "k", "h")
+        for c in ("HH", "HM", "PH")
+        for i in range(8)
+    ]
+    slots = plan_rounds(items, 4, seed=1, release_id="r", edges=(30,))
+    assert len(slots) == 20 and len({s.source.dialogue_id for s in slots}) == 20
+    per_cat = {c: [s for s in slots if s.source.category == c] for c in ("HH", "HM", "PH")}
+    assert sorted(len(v) for v in per_cat.values()) == [6, 7, 7]
+    for v in per_cat.values():
+        bins = [s.duration_bin for s in v]
+        assert abs(bins.count("<30s") - bins.count(">=30s")) <= 1
+    assert plan_rounds(list(reversed(items)), 4, seed=1, release_id="r", edges=(30,)) == slots
