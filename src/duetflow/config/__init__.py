@@ -18,6 +18,7 @@ RunConfig, load_config`` is the public API.
 
 from duetflow.config.base import CATEGORIES
 from duetflow.config.corpora import CorpusSpec, SegmentConfig, StudioConfig, TopicsConfig
+from duetflow.config.design import DesignConfig, SystemSpec
 from duetflow.config.loading import ENV_PREFIX, build_config, env_overrides, load_config
 from duetflow.config.release import RUN_ONLY_FIELDS, TRANSPORT_FIELDS, ReleaseConfig, RunnerConfig
 from duetflow.config.render import MAX_GAP_MS, RenderConfig
@@ -39,6 +40,7 @@ __all__ = [
     "RUN_ONLY_FIELDS",
     "TRANSPORT_FIELDS",
     "CorpusSpec",
+    "DesignConfig",
     "FilterConfig",
     "LLMConfig",
     "MatchConfig",
@@ -50,6 +52,7 @@ __all__ = [
     "SegmentConfig",
     "StudioConfig",
     "SynthConfig",
+    "SystemSpec",
     "TopicsConfig",
     "TurnsConfig",
     "VoiceCategory",
