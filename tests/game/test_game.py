@@ -11,6 +11,7 @@ something to catch.
 from __future__ import annotations
 
 import csv
+import json
 import math
 import re
 import struct
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
 from click.testing import CliRunner
@@ -34,6 +36,7 @@ from duetflow.game.packets import export_game
 from duetflow.game.plan import GameItem, plan_rounds
 from duetflow.game.score import Z95, score_game, wilson
 from duetflow.release.publish import publish
+from duetflow.storage import sha256_file
 
 SHORT, LONG = 20.5, 35.0  # bins "<30s" and ">=30s" with edges (30,)
 
@@ -299,3 +302,59 @@ def test_plan_shortfall_and_balance_unit() -> None:
         bins = [s.duration_bin for s in v]
         assert abs(bins.count("<30s") - bins.count(">=30s")) <= 1
     assert plan_rounds(list(reversed(items)), 4, seed=1, release_id="r", edges=(30,)) == slots
+
+
+def test_judge_data_pairs_hh_and_hm_one_to_one_with_the_responder_marked(
+    store: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "judge"
+    res = CliRunner().invoke(
+        main,
+        ["game", "judge-data", "--release", "game-test", "--store", store, "--out", str(out),
+         "--split", "test", "--seed", "3"],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "5 HH/HM pair(s)" in res.output and "unpaired: 4 HH, 0 HM" in res.output  # zh: no HM
+    records = [json.loads(x) for x in (out / "judge.jsonl").read_text().splitlines()]
+    assert len(records) == 10
+    by_pair: dict[str, list[dict]] = {}
+    for r in records:
+        by_pair.setdefault(r["pair"], []).append(r)
+        assert r["label"] == {"HH": "human", "HM": "machine"}[r["category"]]
+        assert (out / r["audio"]).is_file()
+        # the fixture's turns: A, B, A; speaker B's turn is the responder's
+        assert [t["speaker"] for t in r["turns"]] == ["A", "B", "A"]
+        assert [t["responder"] for t in r["turns"]] == [False, True, False]
+        assert r["turns"][1]["text"] == f"turn 1 of {r['dialogue_id']}"
+    assert len(by_pair) == 5
+    assert all(sorted(x["category"] for x in v) == ["HH", "HM"] for v in by_pair.values())
+    rows = list(csv.DictReader((out / "pairs.csv").open()))
+    assert [r["pair"] for r in rows] == sorted(by_pair)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["pairs_per_language"] == {"en": 5} and summary["unpaired_hh"] == 4
+    rel = Path(store) / "releases" / "game-test" / "manifests" / "dialogues.parquet"
+    sha = dict(
+        zip(
+            *pq.read_table(rel, columns=["dialogue_id", "sha256"]).to_pydict().values(), strict=True
+        )
+    )
+    for r in records:
+        assert sha256_file(out / r["audio"]) == sha[r["dialogue_id"]]
+
+
+def test_judge_pairs_prefer_the_same_topic() -> None:
+    from duetflow.game.judge_data import _Fact, pair_dialogues
+
+    facts = [
+        _Fact("hh1", "HH", "en", "work", "1"),
+        _Fact("hh2", "HH", "en", "health", "2"),
+        _Fact("hh3", "HH", "en", "work", "3"),
+        _Fact("hm1", "HM", "en", "health", "4"),
+        _Fact("hm2", "HM", "en", "work", "5"),
+        _Fact("hm3", "HM", "en", "finance", "0"),
+        _Fact("hh4", "HH", "zh", "work", "6"),
+    ]
+    pairs, left_hh, left_hm = pair_dialogues(facts)
+    got = sorted((a.dialogue_id, b.dialogue_id) for a, b in pairs)
+    assert got == [("hh1", "hm2"), ("hh2", "hm1"), ("hh3", "hm3")]
+    assert (left_hh, left_hm) == (1, 0)

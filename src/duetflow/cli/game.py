@@ -127,3 +127,51 @@ def score_command(answers: Path, judgments: Path, out: Path | None) -> None:
     if out is not None:
         write_scoresheet(score, out)
         click.echo(f"report: {out / 'index.html'}")
+
+
+@command.command("judge-data")
+@release_option("Release id or 'latest'.", default="latest")
+@store_option()
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder: judge.jsonl, pairs.csv, audio/, summary.json.",
+)
+@click.option(
+    "--split",
+    type=click.Choice(["train", "val", "test", "all"]),
+    default="train",
+    show_default=True,
+    help="Which split's HH and HM dialogues are paired.",
+)
+@click.option("--language", default=None, help="Only this language (default: every language).")
+@seed_option("Seed of the pairing order (default: the config's seed).")
+@config_option("Run config YAML (release section: store settings; seed).")
+def judge_data_command(
+    release: str,
+    store: str | None,
+    out: Path,
+    split: str,
+    language: str | None,
+    seed: int | None,
+    config_path: Path | None,
+) -> None:
+    """Write HH/HM pairs 1:1 with speaker B's (the responder's) turns marked, to train or test
+    an AI judge."""
+    from duetflow.game.judge_data import export_judge_pairs
+
+    cfg = load_config(config_path)
+    res = export_judge_pairs(
+        store or cfg.release.store,
+        release,
+        out,
+        split=split,
+        seed=cfg.seed if seed is None else seed,
+        language=language,
+        config=cfg,
+    )
+    click.echo(
+        f"{res.release_id}/{split}: {res.pairs} HH/HM pair(s) in {res.out / 'judge.jsonl'} "
+        f"(unpaired: {res.unpaired_hh} HH, {res.unpaired_hm} HM)"
+    )
