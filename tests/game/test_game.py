@@ -290,7 +290,7 @@ def test_round_trip_scores_scripted_judgments_exactly(game: Path, tmp_path: Path
 
 def test_plan_shortfall_and_balance_unit() -> None:
     items = [
-        GameItem(f"{c}{i}", c, "s", "en", 20.0 + 15 * (i % 2), "x", "t", "k", "h")
+        GameItem(f"{c}{i}", f"src{c}{i}", c, "s", "en", 20.0 + 15 * (i % 2), "x", "t", "k", "h")
         for c in ("HH", "HM", "PH")
         for i in range(8)
     ]
@@ -358,3 +358,28 @@ def test_judge_pairs_prefer_the_same_topic() -> None:
     got = sorted((a.dialogue_id, b.dialogue_id) for a, b in pairs)
     assert got == [("hh1", "hm2"), ("hh2", "hm1"), ("hh3", "hm3")]
     assert (left_hh, left_hm) == (1, 0)
+
+
+def test_no_round_plays_two_dialogues_of_one_recording(monkeypatch: pytest.MonkeyPatch) -> None:
+    from duetflow.game import plan
+
+    # HH window k and the PH voiced from its transcript share recording src{k}
+    items = [
+        GameItem(f"{c}{k}", f"src{k}", c, "s", "en", 25.0, "x", "t", "k", "h")
+        for c in ("HH", "PH")
+        for k in range(6)
+    ]
+
+    def game(seed: int) -> list:
+        return plan_rounds(items, 3, seed=seed, release_id="r", per_round=4)
+
+    with monkeypatch.context() as m:  # without the swaps, some seeds clash
+        m.setattr(plan, "_separate_sources", lambda rounds: None)
+        clashing = [s for s in range(20) if plan.shared_source_rounds(game(s)) > 0]
+    assert clashing
+    for seed in clashing:
+        slots = game(seed)
+        assert plan.shared_source_rounds(slots) == 0
+        per_round = {r: [s.source.category for s in slots if s.round == r] for r in (1, 2, 3)}
+        assert all(sorted(v) == ["HH", "HH", "PH", "PH"] for v in per_round.values())
+        assert len({s.source.dialogue_id for s in slots}) == 12

@@ -10,7 +10,8 @@ sections a stage reads means changing one threshold recomputes only the stages t
 One schema, one module per group of sections: :mod:`~duetflow.config.corpora` (corpora, studio
 segmentation and checks, topics), :mod:`~duetflow.config.turntaking` (overlaps, windows,
 filters, matching), :mod:`~duetflow.config.render`, :mod:`~duetflow.config.synth` (TTS, LLM,
-scripts), :mod:`~duetflow.config.release` (splits, store, runner), :mod:`~duetflow.config.run`
+scripts), :mod:`~duetflow.config.release` (splits, store, runner),
+:mod:`~duetflow.config.design` (the Turing-test design contract), :mod:`~duetflow.config.run`
 (:class:`RunConfig` and its hashes) and :mod:`~duetflow.config.loading` (YAML, environment
 overrides, error messages). This package re-exports all of them: ``from duetflow.config import
 RunConfig, load_config`` is the public API.

@@ -38,7 +38,14 @@ import numpy as np
 from duetflow.audio.io import read_frames, resample, to_mono, write_audio
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
-from duetflow.game.plan import DEFAULT_BIN_EDGES, PER_ROUND, GameItem, Slot, plan_rounds
+from duetflow.game.plan import (
+    DEFAULT_BIN_EDGES,
+    PER_ROUND,
+    GameItem,
+    Slot,
+    plan_rounds,
+    shared_source_rounds,
+)
 from duetflow.manifest import iter_records
 from duetflow.records import ReleaseDialogueRow
 from duetflow.release.layout import manifest_key, read_release_json, resolve_release
@@ -91,6 +98,7 @@ def _candidates(path: Path, language: str) -> Iterator[GameItem]:
             continue
         yield GameItem(
             dialogue_id=row.dialogue_id,
+            source_id=row.source_id,
             category=row.category,
             system=system_of(row),
             language=row.language,
@@ -182,6 +190,7 @@ def export_game(
         "items": len(slots),
         "per_category": _counts(s.source.category for s in slots),
         "per_bin": _counts(s.duration_bin for s in slots),
+        "rounds_sharing_a_source": shared_source_rounds(slots),
     }
     (dest / "game.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
     return GameExport(rid, dest, packet, key_path, rounds, len(slots), len(items))

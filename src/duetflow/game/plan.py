@@ -14,6 +14,10 @@ is a pure function of the candidate items, the seed and the release id:
   naming the cell and the most rounds the release can balance.
 * **Which** items of a cell: the smallest opaque ids, i.e. a seeded order independent of the
   rows' order. The order within a round is by opaque id too.
+* **One recording per round**: items of one category and bin are swapped between rounds so no
+  round plays two dialogues of the same source recording (an HH window next to the PH voiced
+  from its transcript would give both away); a clash no swap solves is counted
+  (:func:`shared_source_rounds`, ``game.json``).
 * **Opaque id**: HMAC-SHA256 of ``release id + dialogue id`` keyed by the seed, 16 hex digits.
   Whoever holds the seed and the release can map files back to dialogues: keep the seed with
   the answer key.
@@ -42,6 +46,7 @@ class GameItem:
     """The facts of one candidate dialogue that the plan and the answer key need."""
 
     dialogue_id: str
+    source_id: str  # the source recording (a PH made from an HH transcript shares it)
     category: str
     system: str  # HM: the S2S system; PH: the TTS backend; HH: "human"
     language: str
@@ -142,17 +147,67 @@ def plan_rounds(
         c: _category_items(pools[c], shared, _count(c, cats, rounds * per_round)) for c in cats
     }
     taken = {c: 0 for c in cats}
-    slots: list[Slot] = []
+    rounds_: list[list[tuple[str, str, GameItem]]] = []
     for r in range(rounds):
         members: list[tuple[str, str, GameItem]] = []
         for i in range(r * per_round, (r + 1) * per_round):
             c = cats[i % len(cats)]
-            oid, b, it = picked[c][taken[c]]
+            members.append(picked[c][taken[c]])
             taken[c] += 1
-            members.append((oid, b, it))
+        rounds_.append(members)
+    _separate_sources(rounds_)
+    slots: list[Slot] = []
+    for r, members in enumerate(rounds_):
         for pos, (oid, b, it) in enumerate(sorted(members, key=lambda m: m[0]), start=1):
             slots.append(Slot(r + 1, pos, oid, b, it))
     return slots
+
+
+def _clashes(members: Sequence[tuple[str, str, GameItem]]) -> list[int]:
+    """Positions of members whose source recording an earlier member of the round shares."""
+    seen: set[str] = set()
+    out = []
+    for i, (_, _, it) in enumerate(members):
+        if it.source_id in seen:
+            out.append(i)
+        seen.add(it.source_id)
+    return out
+
+
+def _separate_sources(rounds: list[list[tuple[str, str, GameItem]]]) -> None:
+    """Swap items between rounds so no round plays two dialogues of one recording (an HH
+    window and the PH made from its transcript would give each other away). A swap exchanges
+    items of the same category and bin, so the balance holds; a clash no swap can solve stays
+    (the export counts it)."""
+    for r, members in enumerate(rounds):
+        for i in _clashes(members):
+            _, b, it = members[i]
+            for r2, other in enumerate(rounds):
+                if r2 == r:
+                    continue
+                j = next(
+                    (
+                        j
+                        for j, (_, b2, it2) in enumerate(other)
+                        if it2.category == it.category
+                        and b2 == b
+                        and it2.source_id not in {m[2].source_id for m in members}
+                        and it.source_id
+                        not in {m[2].source_id for k, m in enumerate(other) if k != j}
+                    ),
+                    None,
+                )
+                if j is not None:
+                    members[i], other[j] = other[j], members[i]
+                    break
+
+
+def shared_source_rounds(slots: Sequence[Slot]) -> int:
+    """Rounds that still play two dialogues of one source recording."""
+    by_round: dict[int, list[str]] = defaultdict(list)
+    for s in slots:
+        by_round[s.round].append(s.source.source_id)
+    return sum(1 for ids in by_round.values() if len(ids) != len(set(ids)))
 
 
 def _count(cat: str, cats: Sequence[str], total: int) -> int:
