@@ -383,3 +383,41 @@ def test_no_round_plays_two_dialogues_of_one_recording(monkeypatch: pytest.Monke
         per_round = {r: [s.source.category for s in slots if s.round == r] for r in (1, 2, 3)}
         assert all(sorted(v) == ["HH", "HH", "PH", "PH"] for v in per_round.values())
         assert len({s.source.dialogue_id for s in slots}) == 12
+
+
+def test_unreadable_judgments_name_the_file(game: Path, tmp_path: Path) -> None:
+    from duetflow.errors import InputError
+
+    key = game / "answer_key.csv"
+    bad = tmp_path / "bad.csv"
+    bad.write_bytes(b"round,item,judged_human\n1,1,\xff\xfe yes\n")
+    with pytest.raises(InputError, match=r"bad\.csv.*not a readable CSV"):
+        score_game(key, bad)
+    huge = tmp_path / "huge.csv"
+    huge.write_text("round,item,judged_human\n1,1," + "y" * 200_000 + "\n")
+    with pytest.raises(InputError, match=r"huge\.csv:2.*not a readable CSV"):
+        score_game(key, huge)
+    cols = tmp_path / "cols.csv"
+    cols.write_text("round,item,answer\n1,1,yes\n")
+    with pytest.raises(InputError, match="judged_human"):
+        score_game(key, cols)
+
+
+def test_a_failed_export_leaves_no_packet(store: str, tmp_path: Path, monkeypatch) -> None:
+    from duetflow.game import packets
+
+    calls = []
+
+    def broken(path, sr, step):
+        calls.append(path)
+        if len(calls) == 4:
+            raise OSError("disk full")
+        return packets.read_frames(path)[0]
+
+    monkeypatch.setattr(packets, "blinded_samples", broken)
+    with pytest.raises(OSError, match="disk full"):
+        export_game(store, "game-test", "en", 3, tmp_path / "g", seed=11, edges=(30,))
+    assert sorted(p.name for p in (tmp_path / "g").iterdir()) == []
+    monkeypatch.undo()
+    res = export_game(store, "game-test", "en", 3, tmp_path / "g", seed=11, edges=(30,))
+    assert res.items == 15 and (tmp_path / "g" / "answer_key.csv").is_file()

@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -140,7 +141,9 @@ def export_game(
     """Write a blinded game of a release's ``split`` (or ``all``) in ``language``.
 
     Refuses an ``out`` that already holds a packet or a key (a second game must not overwrite
-    the key of the first). See the module docstring for the layout and the blinding.
+    the key of the first). The packet and the key are built in a scratch folder inside ``out``
+    and renamed into place when complete: a failed export leaves neither. See the module
+    docstring for the layout and the blinding.
     """
     if split != "all" and split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}: choose one of {', '.join(SPLITS)} or all")
@@ -170,13 +173,16 @@ def export_game(
         slots = plan_rounds(
             items, rounds, seed=seed, release_id=rid, edges=edges, per_round=per_round
         )
-        packet.mkdir(parents=True)
+        staged = Path(tmp) / "packet"  # renamed into place when complete
         for s in slots:
             local = store.get_file(s.source.audio_key, Path(tmp) / "audio.flac", s.source.sha256)
             samples = blinded_samples(local, sample_rate, length_step)
-            write_audio(packet / _file(s), samples, sample_rate, audio_format="FLAC")
-    _write_csv(packet / "rounds.csv", PACKET_COLUMNS, ([s.round, s.item, _file(s)] for s in slots))
-    _write_csv(key_path, KEY_COLUMNS, (_key_row(s) for s in slots))
+            write_audio(staged / _file(s), samples, sample_rate, audio_format="FLAC")
+        rows = ([s.round, s.item, _file(s)] for s in slots)
+        _write_csv(staged / "rounds.csv", PACKET_COLUMNS, rows)
+        _write_csv(Path(tmp) / "answer_key.csv", KEY_COLUMNS, (_key_row(s) for s in slots))
+        os.replace(staged, packet)
+        os.replace(Path(tmp) / "answer_key.csv", key_path)
     meta = {
         "release_id": rid,
         "split": split,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -276,12 +276,21 @@ class _open_csv:
                 self.path, f"cannot read: {e.strerror}", reason="missing_file"
             ) from None
         reader = csv.DictReader(self.f)
-        header = [h.strip() for h in (reader.fieldnames or [])]
+        try:
+            header = [h.strip() for h in (reader.fieldnames or [])]
+        except (csv.Error, UnicodeDecodeError) as e:
+            self.f.close()
+            raise InputError(self.path, f"not a readable CSV: {e}") from None
         reader.fieldnames = header
 
-        def body() -> Iterable[tuple[int, dict[str, str]]]:
-            for rec in reader:
-                yield reader.line_num, {k: (v or "") for k, v in rec.items() if k is not None}
+        def body() -> Iterator[tuple[int, dict[str, str]]]:
+            try:
+                for rec in reader:
+                    yield reader.line_num, {k: (v or "") for k, v in rec.items() if k is not None}
+            except (csv.Error, UnicodeDecodeError) as e:
+                raise InputError(
+                    self.path, f"not a readable CSV: {e}", line=reader.line_num + 1
+                ) from None
 
         return header, body()
 
