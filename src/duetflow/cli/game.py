@@ -12,7 +12,7 @@ from duetflow.config import load_config
 
 @click.group("game")
 def command() -> None:
-    """Turing-test games: blinded packets of a release and the score of the judges."""
+    """Turing-test games: blinded packets of a release, the score of the judges, AI-judge pairs."""
 
 
 def _edges(text: str) -> tuple[float, ...]:
