@@ -182,3 +182,28 @@ def test_an_hm_session_gives_one_window_the_one_with_the_opening_line() -> None:
     later = [r for r in hm.rejected if r.reason == "hm_not_opening"]
     assert hm.stats.n_windows >= 2 and len(later) == hm.stats.n_windows - 1  # the others
     assert len(hm.rejected) == len(later) and all("first_turn_start_s" in r.detail for r in later)
+
+
+def test_one_opening_line_per_language_across_systems_and_hh() -> None:
+    cfg = build_config({"design": {"languages": ["en"], "cell_target": 1}}, environ={}).design
+
+    def hm(system: str, line: str) -> tuple[str, str, DesignFields]:
+        return (
+            "HM",
+            "en",
+            DesignFields(system_name=system, strategy="role_playing", opening_line=line),
+        )
+
+    same = [hm("s1", "Hi, how was your day?"), hm("s2", "Hi,  how was your day?")]
+    hh = ("HH", "en", DesignFields(strategy="role_playing", opening_line="Hi, how was your day?"))
+    assert design_report([*same, hh], cfg).problems == []  # whitespace aside, one line
+    other = ("HH", "en", DesignFields(opening_line="So, what's new?"))
+    problems = design_report([*same, other], cfg).problems
+    assert problems == [
+        "opening lines differ in en: 2 lines: 'Hi, how was your day?' (2: s1, s2); "
+        '"So, what\'s new?" (1: HH)'
+    ]
+    zh = ("HM", "zh", DesignFields(system_name="s1", strategy="role_playing", opening_line="你好"))
+    report = design_report([*same, zh], cfg)  # each language has its own line
+    assert not any(p.startswith("opening") for p in report.problems)
+    assert "outside the design: HM / s1 / role_playing / zh has 1" in report.problems
