@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "corpora",
     "ingest",
     "process",
+    "rejections",
     "scripts",
     "synthesize",
     "publish",
