@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "report",
     "run",
     "server",
+    "worker",
     "demo",
     "deploy",
 )
