@@ -30,19 +30,18 @@ FORMAT_LAYOUTS: dict[str, FormatLayout] = {
         ".TextGrid", "textgrid", "read_textgrid",
         'read_textgrid(path, encodings=self.options["encodings"], language=lang)',
         "write_textgrid",
-        "Praat TextGrid (long or short text format, UTF-8 or UTF-16), an interval tier per "
-        "speaker",
+        "Praat TextGrid (long/short text format, UTF-8/16), a tier per speaker",
     ),
     "eaf": FormatLayout(
         ".eaf", "eaf", "read_eaf", "read_eaf(path)",
         "write_eaf",
-        "ELAN .eaf, a top-level tier per speaker (its PARTICIPANT, else its TIER_ID)",
+        "ELAN .eaf, a top-level tier per speaker (PARTICIPANT or TIER_ID)",
     ),
     "rttm": FormatLayout(
         ".rttm", "rttm", "read_rttm",
         'read_rttm(path, file_id=item, encodings=self.options["encodings"])',
         "write_rttm",
-        "RTTM SPEAKER lines (file id = <name>), as diarisation tools write them",
+        "RTTM SPEAKER lines (file id = <name>), as diarisation tools write",
     ),
 }  # fmt: skip
 
