@@ -25,9 +25,21 @@ _home_option = click.option(
 )
 
 
+def _ui_answers(url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2.0) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError, ValueError):
+        return False
+
+
 def _print_urls(api_url: str) -> None:
     """The UI's address and the one line that points Prefect's own commands at the server."""
-    click.echo(f"UI: {api_url.removesuffix('/api')}")
+    ui = api_url.removesuffix("/api")
+    click.echo(f"UI: {ui}" if _ui_answers(ui) else "UI: off (PREFECT_SERVER_UI_ENABLED=false)")
     click.echo("for `prefect` commands in this shell (`duetflow worker start` finds it itself):")
     click.echo(f"export PREFECT_API_URL={api_url}")
 
