@@ -32,11 +32,14 @@ def _readme_commands(readme: str) -> list[str]:
     return [line for line in block.splitlines() if line.strip()]
 
 
-def test_package_scaffold_installs_and_ingests_its_own_samples(tmp_path: Path) -> None:
+def test_package_scaffold_installs_and_ingests_its_own_samples(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     dest = tmp_path / "fisher-plugin"
+    monkeypatch.chdir(tmp_path)  # a relative --dest, as a user types it
     res = CliRunner().invoke(
-        main, ["corpora", "new", "fisher", "--package", "fisher_corpus", "--dest", str(dest),
-               "--layout", "textgrid"],
+        main, ["corpora", "new", "fisher", "--package", "fisher_corpus", "--dest",
+               "fisher-plugin", "--layout", "textgrid"],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     pyproject = (dest / "pyproject.toml").read_text()
@@ -57,6 +60,7 @@ def test_package_scaffold_installs_and_ingests_its_own_samples(tmp_path: Path) -
     for line in commands:
         argv = shlex.split(line.replace("/tmp/fisher-", f"{tmp_path}/fisher-"))
         if argv[:3] == ["pip", "install", "-e"]:
+            assert argv[3] == "./fisher-plugin"  # a path to pip, not a project name
             argv = [sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "--no-build-isolation", "--target", str(site), argv[3]]  # fmt: skip
         elif argv[0] == "duetflow":

@@ -37,12 +37,14 @@ class PackageScaffold:
 def package_commands(name: str, dest: Path) -> tuple[str, ...]:
     """The commands that install the plug-in, find it, make its samples, ingest and test them."""
     samples = f"/tmp/{name}-samples"
+    # pip reads a bare relative name ("my-plugin") as a project to fetch from the index
+    folder = dest.as_posix() if dest.is_absolute() else f"./{dest.as_posix().removeprefix('./')}"
     return (
-        f"pip install -e {dest}",
+        f"pip install -e {folder}",
         "duetflow corpora list",
         f"duetflow samples make {samples} --only {name}",
         f"duetflow ingest --corpus {name} --root {samples}/{name} --workdir /tmp/{name}-work",
-        f"python -m pytest {dest / 'tests'}",
+        f"python -m pytest {folder}/tests",
     )
 
 
