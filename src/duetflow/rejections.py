@@ -13,6 +13,7 @@ A's turn ended: an interruption, above turns.terminal_overlap_s = 0.3``. Reasons
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,9 @@ from typing import Any
 from duetflow.manifest import REJECTIONS, read_rejections
 from duetflow.model import Rejection
 from duetflow.turntaking.filters import REASON_KNOBS
+
+#: the window suffix of an item id (``model.window_id``), to name the source dialogue
+_WINDOW = re.compile(r"__w\d+_\d+$")
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,8 @@ def explain(rej: Rejection) -> Explained:
         detail = json.loads(rej.detail) if rej.detail.startswith("{") else None
     except ValueError:
         detail = None
-    source = rej.source_path or "(no source file)"
+    # a dialogue of clips (DailyTalk) has no one file: name the source dialogue instead
+    source = rej.source_path or f"{_WINDOW.sub('', rej.item_id)} (a clip per turn, no one file)"
     if not isinstance(detail, dict):  # an input problem: the message names file, line, cause
         return Explained(rej, source, f"the input (no config knob): {rej.detail}")
     window = detail.get("window")

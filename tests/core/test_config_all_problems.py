@@ -17,6 +17,7 @@ def test_every_problem_at_once_one_line_each(tmp_path: Path) -> None:
         "window: {min_s: 50, max_s: 30}\n"
         "filters: {balance_min: 0.7, balance_max: 0.6, min_turns_per_speaker: -1}\n"
         "runner: {kind: nope}\n"
+        "bad: {}\n"
         "nonsense: true\n"
     )
     with pytest.raises(ConfigError) as e:
@@ -24,7 +25,7 @@ def test_every_problem_at_once_one_line_each(tmp_path: Path) -> None:
     lines = str(e.value).splitlines()
     assert all(line.startswith(f"{p}: ") for line in lines)
     keys = ["window.min_s (50.0) must be <= window.max_s", "filters.min_turns_per_speaker",
-            "runner.kind", "unknown key 'nonsense'",
+            "runner.kind", "unknown key 'nonsense'", "unknown key 'bad'",
             "filters.balance_min (0.7) must be <= filters.balance_max (0.6)"]  # fmt: skip
     for key in keys:
         assert sum(key in line for line in lines) == 1, (key, lines)

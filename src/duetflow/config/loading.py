@@ -4,6 +4,7 @@ errors that name the key (and the variable that set it)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,8 @@ def _hidden_problems(
     for _ in range(_HIDDEN_ROUNDS):
         dropped = False
         for e in err.errors():
-            if _drop(tree, tuple(e["loc"])):
+            section_check = isinstance(e.get("input"), dict) and e["type"] != "extra_forbidden"
+            if not section_check and _drop(tree, tuple(e["loc"])):
                 dropped = True
                 removed.append(".".join(str(p) for p in e["loc"]))
         if not dropped:
@@ -164,8 +166,13 @@ def _hidden_problems(
             break
         except ValidationError as again:
             err = again
-            for line in _format_errors(again, source, env_keys).splitlines():
-                if line not in seen and not any(r in line for r in removed):
+            lines = _format_errors(again, source, env_keys).splitlines()
+            for e, line in zip(again.errors(), lines, strict=True):
+                msg = str(e["msg"])
+                names_removed = any(
+                    re.search(rf"(?<![\w.]){re.escape(r)}(?![\w])", msg) for r in removed
+                )
+                if line not in seen and not names_removed:
                     seen.add(line)
                     out.append(line)
     return out
