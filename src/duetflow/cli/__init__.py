@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "corpora",
     "ingest",
     "process",
+    "rejections",
     "scripts",
     "synthesize",
     "publish",
@@ -30,6 +31,7 @@ COMMAND_MODULES = (
     "game",
     "run",
     "server",
+    "worker",
     "demo",
     "deploy",
 )

@@ -406,6 +406,8 @@ def publish(
     wds = [Path(w) for w in workdirs]
     if not wds:
         raise ManifestError("publish: no work directory given")
+    st = store or open_store(store_uri, cfg.release)
+    st.check_ready()  # a missing bucket fails here, before any validation or upload
     _validate_all(wds, cfg)
     items = _split_items(wds)
     plan = plan_splits(items, cfg.release)
@@ -417,7 +419,6 @@ def publish(
         if split is not None:
             by_cat[split][it.category] = by_cat[split].get(it.category, 0) + 1
     del items
-    st = store or open_store(store_uri, cfg.release)
     pub = _Publisher(st, workers)
     st.remove_stale_temporaries()  # what a killed publish left (never a live writer's)
     remove_stale_staging(_STAGING)
