@@ -41,6 +41,12 @@ class HttpFailure(Exception):
         self.cause = cause
 
 
+def _one_line(text: str, limit: int = 300) -> str:
+    """``text`` as one printable line (what a server sent can hold any byte), bounded."""
+    out = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
 @dataclass(frozen=True)
 class Limits:
     """The bounds of one request: total seconds, and answer bytes."""
@@ -176,7 +182,7 @@ def request(
                         url, "deadline", f"no complete answer within {limits.deadline_s:g} s"
                     ) from None
                 kind = "protocol" if isinstance(e, http.client.HTTPException) else "connection"
-                raise HttpFailure(url, kind, f"{type(e).__name__}: {e}") from None
+                raise HttpFailure(url, kind, _one_line(f"{type(e).__name__}: {e}")) from None
     finally:
         conn.close()
 
