@@ -166,3 +166,38 @@ def test_a_language_that_is_not_bcp47_rejects_only_that_session(
 )  # fmt: skip
 def test_language_tag_grammar(tag: str, ok: bool) -> None:
     assert is_language_tag(tag) is ok
+
+
+@pytest.mark.parametrize("bad", ["[1, 2]", '{"stage": 3}', '{"found": "many"}', "\xff"])
+def test_a_step_result_of_the_wrong_shape_is_rebuilt(tmp_path: Path, bad: str) -> None:
+    from duetflow.pipeline.cache import RESULT, StepOutcome, build_cached, load_outcome
+
+    final = tmp_path / "cache" / "ingest" / "k1"
+    final.mkdir(parents=True)
+    (final / RESULT).write_bytes(bad.encode("latin-1"))
+    (final / "junk.parquet").write_bytes(b"x")
+    assert load_outcome(final) is None
+    built = []
+
+    def build(path: Path) -> StepOutcome:
+        built.append(path)
+        return StepOutcome("ingest", "x", "k1", str(path), found=1, kept=1)
+
+    out = build_cached(final, build)
+    assert built and out.kept == 1 and not out.reused
+    assert not (final / "junk.parquet").exists()  # the old folder was not trusted
+    again = load_outcome(final)
+    assert again is not None and again.kept == 1 and again.reused
+
+
+@pytest.mark.parametrize("bad", ["[]", '{"item_id": 1, "stage": "script"}', '{"stage": "nope"}'])
+def test_a_persisted_script_rejection_of_the_wrong_shape_is_asked_again(
+    tmp_path: Path, bad: str
+) -> None:
+    from duetflow.scriptgen.store import ScriptStore
+
+    store = ScriptStore(tmp_path)
+    path = store.rejection_path("gen-en-work-001")
+    path.parent.mkdir(parents=True)
+    path.write_text(bad, "utf-8")
+    assert store.rejection("gen-en-work-001") is None
