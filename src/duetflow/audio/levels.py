@@ -19,8 +19,12 @@ Two things a cheap interface or a float file does that a level decision must not
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 import numpy as np
 import numpy.typing as npt
+import soundfile as sf
 from scipy.signal import lfilter
 
 from duetflow.audio.io import Audio
@@ -62,6 +66,40 @@ def remove_dc(samples: Audio, sample_rate: int) -> Audio:
     return DcTracker(sample_rate)(samples)
 
 
+def file_dc_offsets(path: str | Path) -> tuple[float, ...]:
+    """The DC offset of each channel of an audio file (its mean), 0.0 where it is under
+    :data:`DC_THRESHOLD`: what a reader of stretches of the file subtracts so a level decision
+    on any stretch sees the same offset-free samples (a constant per file, so a frame's value
+    still depends on its own samples only). One streamed pass, cached per file version; an
+    unreadable file gives no offsets (its reader reports the error)."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return ()
+    return _file_dc_offsets(str(p), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_dc_offsets(path: str, _mtime_ns: int, _size: int) -> tuple[float, ...]:
+    try:
+        with sf.SoundFile(path) as f:
+            total = np.zeros(f.channels, dtype=np.float64)
+            n = 0
+            for block in f.blocks(blocksize=1 << 16, dtype="float32", always_2d=True):
+                total += block.sum(axis=0, dtype=np.float64)
+                n += len(block)
+    except (OSError, RuntimeError, ValueError, sf.LibsndfileError):
+        return ()
+    means = total / max(1, n)
+    return tuple(float(m) if abs(m) > DC_THRESHOLD and np.isfinite(m) else 0.0 for m in means)
+
+
+def minus_offset(x: Audio, offset: float) -> Audio:
+    """``x - offset`` (float32); ``x`` itself when the offset is 0 (bit-identical)."""
+    return x if offset == 0.0 else (x - np.float32(offset)).astype(np.float32, copy=False)
+
+
 class Headroom:
     """Converts consecutive blocks of one track to 16-bit PCM without clipping a hot track."""
 
@@ -75,4 +113,12 @@ class Headroom:
         return bytes((np.clip(y, -1.0, 1.0) * 32767.0).astype("<i2").tobytes())
 
 
-__all__ = ["DC_THRESHOLD", "DC_TIME_CONSTANT_S", "DcTracker", "Headroom", "remove_dc"]
+__all__ = [
+    "DC_THRESHOLD",
+    "DC_TIME_CONSTANT_S",
+    "DcTracker",
+    "Headroom",
+    "file_dc_offsets",
+    "minus_offset",
+    "remove_dc",
+]
