@@ -8,8 +8,10 @@
 
 Every file is written to a temporary name and renamed, so a run killed midway leaves only
 complete scripts; the next run asks the LLM only for ids with neither a script nor a final
-rejection. Transient failures (``llm_unavailable``: the endpoint was down) are not persisted, so
-they are asked again. Rejection files do not end in ``.json``, so the scripts loader skips them.
+rejection. Transient failures (``llm_unavailable``: the endpoint was down or too slow;
+``llm_bad_answer``: it answered malformed bodies) are not persisted, so they are asked again. A
+rejection file of the wrong shape is ignored with a warning (the script is asked again).
+Rejection files do not end in ``.json``, so the scripts loader skips them.
 """
 
 from __future__ import annotations
