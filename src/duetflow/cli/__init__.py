@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "validate",
     "pull",
     "report",
+    "game",
     "run",
     "server",
     "demo",

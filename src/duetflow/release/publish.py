@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from duetflow._version import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
+from duetflow.design import DesignReport, DesignTally, design_json, format_design_report
 from duetflow.errors import ManifestError, StorageError
 from duetflow.leftovers import remove_stale_staging, staging_prefix
 from duetflow.licences import UNDECLARED
@@ -68,6 +69,7 @@ from duetflow.release.splits import (
     format_split_report,
     plan_splits,
     split_report,
+    surplus_reason,
 )
 from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
 from duetflow.schemas.tables import SPLITS
@@ -88,6 +90,9 @@ class ReleaseInfo:
     counts: Mapping[str, Any] = field(default_factory=dict)
     uploaded_objects: int = 0
     skipped_objects: int = 0
+    #: the design contract's problems (missing, short, over-full cells; opening lines), when
+    #: the config declares a design (``design.md`` / ``design.json`` of the release)
+    design_problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -301,7 +306,7 @@ def _stage_manifests(
                 rejections.write([rejection_to_row(rej)])
         rejections.write(
             rejection_to_row(
-                Rejection(did, Stage.PUBLISH, "test_balance_surplus", detail, corpus="")
+                Rejection(did, Stage.PUBLISH, surplus_reason(detail), detail, corpus="")
             )
             for did, detail in sorted(dropped.items())
         )
@@ -442,6 +447,10 @@ def publish(
             pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
         pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
         pub.add_bytes(prefix + "splits.md", format_split_report(report_rows).encode())
+        design = _design_report(wds, plan.dropped, cfg) if cfg.design.declared else None
+        if design is not None:
+            pub.add_bytes(prefix + "design.json", design_json(design))
+            pub.add_bytes(prefix + "design.md", format_design_report(design).encode())
         if report_dir is not None and Path(report_dir).is_dir():
             for rel, path in _iter_report_files(Path(report_dir)):
                 pub.add_file(prefix + "report/" + rel, path)
@@ -498,4 +507,19 @@ def publish(
         pub.uploaded,
         pub.skipped,
     )
-    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped)
+    problems = tuple(design.problems) if design is not None else ()
+    for line in problems:
+        log.warning("design: %s", line)
+    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped, problems)
+
+
+def _design_report(
+    workdirs: Sequence[Path], dropped: Mapping[str, str], cfg: RunConfig
+) -> DesignReport:
+    """The design contract of the dialogues the release holds (one pass over their rows)."""
+    tally = DesignTally()
+    for wd in workdirs:
+        for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
+            if rec.dialogue_id not in dropped:
+                tally.add(rec.category, rec.language, rec.design)
+    return tally.report(cfg.design)
