@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from duetflow.errors import StorageError
+from duetflow.errors import StorageError, brief_repr
 from duetflow.manifest import RENDERED_DIALOGUE_SCHEMA
 from duetflow.records import ReleaseDialogueRow, arrow_schema
 from duetflow.storage.base import Store
@@ -35,6 +35,7 @@ LATEST_KEY = "releases/LATEST"
 RELEASE_FORMAT = 1
 MANIFEST_NAMES = ("train", "val", "test", "dialogues", "turns", "rejections")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
 def _release_dialogue_schema() -> pa.Schema:
@@ -114,7 +115,18 @@ def resolve_release(store: Store, release: str = "latest") -> str:
     if release.lower() == "latest":
         if not store.exists(LATEST_KEY):
             raise StorageError(f"{store.uri}: no release published yet ({LATEST_KEY} missing)")
-        release = store.get_bytes(LATEST_KEY).decode().strip()
+        raw = store.get_bytes(LATEST_KEY)
+        try:
+            release = raw.decode("ascii").strip()
+        except UnicodeDecodeError:
+            raise StorageError(
+                f"{store.uri}: {LATEST_KEY} is corrupt: {raw[:80]!a} is not a release id "
+                "(undecodable bytes)"
+            ) from None
+        try:
+            check_release_id(release)
+        except StorageError as e:
+            raise StorageError(f"{store.uri}: {LATEST_KEY} is corrupt: {e}") from None
     check_release_id(release)
     if not store.exists(release_json_key(release)):
         known = ", ".join(list_releases(store)) or "none"
@@ -125,14 +137,54 @@ def resolve_release(store: Store, release: str = "latest") -> str:
 
 
 def read_release_json(store: Store, release_id: str) -> dict[str, Any]:
-    """The parsed RELEASE.json of a release (StorageError when absent or not JSON)."""
+    """The parsed and checked RELEASE.json of a release.
+
+    StorageError (naming the key and the cause) when it is absent, not UTF-8 JSON, not an
+    object, names another ``release_id`` than its folder, lists ``objects`` that are not
+    ``{key, sha256, size}`` records, or has a ``manifests`` map that points anywhere but this
+    release's own manifest of that name (a record swapped between releases or splits).
+    """
     key = release_json_key(release_id)
+    where = f"{store.uri}: {key}"
     try:
-        data = json.loads(store.get_bytes(key))
+        data = json.loads(store.get_bytes(key).decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise StorageError(f"{where} is not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
-        raise StorageError(f"{store.uri}: {key} is not valid JSON: {e}") from None
+        raise StorageError(f"{where} is not valid JSON: {e}") from None
     if not isinstance(data, dict) or "objects" not in data:
-        raise StorageError(f"{store.uri}: {key} has no 'objects' list")
+        raise StorageError(f"{where} has no 'objects' list")
+    if data.get("release_id") != release_id:
+        raise StorageError(
+            f"{where}: release_id {data.get('release_id')!a} differs from its folder "
+            f"{release_id!r} (a record copied from another release?)"
+        )
+    objects = data["objects"]
+    if not isinstance(objects, list):
+        raise StorageError(f"{where}: 'objects' is not a list")
+    for i, o in enumerate(objects):
+        if not (
+            isinstance(o, dict)
+            and isinstance(o.get("key"), str)
+            and isinstance(o.get("sha256"), str)
+            and _SHA256_RE.fullmatch(o["sha256"])
+            and isinstance(o.get("size"), int)
+            and o["size"] >= 0
+        ):
+            raise StorageError(
+                f"{where}: objects[{i}] is not a {{key, sha256, size}} record: {brief_repr(o)}"
+            )
+    manifests = data.get("manifests")
+    if manifests is not None:
+        if not isinstance(manifests, dict):
+            raise StorageError(f"{where}: 'manifests' is not a map of name -> key")
+        for name, value in sorted(manifests.items(), key=lambda kv: str(kv[0])):
+            expected = manifest_key(release_id, name) if name in MANIFEST_NAMES else None
+            if expected is None or value != expected:
+                raise StorageError(
+                    f"{where}: manifests[{name!a}] points at {value!a}, not "
+                    f"{expected or 'a manifest of this release'}"
+                )
     return data
 
 

@@ -37,7 +37,13 @@ import pyarrow.parquet as pq
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError, StorageError
 from duetflow.leftovers import remove_stale_temp_files, temp_file
-from duetflow.manifest import RENDERED_TURN_SCHEMA, TableWriter, iter_column, iter_records
+from duetflow.manifest import (
+    RENDERED_TURN_SCHEMA,
+    TableWriter,
+    iter_column,
+    iter_records,
+    parquet_problem,
+)
 from duetflow.progress import Progress
 from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
 from duetflow.release.layout import (
@@ -113,6 +119,31 @@ def _fetch(store: Store, key: str, dest: Path, sha256: str) -> bool:
     return True
 
 
+def _fetch_table(store: Store, key: str, dest: Path, sha256: str, record: type[Any]) -> bool:
+    """:func:`_fetch` for a manifest, which must also be a Parquet table with ``record``'s
+    columns before it is placed at ``dest`` (a record rewritten together with the file matches
+    its checksum). StorageError naming the key and the cause; ``dest`` is then removed."""
+    if dest.is_file() and sha256_file(dest) == sha256:
+        problem = parquet_problem(dest, record)
+        if problem is None:
+            return False
+        dest.unlink()
+        raise StorageError(f"{store.uri}: {key}: {problem}; removed from {dest.parent}")
+    tmp = temp_file(dest)
+    try:
+        store.get_file(key, tmp, sha256)
+        problem = parquet_problem(tmp, record)
+        if problem is not None:
+            raise StorageError(
+                f"{store.uri}: {key}: {problem} (its checksum matches RELEASE.json, so the "
+                "record was rewritten with it); nothing pulled"
+            )
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True
+
+
 def pull(
     store_uri: str,
     release: str = "latest",
@@ -143,8 +174,14 @@ def pull(
     for key in (split_key, turns_key):
         if key not in objects:
             raise StorageError(f"{st.uri}: {key} is not listed in {release_json_key(rid)}")
-    fetched = int(_fetch(st, split_key, out / f"{split}.parquet", objects[split_key]))
-    _pull_turns(st, turns_key, objects, out)
+    split_dest = out / f"{split}.parquet"
+    fetched = int(_fetch_table(st, split_key, split_dest, objects[split_key], ReleaseDialogueRow))
+    try:
+        _pull_turns(st, turns_key, objects, out)
+    except StorageError:
+        if fetched:  # nothing this pull placed stays beside a failure
+            split_dest.unlink(missing_ok=True)
+        raise
     report = _pull_report(st, release_prefix(rid), objects, out)
     record = st.get_bytes(release_json_key(rid))
     if not (out / "RELEASE.json").is_file() or (out / "RELEASE.json").read_bytes() != record:
@@ -245,6 +282,12 @@ def _pull_turns(st: Store, key: str, objects: Mapping[str, str], out: Path) -> N
     tmp = temp_file(out / ".turns.all")
     try:
         st.get_file(key, tmp, objects[key])
+        problem = parquet_problem(tmp, RenderedTurnRow)
+        if problem is not None:
+            raise StorageError(
+                f"{st.uri}: {key}: {problem} (its checksum matches RELEASE.json, so the "
+                "record was rewritten with it); nothing pulled"
+            )
         wanted = {
             str(did)
             for s in SPLITS

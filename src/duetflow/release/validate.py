@@ -22,7 +22,7 @@ from typing import Any
 
 from duetflow.config import ReleaseConfig, RenderConfig, RunConfig, WindowConfig
 from duetflow.errors import DuetflowError, StorageError
-from duetflow.manifest import iter_column, iter_records, missing_columns
+from duetflow.manifest import iter_column, iter_records, missing_columns, parquet_problem
 from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
 from duetflow.release.layout import (
     manifest_key,
@@ -165,6 +165,10 @@ def _manifest_problems(
             store.get_file(key, dest, objects[key]["sha256"])
         except DuetflowError as e:
             problems.append(Problem(key, str(e)))
+            continue
+        broken = parquet_problem(dest)
+        if broken is not None:  # bytes that match the record but are no table
+            problems.append(Problem(key, broken))
             continue
         local[name] = dest
     if {"dialogues", "turns", "rejections"} - set(local):

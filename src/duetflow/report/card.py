@@ -4,6 +4,7 @@ Markdown summary the Prefect flows publish as an artifact.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -52,7 +53,7 @@ def summary_markdown(data: ReportData) -> str:
     """A short Markdown summary for a Prefect artifact: totals, splits, rejections, gaps."""
     hours = fmt_hours(sum(r.seconds for r in data.counts))
     lines = [
-        f"# {data.title}",
+        f"# {md_text(data.title)}",
         "",
         f"**{data.total_dialogues}** dialogues, **{hours} h**,"
         f" {data.total_turns} turns; **{data.total_rejections}** items rejected.",
@@ -63,7 +64,10 @@ def summary_markdown(data: ReportData) -> str:
     ]
     if data.rejections:
         top = sorted(data.rejections, key=lambda r: -r.count)[:5]
-        lines += ["", "Top rejection reasons: " + ", ".join(f"{r.reason} ({r.count})" for r in top)]
+        lines += [
+            "",
+            "Top rejection reasons: " + ", ".join(f"{md_text(r.reason)} ({r.count})" for r in top),
+        ]
     g = data.distributions["gap_ms"]
     band = f"{g.band[0]:.0f}–{g.band[1]:.0f}" if g.band else "–"
     if g.n:
@@ -76,8 +80,37 @@ def summary_markdown(data: ReportData) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: What Markdown (CommonMark + GFM tables, as Hugging Face renders a card) would act on inside a
+#: line: raw HTML (``<script>``, ``<img onerror=...>``), entities, links and images, code spans,
+#: emphasis by ``*``, table cells. ``_`` is left alone (intraword, as in ids, it does nothing).
+_MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;"}
+_MD_BACKSLASHED = frozenset("\\`*[]|~$")
+
+
+def md_text(v: Any) -> str:
+    """``v`` as inert Markdown text: shown as written, never markup (one line)."""
+    out = []
+    for ch in str(v):
+        if ch in _MD_ENTITIES:
+            out.append(_MD_ENTITIES[ch])
+        elif ch in _MD_BACKSLASHED:
+            out.append("\\" + ch)
+        elif ch in "\r\n\t" or (ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0):
+            out.append(" ")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _md_cell(v: Any) -> str:
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return md_text(v)
+
+
+def _fenced(text: str, info: str) -> list[str]:
+    """``text`` in a code fence longer than any backtick run inside it (it cannot close it)."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, text, fence]
 
 
 def _md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
@@ -93,7 +126,9 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     """A Markdown dataset card; ``plot_files`` maps plot names to paths relative to the card."""
 
     def img(name: str) -> list[str]:
-        return [f"![{name}]({plot_files[name]})", ""] if name in plot_files else []
+        if name not in plot_files:
+            return []
+        return [f"![{name}]({plot_files[name]})", ""]  # our own plot names and paths
 
     pv = data.provenance
     front = {
@@ -108,7 +143,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         yaml.safe_dump(front, sort_keys=True, allow_unicode=True).rstrip(),
         "---",
         "",
-        f"# {data.title}",
+        f"# {md_text(data.title)}",
         "",
         "Two-speaker dialogue audio for spoken-dialogue systems: human-human (HH),"
         " human-machine (HM) and pseudo-human voice-cloned TTS (PH) dialogues of 20–60 s,"
@@ -117,7 +152,8 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         "- Categories: "
         + (
             ", ".join(
-                f"{r['category']} {r['dialogues']}" for r in subtotals(data.counts, "category")
+                f"{md_text(r['category'])} {r['dialogues']}"
+                for r in subtotals(data.counts, "category")
             )
             or "none"
         ),
@@ -188,10 +224,10 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         *img("ph_similarity"),
         "## Provenance and licences",
         "",
-        f"- Code version: `{pv.code_version}`",
-        f"- Config hash: `{pv.config_hash}`",
-        f"- Release: `{pv.release_id or '-'}`",
-        "- Inputs: " + ", ".join(f"{k} `{lbl}`" for k, lbl in pv.inputs),
+        f"- Code version: {md_text(pv.code_version)}",
+        f"- Config hash: {md_text(pv.config_hash)}",
+        f"- Release: {md_text(pv.release_id or '-')}",
+        "- Inputs: " + ", ".join(f"{md_text(k)} {md_text(lbl)}" for k, lbl in pv.inputs),
         "",
         _md_table([{"source": k, "name": n, "licence": lic} for k, n, lic in pv.sources]),
         "",
@@ -199,13 +235,13 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         "",
         _md_table(licence_table(data)),
         "",
-        *(f"- {t}" for t in pv.terms),
+        *(f"- {md_text(t)}" for t in pv.terms),
         "",
         "<details><summary>Configuration</summary>",
         "",
-        "```yaml",
-        yaml.safe_dump(dict(pv.config), sort_keys=True, allow_unicode=True).rstrip(),
-        "```",
+        *_fenced(
+            yaml.safe_dump(dict(pv.config), sort_keys=True, allow_unicode=True).rstrip(), "yaml"
+        ),
         "",
         "</details>",
         "",

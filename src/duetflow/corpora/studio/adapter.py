@@ -52,7 +52,7 @@ from duetflow.corpora.studio.transcript import (
 )
 from duetflow.corpora.studio.turns import session_turns
 from duetflow.design import SYSTEM_LANGUAGE, system_language_problem
-from duetflow.errors import BackendError, InputError
+from duetflow.errors import BackendError, InputError, is_utf8
 from duetflow.model import (
     PARTICIPANTS,
     Category,
@@ -221,6 +221,14 @@ class StudioAdapter(CorpusAdapter):
             return self.reject(
                 s.rel, InputError(s.folder, f"cannot list: {e}", reason="missing_file"), s.folder
             )
+        bad = next((name for name, _, _ in fp if not is_utf8(name)), None)
+        if bad is not None:  # its name cannot be hashed, recorded or shown as UTF-8 text
+            err = InputError(
+                s.folder / bad,
+                "file name is not valid UTF-8 (undecodable bytes shown as \\xNN); rename it",
+                reason="bad_name",
+            )
+            return self.reject(s.rel, err)
         record = self.state.get(s.rel) if self.state is not None else None
         force = bool(self.options.get("force"))
         fresh = record is not None and record.config_hash == self._config_hash and not force
