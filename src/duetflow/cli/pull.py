@@ -39,6 +39,16 @@ from duetflow.config import load_config
     type=click.Choice(["lhotse", "hf"]),
     help="Also write lhotse manifests (DEST/lhotse) or a HF datasets layout (DEST/hf).",
 )
+@click.option(
+    "--category",
+    "categories",
+    multiple=True,
+    type=click.Choice(["HH", "HM", "PH"]),
+    help="Only dialogues of this category; repeatable (any of them).",
+)
+@click.option("--language", "languages", multiple=True, help="Only this language; repeatable.")
+@click.option("--corpus", "corpora", multiple=True, help="Only this corpus; repeatable.")
+@click.option("--topic", "topics", multiple=True, help="Only this topic id; repeatable.")
 @click.option("--workers", default=8, show_default=True, help="Parallel downloads.")
 @config_option("Run config YAML (release section: endpoint, region, retries).")
 @progress_option()
@@ -48,23 +58,34 @@ def command(
     splits: tuple[str, ...],
     dest: Path,
     exports: tuple[str, ...],
+    categories: tuple[str, ...],
+    languages: tuple[str, ...],
+    corpora: tuple[str, ...],
+    topics: tuple[str, ...],
     workers: int,
     config_path: Path | None,
     progress: bool | None,
 ) -> None:
     """Fetch a release split: manifests, its turns, the dataset card and report, and audio
-    (checksum-verified, resumable)."""
-    from duetflow.release.pull import pull
+    (checksum-verified, resumable).
 
+    --category/--language/--corpus/--topic pull a filtered view: values of one option are
+    alternatives, options combine (--category PH --language zh: the Chinese PH dialogues).
+    """
+    from duetflow.release.pull import pull
+    from duetflow.release.view import ReleaseFilter
+
+    where = ReleaseFilter.of(category=categories, language=languages, corpus=corpora, topic=topics)
     cfg = load_config(config_path)
     uri = store or cfg.release.store
     report = None
     with progress_bars(progress_enabled(progress)):
         for split in splits:
-            res = pull(uri, release, split, dest, cfg, workers=workers)
+            res = pull(uri, release, split, dest, cfg, workers=workers, where=where)
             report = res.report or report
+            view = f" ({where.describe()})" if where else ""
             click.echo(
-                f"{res.release_id}/{split}: {res.dialogues} dialogues in {res.manifest} "
+                f"{res.release_id}/{split}{view}: {res.dialogues} dialogues in {res.manifest} "
                 f"({res.downloaded} file(s) downloaded, {res.skipped} already present)"
             )
     if report is not None:

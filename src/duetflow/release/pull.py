@@ -11,6 +11,10 @@
 ``turns.parquet`` holds only the turns of the splits present in DEST: a train-only pull carries
 no test transcripts. Pulling another split into the same DEST adds its turns.
 
+A filtered pull (``where``, :mod:`duetflow.release.view`: category, language, corpus, topic)
+writes only the kept rows to ``DEST/<split>.parquet`` (the published manifest is verified
+first, then filtered) and fetches, and verifies, only their audio and turns.
+
 Each row's ``audio_path`` equals its ``audio_key``, i.e. the audio's path relative to DEST, so
 the pulled manifests stay byte-identical to what was published and still point at the local
 files. :func:`open_release` returns DataFrames whose ``audio_path`` is absolute.
@@ -48,6 +52,7 @@ from duetflow.release.layout import (
     resolve_release,
 )
 from duetflow.release.rowcopy import copy_rows
+from duetflow.release.view import FilterValues, ReleaseFilter, filter_manifest
 from duetflow.schemas.tables import SPLITS
 from duetflow.storage import Store, open_store, sha256_file
 from duetflow.storage.base import checked_audio_key
@@ -69,6 +74,8 @@ class PullResult:
     downloaded: int
     skipped: int
     report: Path | None = None  # DEST/report (card + HTML) when the release carries one
+    #: the view pulled (:class:`~duetflow.release.view.ReleaseFilter`; empty: the whole split)
+    where: ReleaseFilter = field(default_factory=ReleaseFilter)
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,6 +88,8 @@ class Release:
     info: Mapping[str, Any]
     splits: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     turns: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the view fetched (empty: whole splits)
+    where: ReleaseFilter = field(default_factory=ReleaseFilter)
 
     def __getitem__(self, split: str) -> pd.DataFrame:
         try:
@@ -122,8 +131,15 @@ def pull(
     *,
     store: Store | None = None,
     workers: int = 8,
+    where: ReleaseFilter | None = None,
 ) -> PullResult:
-    """Fetch one split of a release into ``dest`` (see the module docstring for the layout)."""
+    """Fetch one split of a release into ``dest`` (see the module docstring for the layout).
+
+    ``where``: only the dialogues of this view (category, language, corpus, topic; see
+    :mod:`duetflow.release.view`). The published split manifest is still fetched and verified
+    against RELEASE.json, then filtered into ``DEST/<split>.parquet``; only the kept rows'
+    audio is fetched, each object verified, and ``turns.parquet`` holds only their turns.
+    """
     if split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}: choose one of {', '.join(SPLITS)}")
     cfg = config or RunConfig()
@@ -143,7 +159,11 @@ def pull(
     for key in (split_key, turns_key):
         if key not in objects:
             raise StorageError(f"{st.uri}: {key} is not listed in {release_json_key(rid)}")
-    fetched = int(_fetch(st, split_key, out / f"{split}.parquet", objects[split_key]))
+    view = where or ReleaseFilter()
+    if view:
+        fetched = _fetch_filtered(st, split_key, out / f"{split}.parquet", objects[split_key], view)
+    else:
+        fetched = int(_fetch(st, split_key, out / f"{split}.parquet", objects[split_key]))
     _pull_turns(st, turns_key, objects, out)
     report = _pull_report(st, release_prefix(rid), objects, out)
     record = st.get_bytes(release_json_key(rid))
@@ -182,9 +202,10 @@ def pull(
         )
     n = pq.ParquetFile(out / f"{split}.parquet").metadata.num_rows
     log.info(
-        "pulled %s/%s into %s: %d dialogues, %d audio file(s) downloaded, %d already present",
+        "pulled %s/%s (%s) into %s: %d dialogues, %d audio file(s) downloaded, %d already present",
         rid,
         split,
+        view.describe(),
         out,
         n,
         downloaded,
@@ -192,8 +213,27 @@ def pull(
     )
     return PullResult(
         rid, split, out, out / f"{split}.parquet", out / "turns.parquet", n, downloaded + fetched,
-        skipped, report,
+        skipped, report, view,
     )  # fmt: skip
+
+
+def _fetch_filtered(st: Store, key: str, dest: Path, sha256: str, view: ReleaseFilter) -> int:
+    """``dest``: the rows of the published split manifest ``key`` that ``view`` keeps.
+
+    The manifest is downloaded to a temp name and verified against ``sha256`` first (the same
+    check as an unfiltered pull); 1 when ``dest`` changed, 0 when it already held these rows.
+    """
+    tmp, filtered = temp_file(dest.with_name(f".{dest.name}.all")), temp_file(dest)
+    try:
+        st.get_file(key, tmp, sha256)
+        filter_manifest(tmp, filtered, view)
+        if dest.is_file() and sha256_file(dest) == sha256_file(filtered):
+            return 0
+        os.replace(filtered, dest)
+        return 1
+    finally:
+        tmp.unlink(missing_ok=True)
+        filtered.unlink(missing_ok=True)
 
 
 #: every audio object's key starts so (``audio/<aa>/<sha256>.<ext>``)
@@ -285,20 +325,29 @@ def open_release(
     splits: Sequence[str] = SPLITS,
     config: RunConfig | None = None,
     store: Store | None = None,
+    category: FilterValues = None,
+    language: FilterValues = None,
+    corpus: FilterValues = None,
+    topic: FilterValues = None,
 ) -> Release:
     """Fetch the given splits of a release into a cache and return them as DataFrames.
 
     The cache folder is ``<cache_dir>/<hash of the store URI>/<release id>``; fetching again
-    only checks checksums.
+    only checks checksums. ``category``, ``language``, ``corpus``, ``topic`` (a value or a list
+    of values each) fetch a filtered view instead (OR within a field, AND across fields; see
+    :mod:`duetflow.release.view`), cached apart in ``<release id>@<hash of the filter>``.
     """
     cfg = config or RunConfig()
     st = store or open_store(uri, cfg.release)
     rid = resolve_release(st, release)
+    view = ReleaseFilter.of(category=category, language=language, corpus=corpus, topic=topic)
     base = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     root = base / hashlib.sha256(st.uri.encode()).hexdigest()[:12] / rid
+    if view:
+        root = root.with_name(f"{rid}@{view.key()}")
     frames: dict[str, pd.DataFrame] = {}
     for split in splits:
-        res = pull(uri, rid, split, root, cfg, store=st)
+        res = pull(uri, rid, split, root, cfg, store=st, where=view)
         df = pd.read_parquet(res.manifest)
         df["audio_path"] = [
             str(pulled_audio_path(root, k, h))
@@ -307,4 +356,5 @@ def open_release(
         frames[split] = df
     turns = pd.read_parquet(root / "turns.parquet")
     info = read_release_json(st, rid)
-    return Release(rid, f"{st.uri.rstrip('/')}/releases/{rid}", root, info, frames, turns)
+    uri_of = f"{st.uri.rstrip('/')}/releases/{rid}"
+    return Release(rid, uri_of, root, info, frames, turns, view)
