@@ -13,7 +13,7 @@ only where it is read (:func:`from_row`, called by the typed readers of :mod:`du
 A dialogue record of a :class:`~duetflow.model.Dialogue` takes its leading fields from it in one
 place (``of_dialogue``).
 :class:`ReleaseDialogueRow` is a release manifest's dialogue row: the rendered record plus its
-split and the store key of its audio.
+split and the store key of its audio; :class:`TurnEventRow` a release's turn-taking event.
 
 Column types follow the field annotations: ``str`` → string, ``int`` → int32, ``float`` →
 float64, ``X | None`` → the same type, nullable by content. The ``design`` field expands into
@@ -190,7 +190,40 @@ class RejectionRow(_Row):
     detail: str
 
 
-Record = RenderedTurnRow | RenderedDialogueRow | IntakeDialogueRow | IntakeTurnRow | RejectionRow
+@dataclass(frozen=True)
+class TurnEventRow(_Row):
+    """One turn-taking event of a released dialogue, on its rendered timeline (a release's
+    ``events.parquet``; built by :func:`duetflow.turntaking.events.dialogue_events`).
+
+    ``event`` is one of :data:`duetflow.turntaking.events.EVENT_KINDS`: ``turn`` (a turn that
+    holds the floor), ``backchannel``, ``non_floor_interruption``, ``terminal_overlap``,
+    ``interruption`` (a listener vocalisation overlapping the other party's turn, spanning the
+    overlapped stretch), ``nonspeech`` (laughter and the like, where the turns mark it) and
+    ``gap`` (a speaker change of the floor, from the floor's end to the next speaker's start;
+    ``offset_s`` the signed floor-transfer offset, negative for an overlapping change).
+    ``turn_index`` is the event's own turn (``turns.parquet``: the listener's, the next
+    speaker's); ``other_turn_index`` the turn it overlaps or follows (null for a turn).
+    """
+
+    dialogue_id: str
+    event_index: int
+    event: str
+    speaker: str
+    start_s: float
+    end_s: float
+    turn_index: int
+    other_turn_index: int | None
+    offset_s: float | None
+
+
+Record = (
+    RenderedTurnRow
+    | RenderedDialogueRow
+    | IntakeDialogueRow
+    | IntakeTurnRow
+    | RejectionRow
+    | TurnEventRow
+)
 RecordType = type[Record]
 #: A record type (a table's row).
 R = TypeVar("R", bound=Record)

@@ -42,7 +42,14 @@ from duetflow.audio.io import audio_info
 from duetflow.errors import ManifestError
 from duetflow.licences import UNDECLARED, hf_licence, release_terms
 from duetflow.manifest import iter_column, iter_records
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow, arrow_schema
+from duetflow.records import (
+    ReleaseDialogueRow,
+    RenderedDialogueRow,
+    RenderedTurnRow,
+    TurnEventRow,
+    arrow_schema,
+)
+from duetflow.release.events import EVENTS, EventWalk
 from duetflow.release.layout import RELEASE_DIALOGUE_SCHEMA
 from duetflow.release.pull import pulled_audio_path
 from duetflow.schemas.tables import SPLITS
@@ -151,6 +158,22 @@ def lhotse_dialogue_custom(row: RenderedDialogueRow) -> dict[str, Any]:
     return custom
 
 
+#: Event fields a turn's ``turn_events`` entry leaves out: the dialogue (the supervision's
+#: recording), the event's number and its turn (this supervision's turn).
+EVENT_TURN_DROPPED_FIELDS = ("dialogue_id", "event_index", "turn_index")
+
+
+def turn_events(turn_index: int, events: Sequence[TurnEventRow]) -> list[dict[str, Any]]:
+    """The events whose own turn is ``turn_index`` (:class:`~duetflow.records.TurnEventRow`:
+    its class — ``turn``, ``backchannel``, an interruption... — and the ``gap`` it took the
+    floor after), as plain dicts without :data:`EVENT_TURN_DROPPED_FIELDS`."""
+    return [
+        {k: v for k, v in e.to_row().items() if k not in EVENT_TURN_DROPPED_FIELDS}
+        for e in events
+        if e.turn_index == turn_index
+    ]
+
+
 def lhotse_supervision(
     turn: RenderedTurnRow,
     dialogue_custom: Mapping[str, Any],
@@ -158,11 +181,14 @@ def lhotse_supervision(
     language: str,
     channel: int,
     duration: float,
+    events: Sequence[TurnEventRow] = (),
 ) -> dict[str, Any]:
-    """One lhotse supervision dict: the turn's native fields, its other fields and
-    ``dialogue_custom`` (:func:`lhotse_dialogue_custom`) under ``custom``; the end is clipped
+    """One lhotse supervision dict: the turn's native fields, its other fields,
+    ``dialogue_custom`` (:func:`lhotse_dialogue_custom`) and the turn's ``turn_events``
+    (:func:`turn_events` of the dialogue's ``events``) under ``custom``; the end is clipped
     to the recording's ``duration``."""
     own = {k: v for k, v in turn.to_row().items() if k not in LHOTSE_TURN_NATIVE}
+    own["turn_events"] = turn_events(int(turn.turn_index), events)
     clash = sorted(set(own) & set(dialogue_custom))
     if clash:
         raise ManifestError(f"lhotse export: {clash} are both turn and dialogue columns")
@@ -183,7 +209,9 @@ def lhotse_supervision(
 
 def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dict[str, Any]]:
     """Recording dicts of a split; supervision lines go to ``sup_file`` as a side stream."""
+    walk = EventWalk(src / f"{EVENTS}.parquet")
     for row, turns in iter_dialogues_with_turns(src, split):
+        events = walk.take(row.dialogue_id)
         path = pulled_audio_path(src, row.audio_key, row.sha256)
         info = audio_info(path)
         duration = info.frames / info.sample_rate
@@ -195,7 +223,12 @@ def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dic
                 speakers.index(t.speaker) if info.channels == 2 and t.speaker in speakers else 0
             )
             sup = lhotse_supervision(
-                t, dialogue_custom, language=row.language, channel=channel, duration=duration
+                t,
+                dialogue_custom,
+                language=row.language,
+                channel=channel,
+                duration=duration,
+                events=events,
             )
             sup_file.write(json.dumps(sup, ensure_ascii=False, sort_keys=True) + "\n")
         yield {
@@ -238,6 +271,11 @@ HF_TURN_DROPPED_FIELDS = ("dialogue_id", "orig_start_s", "orig_end_s")
 _HF_TURN = pa.struct(
     [f for f in arrow_schema(RenderedTurnRow) if f.name not in HF_TURN_DROPPED_FIELDS]
 )
+#: Event fields the HF ``events`` list leaves out: the dialogue id (the row's own).
+HF_EVENT_DROPPED_FIELDS = ("dialogue_id",)
+_HF_EVENT = pa.struct(
+    [f for f in arrow_schema(TurnEventRow) if f.name not in HF_EVENT_DROPPED_FIELDS]
+)
 #: Release columns that only make sense inside a store or a pulled folder (the audio itself is
 #: embedded; the split is the file), and the bulky per-dialogue provenance JSON (in the pulled
 #: manifest). Every other dialogue column is exported as is, so a column added to the manifests
@@ -248,6 +286,11 @@ HF_DROPPED_COLUMNS = ("audio_path", "audio_key", "split", "provenance")
 def _hf_turn(turn: RenderedTurnRow) -> dict[str, Any]:
     values = turn.to_row()
     return {name: values[name] for name in _HF_TURN.names}
+
+
+def _hf_event(event: TurnEventRow) -> dict[str, Any]:
+    values = event.to_row()
+    return {name: values[name] for name in _HF_EVENT.names}
 
 
 def _hf_value(name: str, t: pa.DataType) -> dict[str, Any]:
@@ -271,6 +314,7 @@ def hf_schema(manifest: pa.Schema = RELEASE_DIALOGUE_SCHEMA) -> tuple[pa.Schema,
             ("audio", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
             *[(f.name, f.type) for f in columns],
             ("turns", pa.list_(_HF_TURN)),
+            ("events", pa.list_(_HF_EVENT)),
         ]
     )
     features: dict[str, Any] = {"audio": {"_type": "Audio"}}
@@ -278,6 +322,10 @@ def hf_schema(manifest: pa.Schema = RELEASE_DIALOGUE_SCHEMA) -> tuple[pa.Schema,
     features["turns"] = {
         "_type": "List",
         "feature": {f.name: _hf_value(f.name, f.type) for f in _HF_TURN},
+    }
+    features["events"] = {
+        "_type": "List",
+        "feature": {f.name: _hf_value(f.name, f.type) for f in _HF_EVENT},
     }
     return schema, features
 
@@ -377,7 +425,8 @@ def export_hf(
         schema, features = hf_schema()
         meta = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
         schema = schema.with_metadata(meta)
-        keep = [n for n in schema.names if n not in ("audio", "turns")]
+        keep = [n for n in schema.names if n not in ("audio", "turns", "events")]
+        walk = EventWalk(src / f"{EVENTS}.parquet")
         n_shards = max(1, math.ceil(total / shard_rows))
         rows = iter_dialogues_with_turns(src, split)
         for shard in range(n_shards):
@@ -390,6 +439,7 @@ def export_hf(
                         "audio": {"bytes": path.read_bytes(), "path": Path(path).name},
                         **{k: values[k] for k in keep},
                         "turns": [_hf_turn(t) for t in turns],
+                        "events": [_hf_event(e) for e in walk.take(row.dialogue_id)],
                     }
                 )
                 if len(batch) >= shard_rows:

@@ -6,6 +6,7 @@ releases/<id>/manifests/{train,val,test}.parquet   dialogue rows of one split
 releases/<id>/manifests/dialogues.parquet   all dialogue rows (+ split, audio_key)
 releases/<id>/manifests/turns.parquet       turn rows
 releases/<id>/manifests/rejections.parquet  what was dropped and why
+releases/<id>/manifests/events.parquet      turn-taking events per dialogue (release.events)
 releases/<id>/splits.{json,md}              split report
 releases/<id>/report/...                    card + plots (copied from the report folder)
 releases/<id>/stats/...                     stats.json of each rendered work directory
@@ -33,7 +34,7 @@ from duetflow.storage.base import Store
 RELEASES = "releases/"
 LATEST_KEY = "releases/LATEST"
 RELEASE_FORMAT = 1
-MANIFEST_NAMES = ("train", "val", "test", "dialogues", "turns", "rejections")
+MANIFEST_NAMES = ("train", "val", "test", "dialogues", "turns", "rejections", "events")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 

@@ -51,6 +51,7 @@ from duetflow.manifest import (
 from duetflow.model import Rejection, Stage, safe_id
 from duetflow.progress import Progress
 from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.release.events import EVENTS, stage_events
 from duetflow.release.layout import (
     LATEST_KEY,
     MANIFEST_NAMES,
@@ -421,6 +422,10 @@ def publish(
         staging = Path(tmp)
         by_licence: Counter[tuple[str, str]] = Counter()
         counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped, by_licence)
+        # trainers (issue 27): the turn-taking events of every dialogue, from its turns
+        counts[EVENTS] = stage_events(
+            staging / "turns.parquet", staging / f"{EVENTS}.parquet", cfg.turns
+        )
         digests = {
             name: sha256_file(staging / f"{name}.parquet")
             for name in ("dialogues", "turns", "rejections")
@@ -438,7 +443,7 @@ def publish(
         audio_objects = len(audio)
         pub.add_uploads(audio)
         del audio
-        for name in (*SPLITS, "dialogues", "turns", "rejections"):
+        for name in (*SPLITS, "dialogues", "turns", "rejections", EVENTS):
             pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
         pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
         pub.add_bytes(prefix + "splits.md", format_split_report(report_rows).encode())
@@ -471,6 +476,8 @@ def publish(
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
                 "window_config": cfg.window.model_dump(mode="json"),
+                # the settings the event table was classified with (issue 27)
+                "turns_config": cfg.turns.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
                 "counts": full_counts,
                 "licences": sorted({lic for lic, _ in by_licence}),

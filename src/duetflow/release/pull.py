@@ -4,6 +4,7 @@
 
     DEST/<split>.parquet      the split's dialogue rows, byte-identical to the published manifest
     DEST/turns.parquet        the turn rows of the splits pulled into DEST (join on dialogue_id)
+    DEST/events.parquet       their turn-taking events (release.events; join on dialogue_id)
     DEST/RELEASE.json         the release's record
     DEST/report/              the dataset card (README.md), the HTML report and its plots
     DEST/audio/<aa>/<sha256>.flac
@@ -43,7 +44,8 @@ from duetflow.errors import ConfigError, StorageError
 from duetflow.leftovers import remove_stale_temp_files, temp_file
 from duetflow.manifest import RENDERED_TURN_SCHEMA, TableWriter, iter_column, iter_records
 from duetflow.progress import Progress
-from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
+from duetflow.records import ReleaseDialogueRow, RenderedTurnRow, TurnEventRow
+from duetflow.release.events import EVENT_SCHEMA, EVENTS
 from duetflow.release.layout import (
     manifest_key,
     read_release_json,
@@ -88,6 +90,9 @@ class Release:
     info: Mapping[str, Any]
     splits: Mapping[str, pd.DataFrame] = field(default_factory=dict)
     turns: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the turn-taking events of the fetched dialogues (``events.parquet``; empty for a release
+    #: older than the event table)
+    events: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: the view fetched (empty: whole splits)
     where: ReleaseFilter = field(default_factory=ReleaseFilter)
 
@@ -165,6 +170,11 @@ def pull(
     else:
         fetched = int(_fetch(st, split_key, out / f"{split}.parquet", objects[split_key]))
     _pull_turns(st, turns_key, objects, out)
+    events_key = manifest_key(rid, EVENTS)
+    if events_key in objects:  # releases before issue 27 have no event table
+        _pull_turns(st, events_key, objects, out, EVENTS, TurnEventRow, EVENT_SCHEMA)
+    else:  # no stale events of another release beside these turns
+        (out / f"{EVENTS}.parquet").unlink(missing_ok=True)
     report = _pull_report(st, release_prefix(rid), objects, out)
     record = st.get_bytes(release_json_key(rid))
     if not (out / "RELEASE.json").is_file() or (out / "RELEASE.json").read_bytes() != record:
@@ -276,13 +286,22 @@ def pulled_audio_path(root: Path, audio_key: object, sha256: object) -> Path:
     return root.joinpath(*checked_audio_key(audio_key, sha256).split("/"))
 
 
-def _pull_turns(st: Store, key: str, objects: Mapping[str, str], out: Path) -> None:
-    """``out/turns.parquet``: the release's turn rows of the splits whose manifest is in ``out``.
+def _pull_turns(
+    st: Store,
+    key: str,
+    objects: Mapping[str, str],
+    out: Path,
+    name: str = "turns",
+    record: type[RenderedTurnRow] | type[TurnEventRow] = RenderedTurnRow,
+    schema: pa.Schema = RENDERED_TURN_SCHEMA,
+) -> None:
+    """``out/turns.parquet``: the release's turn rows of the splits whose manifest is in ``out``
+    (``name``/``record``/``schema``: another per-dialogue table the same way, the events).
 
     The published file is fetched (checksum-verified) to a temporary name, filtered by streaming
     row groups and deleted, so no other split's transcripts stay on disk.
     """
-    tmp = temp_file(out / ".turns.all")
+    tmp = temp_file(out / f".{name}.all")
     try:
         st.get_file(key, tmp, objects[key])
         wanted = {
@@ -291,8 +310,8 @@ def _pull_turns(st: Store, key: str, objects: Mapping[str, str], out: Path) -> N
             if (out / f"{s}.parquet").is_file()
             for did in iter_column(out / f"{s}.parquet", "dialogue_id")
         }
-        with TableWriter(out / "turns.parquet", RENDERED_TURN_SCHEMA, 8192) as w:
-            copy_rows(tmp, RenderedTurnRow, w, wanted, keep=True)
+        with TableWriter(out / f"{name}.parquet", schema, 8192) as w:
+            copy_rows(tmp, record, w, wanted, keep=True)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -355,6 +374,8 @@ def open_release(
         ]
         frames[split] = df
     turns = pd.read_parquet(root / "turns.parquet")
+    events_path = root / f"{EVENTS}.parquet"
+    events = pd.read_parquet(events_path) if events_path.is_file() else pd.DataFrame()
     info = read_release_json(st, rid)
     uri_of = f"{st.uri.rstrip('/')}/releases/{rid}"
-    return Release(rid, uri_of, root, info, frames, turns, view)
+    return Release(rid, uri_of, root, info, frames, turns, events, view)

@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duetflow.config import ReleaseConfig, RenderConfig, RunConfig, WindowConfig
+from duetflow.config import ReleaseConfig, RenderConfig, RunConfig, TurnsConfig, WindowConfig
 from duetflow.errors import DuetflowError, StorageError
 from duetflow.manifest import iter_column, iter_records, missing_columns
 from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
+from duetflow.release.events import EVENTS, event_problem
 from duetflow.release.layout import (
     manifest_key,
     object_index,
@@ -227,11 +228,41 @@ def _manifest_problems(
             problems.append(
                 Problem(skey, f"{len(ids)} rows, RELEASE.json says {counts.get(split)}")
             )
+    problems += _event_problems(store, rid, objects, local["turns"], doc, tmp)
     if counts.get("dialogues") != len(split_of):
         problems.append(
             Problem(dkey, f"{len(split_of)} rows, RELEASE.json says {counts.get('dialogues')}")
         )
     return problems
+
+
+def _event_problems(
+    store: Store,
+    rid: str,
+    objects: dict[str, dict[str, Any]],
+    turns: Path,
+    doc: dict[str, Any],
+    tmp: Path,
+) -> list[Problem]:
+    """The event table (when the release has one) is the one its turns give, classified with
+    the ``turns_config`` RELEASE.json records (issue 27)."""
+    key = manifest_key(rid, EVENTS)
+    if key not in objects:
+        return []
+    try:
+        turns_cfg = TurnsConfig.model_validate(doc.get("turns_config", {}))
+    except ValueError as e:
+        return [Problem(release_json_key(rid), f"turns_config: {e}")]
+    dest = tmp / f"{EVENTS}.parquet"
+    try:
+        store.get_file(key, dest, objects[key]["sha256"])
+    except DuetflowError as e:
+        return [Problem(key, str(e))]
+    try:
+        found = event_problem(turns, dest, turns_cfg, tmp / f"{EVENTS}.recomputed.parquet")
+    finally:
+        dest.unlink(missing_ok=True)
+    return [] if found is None else [Problem(key, f"not the events of the turns: {found}")]
 
 
 def validate_release(
