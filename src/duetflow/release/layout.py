@@ -38,8 +38,13 @@ MANIFEST_NAMES = ("train", "val", "test", "dialogues", "turns", "rejections", "e
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
+#: the columns a release adds right after ``sha256`` (the others it adds come last)
+AFTER_SHA256 = ("split", "audio_key")
+
+
 def _release_dialogue_schema() -> pa.Schema:
-    """:class:`ReleaseDialogueRow`'s columns, those it adds to the rendered row after sha256."""
+    """:class:`ReleaseDialogueRow`'s columns: split and audio key after sha256, the other
+    columns it adds to the rendered row at the end."""
     added = [
         f for f in arrow_schema(ReleaseDialogueRow) if f.name not in RENDERED_DIALOGUE_SCHEMA.names
     ]
@@ -47,8 +52,8 @@ def _release_dialogue_schema() -> pa.Schema:
     for f in RENDERED_DIALOGUE_SCHEMA:
         fields.append(f)
         if f.name == "sha256":
-            fields += added
-    return pa.schema(fields)
+            fields += [f for f in added if f.name in AFTER_SHA256]
+    return pa.schema(fields + [f for f in added if f.name not in AFTER_SHA256])
 
 
 #: Dialogue rows of a release (:class:`~duetflow.records.ReleaseDialogueRow`): the rendered
