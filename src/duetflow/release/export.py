@@ -14,8 +14,8 @@ walk instead of an index held in memory.
   ``{bytes, path}`` (the datasets ``Audio`` feature), every dialogue column of the release
   manifest but the store-internal ones (:data:`HF_DROPPED_COLUMNS`) and a ``turns`` list;
   ``<out>/README.md`` declares the splits and the licences, so ``datasets.load_dataset(str(out))``
-  works. Decoding the ``Audio`` feature inside datasets needs ``torchcodec``; without it, load
-  with ``Audio(decode=False)`` and decode the bytes with :func:`hf_decode` (soundfile).
+  works. :func:`load_hf` loads it ready to use: audio decoded through ``torchcodec`` where it
+  works, else ``Audio(decode=False)`` with :func:`hf_decode` (soundfile) to decode.
 
 A split without dialogues is left out of both exports (a 0-row file breaks the loaders). Gzip
 and Parquet output carry no timestamps: the same input gives the same bytes.
@@ -352,6 +352,42 @@ def hf_decode(audio: Mapping[str, Any]) -> tuple[np.ndarray, int]:
     return samples, int(sr)
 
 
+def torchcodec_decodes() -> bool:
+    """Whether ``datasets`` can decode audio here: ``torchcodec`` imports *and* loads its
+    native decoder (the PyPI wheel is linked against CUDA and fails to load next to a CPU
+    torch, or without FFmpeg's libraries, at first use rather than at ``import torchcodec``)."""
+    try:
+        from torchcodec.decoders import AudioDecoder
+
+        buf = io.BytesIO()
+        sf.write(buf, np.zeros(160, dtype=np.float32), 16000, format="FLAC")
+        AudioDecoder(buf.getvalue()).get_all_samples()
+    except Exception as e:  # ImportError, OSError (a missing .so), RuntimeError (FFmpeg)
+        log.debug("torchcodec cannot decode here: %s", e)
+        return False
+    return True
+
+
+def load_hf(dest: str | Path, *, decode: bool | None = None) -> Any:
+    """The HF export at ``dest`` as a ``datasets.DatasetDict`` ready to use.
+
+    ``decode=None`` (default): audio columns decode through ``torchcodec`` when it works here
+    (:func:`torchcodec_decodes`), else they are cast to ``Audio(decode=False)`` (``{"bytes",
+    "path"}`` values; decode one with :func:`hf_decode`, soundfile), so ``filter``/``map``/
+    indexing never hit torchcodec's ImportError. ``True``/``False`` force either view.
+    """
+    import datasets
+
+    ds = datasets.load_dataset(str(dest))
+    use = torchcodec_decodes() if decode is None else decode
+    if not use:
+        for split in ds:
+            for name, feature in ds[split].features.items():
+                if isinstance(feature, datasets.Audio):
+                    ds[split] = ds[split].cast_column(name, datasets.Audio(decode=False))
+    return ds
+
+
 def _hf_readme(pulled: Path, splits: Sequence[str], release_id: str | None) -> str:
     files = "\n".join(f"  - split: {s}\n    path: data/{s}-*" for s in splits)
     licences = _licence_counts(pulled, splits)
@@ -367,9 +403,13 @@ def _hf_readme(pulled: Path, splits: Sequence[str], release_id: str | None) -> s
         "every other column is the release manifest's (`corpus`, `category`, `licence`, "
         "`source_sample_rate`, ...). The full dataset card is `report/README.md` of the pulled "
         "release.\n\n"
-        "Decoding `audio` needs `torchcodec` (`pip install duetflow[export]`); without it, "
-        'load with `cast_column("audio", datasets.Audio(decode=False))` and decode the bytes '
-        "with `soundfile`.\n\n"
+        "Load it with `duetflow.release.export.load_hf(path)`: a `DatasetDict` whose audio "
+        "decodes through `torchcodec` where torchcodec works with your torch and FFmpeg, and "
+        "is otherwise left undecoded (`Audio(decode=False)`: `{bytes, path}`), decoded with "
+        '`soundfile` by `hf_decode(example["audio"])`. torchcodec is not part of '
+        "`duetflow[export]`: its PyPI wheel is built against CUDA and does not load next to a "
+        "CPU torch. Plain `datasets.load_dataset(path)` works too, but then reading `audio` "
+        "without torchcodec raises an ImportError; see docs/releases.md of duetflow.\n\n"
         "## Licences\n\nEach dialogue's licence is its `licence` column; dialogues per split:\n\n"
         + "\n".join(table)
         + "\n\n"
