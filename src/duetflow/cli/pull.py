@@ -36,8 +36,17 @@ from duetflow.config import load_config
     "--export",
     "exports",
     multiple=True,
-    type=click.Choice(["lhotse", "hf"]),
-    help="Also write lhotse manifests (DEST/lhotse) or a HF datasets layout (DEST/hf).",
+    type=click.Choice(["lhotse", "hf", "webdataset", "shar"]),
+    help="Also write lhotse manifests (DEST/lhotse), a HF datasets layout (DEST/hf), "
+    "WebDataset tar shards (DEST/shards/webdataset) or lhotse Shar (DEST/shards/shar); "
+    "repeatable.",
+)
+@click.option(
+    "--shard-size",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Dialogues per WebDataset / Shar shard.",
 )
 @click.option(
     "--category",
@@ -58,6 +67,7 @@ def command(
     splits: tuple[str, ...],
     dest: Path,
     exports: tuple[str, ...],
+    shard_size: int,
     categories: tuple[str, ...],
     languages: tuple[str, ...],
     corpora: tuple[str, ...],
@@ -100,3 +110,15 @@ def command(
 
         export_hf(dest, dest / "hf", splits)
         click.echo(f"HF datasets layout in {dest / 'hf'}")
+    if "webdataset" in exports:
+        from duetflow.release.shards import export_webdataset
+
+        wds = export_webdataset(dest, dest / "shards", splits, shard_size=shard_size)
+        click.echo(f"{len(wds)} WebDataset shard(s) in {dest / 'shards' / 'webdataset'}")
+    if "shar" in exports:
+        from duetflow.release.shards import export_shar
+
+        shar = export_shar(dest, dest / "shards", splits, shard_size=shard_size)
+        click.echo(f"{len(shar)} lhotse Shar file(s) in {dest / 'shards' / 'shar'}")
+    if {"webdataset", "shar"} & set(exports):
+        click.echo(f"shard checksums: {dest / 'shards' / 'SHARDS.json'}")
