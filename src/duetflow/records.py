@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Self, TypeVar, get_type_hints
 
@@ -130,6 +130,10 @@ class RenderedDialogueRow(_DialogueHead):
     # -- trainers (issue 16): licence and source sample rate per dialogue --
     licence: str  # SPDX id / LicenseRef- name / AND expression
     source_sample_rate: int  # Hz of the source audio before resampling
+    # -- trainers (issue 27): the two-channel file (A left, B right), null when mono only --
+    #: relative to the work directory (in a release: the store key, like ``audio_path``)
+    stereo_path: str | None = field(default=None, kw_only=True)
+    stereo_sha256: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -153,10 +157,14 @@ class ReleaseDialogueRow(RenderedDialogueRow):
     reference_speaker_b: str | None
 
     @classmethod
-    def released(cls, row: RenderedDialogueRow, split: str, audio_key: str) -> Self:
-        """``row`` as published: in ``split``, its audio at ``audio_key`` of the store."""
+    def released(
+        cls, row: RenderedDialogueRow, split: str, audio_key: str, stereo_key: str | None = None
+    ) -> Self:
+        """``row`` as published: in ``split``, its audio at ``audio_key`` of the store (its
+        two-channel file, if any, at ``stereo_key``)."""
         values = {f.name: getattr(row, f.name) for f in dataclasses.fields(RenderedDialogueRow)}
         values["audio_path"] = audio_key
+        values["stereo_path"] = stereo_key if row.stereo_sha256 else None
         cloned, ref_a, ref_b = ph_voice_facts(row)
         return cls(
             **values,

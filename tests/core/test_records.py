@@ -220,7 +220,7 @@ def test_hf_turn_fields_and_columns_follow_the_records() -> None:
     assert schema.field("turns").type.value_type.names == kept
     assert list(features["turns"]["feature"]) == kept
     dia = [n for n in RELEASE_DIALOGUE_SCHEMA.names if n not in export.HF_DROPPED_COLUMNS]
-    assert schema.names == ["audio", *dia, "turns", "events"]
+    assert schema.names == ["audio", export.HF_STEREO, *dia, "turns", "events"]
     event_fields = [f.name for f in arrow_schema(TurnEventRow)]
     kept_events = [n for n in event_fields if n not in export.HF_EVENT_DROPPED_FIELDS]
     assert schema.field("events").type.value_type.names == kept_events

@@ -144,6 +144,8 @@ LHOTSE_DIALOGUE_EXCLUDED = (
     "gap_ms_min",
     "gap_ms_max",
     "provenance",
+    "stereo_path",  # the two-channel file is its own recording (issue 27)
+    "stereo_sha256",
 )
 
 
@@ -207,12 +209,23 @@ def lhotse_supervision(
     }
 
 
-def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dict[str, Any]]:
-    """Recording dicts of a split; supervision lines go to ``sup_file`` as a side stream."""
+def _lhotse_recordings(
+    src: Path, split: str, sup_file: IO[str], stereo: bool = False
+) -> Iterator[dict[str, Any]]:
+    """Recording dicts of a split; supervision lines go to ``sup_file`` as a side stream.
+
+    ``stereo``: the two-channel files instead (dialogues without one are left out), each
+    supervision on its speaker's channel (A 0, B 1)."""
     walk = EventWalk(src / f"{EVENTS}.parquet")
     for row, turns in iter_dialogues_with_turns(src, split):
         events = walk.take(row.dialogue_id)
-        path = pulled_audio_path(src, row.audio_key, row.sha256)
+        if stereo and row.stereo_sha256 is None:
+            continue
+        path = (
+            pulled_audio_path(src, row.stereo_path, row.stereo_sha256)
+            if stereo
+            else pulled_audio_path(src, row.audio_key, row.sha256)
+        )
         info = audio_info(path)
         duration = info.frames / info.sample_rate
         channels = list(range(info.channels))
@@ -244,23 +257,34 @@ def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dic
 def export_lhotse(
     pulled: str | Path, out_dir: str | Path, splits: Sequence[str] | None = None
 ) -> dict[str, tuple[Path, Path]]:
-    """Write lhotse recordings + supervisions manifests per split; returns their paths."""
+    """Write lhotse recordings + supervisions manifests per split; returns their paths.
+
+    A split with two-channel files (issue 27) also gets ``duetflow_{recordings,
+    supervisions}_<split>_stereo.jsonl.gz``: one two-channel recording per such dialogue,
+    each supervision on its speaker's channel; returned under ``<split>_stereo``.
+    """
     src = Path(pulled).resolve()
     out = Path(out_dir)
     result: dict[str, tuple[Path, Path]] = {}
     for split in _non_empty(src, _present_splits(src, splits)):
-        rec_path = out / f"duetflow_recordings_{split}.jsonl.gz"
-        sup_path = out / f"duetflow_supervisions_{split}.jsonl.gz"
-        tmp_sup = out / f".duetflow_supervisions_{split}.jsonl"
-        out.mkdir(parents=True, exist_ok=True)
+        has_stereo = any(
+            v is not None for v in iter_column(src / f"{split}.parquet", "stereo_sha256")
+        )
+        for name, stereo in ((split, False), (f"{split}_stereo", True)):
+            if stereo and not has_stereo:
+                continue
+            rec_path = out / f"duetflow_recordings_{name}.jsonl.gz"
+            sup_path = out / f"duetflow_supervisions_{name}.jsonl.gz"
+            tmp_sup = out / f".duetflow_supervisions_{name}.jsonl"
+            out.mkdir(parents=True, exist_ok=True)
 
-        with open(tmp_sup, "w", encoding="utf-8") as sup_file:
-            _gzip_jsonl(rec_path, _lhotse_recordings(src, split, sup_file))
-        with open(tmp_sup, encoding="utf-8") as f:
-            _gzip_jsonl(sup_path, (json.loads(line) for line in f))
-        tmp_sup.unlink()
-        result[split] = (rec_path, sup_path)
-        log.info("lhotse manifests for %s written to %s", split, out)
+            with open(tmp_sup, "w", encoding="utf-8") as sup_file:
+                _gzip_jsonl(rec_path, _lhotse_recordings(src, split, sup_file, stereo))
+            with open(tmp_sup, encoding="utf-8") as f:
+                _gzip_jsonl(sup_path, (json.loads(line) for line in f))
+            tmp_sup.unlink()
+            result[name] = (rec_path, sup_path)
+            log.info("lhotse manifests for %s written to %s", name, out)
     return result
 
 
@@ -280,12 +304,22 @@ _HF_EVENT = pa.struct(
 #: embedded; the split is the file), and the bulky per-dialogue provenance JSON (in the pulled
 #: manifest). Every other dialogue column is exported as is, so a column added to the manifests
 #: reaches the HF layout without touching this module.
-HF_DROPPED_COLUMNS = ("audio_path", "audio_key", "split", "provenance")
+HF_DROPPED_COLUMNS = ("audio_path", "audio_key", "split", "provenance", "stereo_path")
+#: The HF column of the two-channel file (issue 27; null for a dialogue without one).
+HF_STEREO = "audio_stereo"
 
 
 def _hf_turn(turn: RenderedTurnRow) -> dict[str, Any]:
     values = turn.to_row()
     return {name: values[name] for name in _HF_TURN.names}
+
+
+def _hf_stereo(src: Path, row: ReleaseDialogueRow) -> dict[str, Any] | None:
+    """The ``audio_stereo`` value of a row: its two-channel FLAC, or None (mono only)."""
+    if row.stereo_sha256 is None:
+        return None
+    path = pulled_audio_path(src, row.stereo_path, row.stereo_sha256)
+    return {"bytes": path.read_bytes(), "path": path.name}
 
 
 def _hf_event(event: TurnEventRow) -> dict[str, Any]:
@@ -312,12 +346,13 @@ def hf_schema(manifest: pa.Schema = RELEASE_DIALOGUE_SCHEMA) -> tuple[pa.Schema,
     schema = pa.schema(
         [
             ("audio", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+            (HF_STEREO, pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
             *[(f.name, f.type) for f in columns],
             ("turns", pa.list_(_HF_TURN)),
             ("events", pa.list_(_HF_EVENT)),
         ]
     )
-    features: dict[str, Any] = {"audio": {"_type": "Audio"}}
+    features: dict[str, Any] = {"audio": {"_type": "Audio"}, HF_STEREO: {"_type": "Audio"}}
     features.update({f.name: _hf_value(f.name, f.type) for f in columns})
     features["turns"] = {
         "_type": "List",
@@ -399,7 +434,9 @@ def _hf_readme(pulled: Path, splits: Sequence[str], release_id: str | None) -> s
         f"---\nlicense: {hf_licence(licences)}\nconfigs:\n- config_name: default\n"
         "  data_files:\n" + files + "\n---\n\n"
         f"# {title} (Hugging Face datasets layout)\n\n"
-        "Two-speaker dialogues: `audio` holds the FLAC bytes, `turns` the rendered turn timing, "
+        "Two-speaker dialogues: `audio` holds the FLAC bytes, `audio_stereo` the two-channel file "
+        "(speaker A left, B right; null where the source is a mono mix or the release was "
+        "rendered mono), `turns` the rendered turn timing, `events` the turn-taking events, "
         "every other column is the release manifest's (`corpus`, `category`, `licence`, "
         "`source_sample_rate`, ...). The full dataset card is `report/README.md` of the pulled "
         "release.\n\n"
@@ -465,7 +502,7 @@ def export_hf(
         schema, features = hf_schema()
         meta = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
         schema = schema.with_metadata(meta)
-        keep = [n for n in schema.names if n not in ("audio", "turns", "events")]
+        keep = [n for n in schema.names if n not in ("audio", HF_STEREO, "turns", "events")]
         walk = EventWalk(src / f"{EVENTS}.parquet")
         n_shards = max(1, math.ceil(total / shard_rows))
         rows = iter_dialogues_with_turns(src, split)
@@ -477,6 +514,7 @@ def export_hf(
                 batch.append(
                     {
                         "audio": {"bytes": path.read_bytes(), "path": Path(path).name},
+                        HF_STEREO: _hf_stereo(src, row),
                         **{k: values[k] for k in keep},
                         "turns": [_hf_turn(t) for t in turns],
                         "events": [_hf_event(e) for e in walk.take(row.dialogue_id)],

@@ -293,7 +293,15 @@ def _stage_manifests(
                 if key not in uploads:
                     path = os.path.join(wd, rec.audio_path)
                     uploads[key] = _Upload(key, path, rec.sha256, os.stat(path).st_size)
-                out = ReleaseDialogueRow.released(rec, splits[did], key).to_row()
+                skey = None  # issue 27: the two-channel file, content-addressed like the mix
+                if rec.stereo_path and rec.stereo_sha256:
+                    sext = PurePosixPath(rec.stereo_path).suffix.lstrip(".") or "flac"
+                    skey = audio_key(rec.stereo_sha256, sext)
+                    if skey not in uploads:
+                        spath = os.path.join(wd, rec.stereo_path)
+                        size = os.stat(spath).st_size
+                        uploads[skey] = _Upload(skey, spath, rec.stereo_sha256, size)
+                out = ReleaseDialogueRow.released(rec, splits[did], key, skey).to_row()
                 licences[(rec.licence or UNDECLARED, splits[did])] += 1
                 writers["dialogues"].write([out])
                 writers[splits[did]].write([out])

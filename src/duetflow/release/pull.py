@@ -256,9 +256,17 @@ def _split_audio(uri: str, manifest: Path) -> Iterator[tuple[str, str, str]]:
     for row in iter_records(manifest, ReleaseDialogueRow):
         try:
             key = checked_audio_key(row.audio_key, row.sha256)
+            # issue 27: the two-channel file, when the dialogue has one, is fetched the same way
+            stereo = (
+                checked_audio_key(row.stereo_path, row.stereo_sha256)
+                if row.stereo_path is not None or row.stereo_sha256 is not None
+                else None
+            )
         except StorageError as e:
             raise StorageError(f"{uri}: dialogue {row.dialogue_id}: {e}") from None
         yield key, row.sha256, row.dialogue_id
+        if stereo is not None and row.stereo_sha256 is not None:
+            yield stereo, row.stereo_sha256, row.dialogue_id
 
 
 def _audio_jobs(uri: str, rid: str, manifest: Path, doc: Mapping[str, Any]) -> dict[str, str]:

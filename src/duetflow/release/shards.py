@@ -4,7 +4,8 @@ Both read a folder laid out by :func:`duetflow.release.pull.pull`, dialogue by d
 write shards of at most ``shard_size`` dialogues that stream without unpacking:
 
 * **WebDataset** (:func:`export_webdataset`): ``<out>/webdataset/<split>-NNNNNN.tar``, one
-  sample per dialogue: ``<key>.flac`` (the pulled FLAC, byte for byte) and ``<key>.json`` (the
+  sample per dialogue: ``<key>.flac`` (the pulled FLAC, byte for byte; ``<key>.stereo.flac``
+  the two-channel file where the dialogue has one) and ``<key>.json`` (the
   dialogue's columns as in the HF export — every release column but
   :data:`~duetflow.release.export.HF_DROPPED_COLUMNS` — with its ``turns`` and ``events``).
   ``<key>`` is the dialogue id with characters WebDataset would split on replaced
@@ -79,8 +80,9 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def _samples(src: Path, split: str) -> Iterator[tuple[str, bytes, dict[str, Any]]]:
-    """(key, FLAC bytes, JSON record) of each dialogue of a pulled split, in manifest order."""
+def _samples(src: Path, split: str) -> Iterator[tuple[str, bytes, bytes | None, dict[str, Any]]]:
+    """(key, FLAC bytes, two-channel FLAC bytes or None, JSON record) of each dialogue of a
+    pulled split, in manifest order."""
     walk = EventWalk(src / f"{EVENTS}.parquet")
     seen: set[str] = set()
     for row, turns in iter_dialogues_with_turns(src, split):
@@ -92,7 +94,12 @@ def _samples(src: Path, split: str) -> Iterator[tuple[str, bytes, dict[str, Any]
         values["turns"] = [_hf_turn(t) for t in turns]
         values["events"] = [_hf_event(e) for e in walk.take(row.dialogue_id)]
         audio = pulled_audio_path(src, row.audio_key, row.sha256).read_bytes()
-        yield key, audio, values
+        stereo = (
+            pulled_audio_path(src, row.stereo_path, row.stereo_sha256).read_bytes()
+            if row.stereo_sha256 is not None
+            else None
+        )
+        yield key, audio, stereo, values
 
 
 def export_webdataset(
@@ -121,10 +128,12 @@ def export_webdataset(
             tmp = folder / f".{final.name}.{os.getpid()}.tmp"
             n = 0
             with open(tmp, "wb") as raw, tarfile.open(fileobj=raw, mode="w") as tar:
-                for key, audio, record in itertools.chain(
+                for key, audio, stereo, record in itertools.chain(
                     [first], itertools.islice(samples, shard_size - 1)
                 ):
                     _add(tar, f"{key}.flac", audio)
+                    if stereo is not None:  # issue 27: A left, B right
+                        _add(tar, f"{key}.stereo.flac", stereo)
                     blob = json.dumps(record, ensure_ascii=False, sort_keys=True).encode()
                     _add(tar, f"{key}.json", blob)
                     n += 1

@@ -205,6 +205,13 @@ def _manifest_problems(
             problems.append(Problem(row.audio_key, f"audio of {did} not listed in RELEASE.json"))
         elif obj["sha256"] != row.sha256:
             problems.append(Problem(row.audio_key, f"audio of {did}: sha256 differs"))
+        if row.stereo_path is not None or row.stereo_sha256 is not None:  # issue 27
+            sobj = objects.get(str(row.stereo_path))
+            if sobj is None or sobj["sha256"] != row.stereo_sha256:
+                problems.append(
+                    Problem(str(row.stereo_path), f"two-channel audio of {did} not listed "
+                            f"in RELEASE.json with sha256 {row.stereo_sha256}")
+                )  # fmt: skip
         items.append(SplitItem.of(row))
     problems += [Problem(dkey, f"leakage: {p}") for p in leakage_problems(items, split_of)]
     groups = group_keys(items, cfg.release.group_by)
