@@ -6,6 +6,7 @@ releases/<id>/manifests/{train,val,test}.parquet   dialogue rows of one split
 releases/<id>/manifests/dialogues.parquet   all dialogue rows (+ split, audio_key)
 releases/<id>/manifests/turns.parquet       turn rows
 releases/<id>/manifests/rejections.parquet  what was dropped and why
+releases/<id>/manifests/events.parquet      turn-taking events per dialogue (release.events)
 releases/<id>/splits.{json,md}              split report
 releases/<id>/report/...                    card + plots (copied from the report folder)
 releases/<id>/stats/...                     stats.json of each rendered work directory
@@ -33,13 +34,18 @@ from duetflow.storage.base import Store
 RELEASES = "releases/"
 LATEST_KEY = "releases/LATEST"
 RELEASE_FORMAT = 1
-MANIFEST_NAMES = ("train", "val", "test", "dialogues", "turns", "rejections")
+MANIFEST_NAMES = ("train", "val", "test", "dialogues", "turns", "rejections", "events")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
+#: the columns a release adds right after ``sha256`` (the others it adds come last)
+AFTER_SHA256 = ("split", "audio_key")
+
+
 def _release_dialogue_schema() -> pa.Schema:
-    """:class:`ReleaseDialogueRow`'s columns, those it adds to the rendered row after sha256."""
+    """:class:`ReleaseDialogueRow`'s columns: split and audio key after sha256, the other
+    columns it adds to the rendered row at the end."""
     added = [
         f for f in arrow_schema(ReleaseDialogueRow) if f.name not in RENDERED_DIALOGUE_SCHEMA.names
     ]
@@ -47,8 +53,8 @@ def _release_dialogue_schema() -> pa.Schema:
     for f in RENDERED_DIALOGUE_SCHEMA:
         fields.append(f)
         if f.name == "sha256":
-            fields += added
-    return pa.schema(fields)
+            fields += [f for f in added if f.name in AFTER_SHA256]
+    return pa.schema(fields + [f for f in added if f.name not in AFTER_SHA256])
 
 
 #: Dialogue rows of a release (:class:`~duetflow.records.ReleaseDialogueRow`): the rendered

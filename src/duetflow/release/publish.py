@@ -52,6 +52,7 @@ from duetflow.manifest import (
 from duetflow.model import Rejection, Stage, safe_id
 from duetflow.progress import Progress
 from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.release.events import EVENTS, stage_events
 from duetflow.release.layout import (
     LATEST_KEY,
     MANIFEST_NAMES,
@@ -297,7 +298,15 @@ def _stage_manifests(
                 if key not in uploads:
                     path = os.path.join(wd, rec.audio_path)
                     uploads[key] = _Upload(key, path, rec.sha256, os.stat(path).st_size)
-                out = ReleaseDialogueRow.released(rec, splits[did], key).to_row()
+                skey = None  # issue 27: the two-channel file, content-addressed like the mix
+                if rec.stereo_path and rec.stereo_sha256:
+                    sext = PurePosixPath(rec.stereo_path).suffix.lstrip(".") or "flac"
+                    skey = audio_key(rec.stereo_sha256, sext)
+                    if skey not in uploads:
+                        spath = os.path.join(wd, rec.stereo_path)
+                        size = os.stat(spath).st_size
+                        uploads[skey] = _Upload(skey, spath, rec.stereo_sha256, size)
+                out = ReleaseDialogueRow.released(rec, splits[did], key, skey).to_row()
                 licences[(rec.licence or UNDECLARED, splits[did])] += 1
                 writers["dialogues"].write([out])
                 writers[splits[did]].write([out])
@@ -427,6 +436,10 @@ def publish(
         staging = Path(tmp)
         by_licence: Counter[tuple[str, str]] = Counter()
         counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped, by_licence)
+        # trainers (issue 27): the turn-taking events of every dialogue, from its turns
+        counts[EVENTS] = stage_events(
+            staging / "turns.parquet", staging / f"{EVENTS}.parquet", cfg.turns
+        )
         digests = {
             name: sha256_file(staging / f"{name}.parquet")
             for name in ("dialogues", "turns", "rejections")
@@ -444,7 +457,7 @@ def publish(
         audio_objects = len(audio)
         pub.add_uploads(audio)
         del audio
-        for name in (*SPLITS, "dialogues", "turns", "rejections"):
+        for name in (*SPLITS, "dialogues", "turns", "rejections", EVENTS):
             pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
         pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
         pub.add_bytes(prefix + "splits.md", format_split_report(report_rows).encode())
@@ -481,6 +494,8 @@ def publish(
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
                 "window_config": cfg.window.model_dump(mode="json"),
+                # the settings the event table was classified with (issue 27)
+                "turns_config": cfg.turns.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
                 "counts": full_counts,
                 "licences": sorted({lic for lic, _ in by_licence}),

@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 
 from duetflow.licences import hf_licence
-from duetflow.report.data import ReportData
+from duetflow.report.collect import LICENCES
+from duetflow.report.data import PhStats, ReportData
 from duetflow.report.tables import (
     DIST_ORDER,
     DISTRIBUTION_FIGURES,
@@ -122,6 +123,25 @@ def _md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None =
     return "\n".join(out)
 
 
+def _backend_name(key: str) -> str:
+    return LICENCES[key][0] if key in LICENCES else key
+
+
+def ph_wording(ph: PhStats) -> str:
+    """What the card calls the PH dialogues, from what the release's PH provenance says:
+    "voice-cloned" only for dialogues a cloning backend made, else the backends by name
+    (issue 27: the default eSpeak NG clones nothing)."""
+    if ph.dialogues == 0:
+        return "no pseudo-human (PH)"
+    backends = ", ".join(f"{_backend_name(k)}: {n}" for k, n in ph.backends.items())
+    cloned = ph.cloning.get("cloned", 0)
+    if cloned == ph.dialogues:
+        return f"pseudo-human voice-cloned TTS (PH; {backends})"
+    if cloned == 0:
+        return f"pseudo-human TTS (PH, not voice-cloned; {backends})"
+    return f"pseudo-human TTS (PH; {cloned} of {ph.dialogues} voice-cloned; {backends})"
+
+
 def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     """A Markdown dataset card; ``plot_files`` maps plot names to paths relative to the card."""
 
@@ -146,7 +166,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         f"# {md_text(data.title)}",
         "",
         "Two-speaker dialogue audio for spoken-dialogue systems: human-human (HH),"
-        " human-machine (HM) and pseudo-human voice-cloned TTS (PH) dialogues of 20–60 s,"
+        f" human-machine (HM) and {ph_wording(data.ph)} dialogues of 20–60 s,"
         " inter-turn gaps re-timed and both speakers loudness-balanced.",
         "",
         "- Categories: "
@@ -214,6 +234,8 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         f"{ph.dialogues} PH dialogue(s).",
         "",
         _md_table([{"backend": k, "dialogues": v} for k, v in ph.backends.items()]),
+        "",
+        _md_table([{"voice cloning": k, "dialogues": v} for k, v in ph.cloning.items()]),
         "",
         _md_table([dist_row(ph.similarity)]),
         "",
