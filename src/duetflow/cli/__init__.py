@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "validate",
     "pull",
     "report",
+    "audit",
     "run",
     "server",
     "demo",
