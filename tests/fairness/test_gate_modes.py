@@ -19,6 +19,7 @@ from duetflow.config import RunConfig
 from duetflow.fairness.gate import CueParityError
 from duetflow.release.layout import list_releases, release_json_key
 from duetflow.release.publish import publish
+from duetflow.report import build_report, release_report
 from duetflow.storage import open_store, sha256_file
 
 N = 8
@@ -48,7 +49,7 @@ def test_off_audits_nothing(tmp_path: Path) -> None:
 
 def test_warn_publishes_and_names_the_failing_cues(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    info = publish(_workdirs(tmp_path, 30.0), str(store), _cfg("warn"))
+    info = publish(_workdirs(tmp_path, 30.0), str(store), _cfg("warn"), report=release_report)
     assert any("en HH-PH: duration_s" in line for line in info.cue_parity), info.cue_parity
     rel = store / "releases" / info.release_id
     doc = json.loads((rel / "RELEASE.json").read_text())
@@ -64,7 +65,13 @@ def test_warn_publishes_and_names_the_failing_cues(tmp_path: Path) -> None:
     assert {f["cue"] for f in summary["verdict"]["failures"]} >= {"duration_s"}
     # the report shows the table and names the failing cue
     card = (rel / "report" / "README.md").read_text()
-    assert "## Cue parity" in card and "duration_s" in card
+    assert "## Cue parity" in card and "cue parity FAILS: en HH-PH: duration_s" in card
+    assert (rel / "report" / "plots" / "cues.png").is_file()
+    # a report drawn later from the release folder reads the same table back
+    again = build_report(rel, tmp_path / "again", audio_sample=0)
+    assert again.data.cue_audit is not None
+    assert "duration_s" in again.data.cue_audit.verdict.failing_cues()
+    assert "cue-parity" in again.html.read_text()
 
 
 def test_fail_refuses_the_release(tmp_path: Path) -> None:
