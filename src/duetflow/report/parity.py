@@ -55,8 +55,9 @@ def verdict_lines(result: AuditResult | None) -> list[str]:
     """The gate's verdict as sentences (the audit off: one sentence saying so)."""
     if result is None:
         return [
-            "Cue audit off (release.cue_parity: off): nothing checks that the pipeline's cues "
-            "do not tell the categories apart (docs/fairness.md)."
+            "No cue audit in these inputs (release.cue_parity: off, or work directories): "
+            "nothing here checks that the pipeline's cues do not tell the categories apart; "
+            "run `duetflow audit` (docs/fairness.md)."
         ]
     v = result.verdict
     head = f"Gate release.cue_parity: {v.mode} — " + (
