@@ -38,6 +38,7 @@ def test_same_material_shows_no_separation(side_a, same_b) -> None:
     (pair,) = pairs
     assert pair.judged and pair.pair == "HH-PH"
     assert verdict.passed, verdict.lines()
+    assert "passes (1 pair(s) judged)" in verdict.headline()
     assert not any(c.separates for c in pair.cues if c.gated)
     assert pair.classifier is not None
     assert pair.classifier.accuracy <= TH.max_accuracy or pair.classifier.p_permutation >= 0.05
@@ -91,6 +92,7 @@ def test_too_few_dialogues_is_said_and_gates_nothing(side_a) -> None:
     assert not pair.judged
     assert "too few dialogues to judge (PH 3 < 8)" in pair.note
     assert verdict.passed and verdict.unjudged == (f"en HH-PH: {pair.note}",)
+    assert "nothing judged" in verdict.headline()  # never "passes" when nothing was judged
 
 
 def test_pairs_per_language_and_conversation_cues(side_a) -> None:

@@ -10,7 +10,7 @@ declaration); :func:`evaluate` applies them to judged pairs only.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from duetflow.config.release import CueThresholds
@@ -46,10 +46,21 @@ class ParityVerdict:
     mode: str
     failures: tuple[CueFailure, ...]
     unjudged: tuple[str, ...]  # "<language> <pair>: <why>"
+    judged: int = 0  # pairs judged
 
     @property
     def passed(self) -> bool:
         return not self.failures
+
+    def headline(self) -> str:
+        """One sentence: fails, passes, or could not judge."""
+        head = f"Gate release.cue_parity: {self.mode} — "
+        if self.failures:
+            return head + f"{len(self.failures)} failing check(s)."
+        if not self.judged:
+            return head + "nothing judged (every pair has too few dialogues)."
+        tail = f"; {len(self.unjudged)} not judged" if self.unjudged else ""
+        return head + f"passes ({self.judged} pair(s) judged{tail})."
 
     def failing_cues(self) -> tuple[str, ...]:
         """Names of the failing cues (and ``classifier``), each once, in table order."""
@@ -78,7 +89,7 @@ def _fmt_d(d: float) -> str:
 
 
 def evaluate(
-    pairs: Iterable[PairAudit], thresholds: CueThresholds, mode: str = "warn"
+    pairs: Sequence[PairAudit], thresholds: CueThresholds, mode: str = "warn"
 ) -> ParityVerdict:
     """Apply the thresholds to every judged pair (module docstring)."""
     check_cue_names(thresholds)
@@ -114,7 +125,8 @@ def evaluate(
                     f"permutation p={k.p_permutation:.3g}",
                 )
             )
-    return ParityVerdict(mode, tuple(failures), tuple(unjudged))
+    judged = sum(1 for p in pairs if p.judged)
+    return ParityVerdict(mode, tuple(failures), tuple(unjudged), judged)
 
 
 def audit(

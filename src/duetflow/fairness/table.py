@@ -171,8 +171,7 @@ def format_pairs(pairs: Sequence[PairAudit], verdict: ParityVerdict) -> str:
         "",
         markdown_table(cue_rows(pairs)),
         "",
-        f"Gate (release.cue_parity: {verdict.mode}): "
-        + ("passes" if verdict.passed else f"{len(verdict.failures)} failing check(s)"),
+        verdict.headline(),
     ]
     lines += [f"- {line}" for line in verdict.lines()]
     return "\n".join(lines) + "\n"

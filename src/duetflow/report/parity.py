@@ -60,10 +60,7 @@ def verdict_lines(result: AuditResult | None) -> list[str]:
             "run `duetflow audit` (docs/fairness.md)."
         ]
     v = result.verdict
-    head = f"Gate release.cue_parity: {v.mode} — " + (
-        "passes." if v.passed else f"{len(v.failures)} failing check(s)."
-    )
-    return [head, *v.lines(), *(f"not measured: {e}" for e in result.errors)]
+    return [v.headline(), *v.lines(), *(f"not measured: {e}" for e in result.errors)]
 
 
 def cue_plot(result: AuditResult | None) -> Plot | None:
