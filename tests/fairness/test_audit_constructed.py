@@ -189,3 +189,12 @@ def test_one_dialogue_with_planted_plant_differs_only_where_planted() -> None:
     c0, c1 = _measure(x0, t0), _measure(x1, t1)
     assert c1.floor_dbfs - c0.floor_dbfs == pytest.approx(6.0, abs=0.05)
     assert c1.lead_in_s == c0.lead_in_s and c1.gap_mean_ms == c0.gap_mean_ms
+
+
+def test_audit_is_the_same_bytes_whatever_the_row_order(side_a, same_b) -> None:
+    from duetflow.fairness.table import summary_bytes
+
+    rows = side_a + same_b
+    once = summary_bytes(*audit(rows, TH))
+    assert summary_bytes(*audit(rows[::-1], TH)) == once
+    assert summary_bytes(*audit(rows, TH)) == once  # seeded: the same draws every time

@@ -19,6 +19,7 @@ from duetflow.config import RunConfig
 from duetflow.fairness.gate import CueParityError
 from duetflow.release.layout import list_releases, release_json_key
 from duetflow.release.publish import publish
+from duetflow.release.pull import pull
 from duetflow.report import build_report, release_report
 from duetflow.storage import open_store, sha256_file
 
@@ -104,3 +105,13 @@ def test_publish_and_audit_commands_print_the_failing_cue(tmp_path: Path) -> Non
     assert "| en | HH-PH | 8/8 |" in res.output and "duration_s" in res.output
     with pytest.raises(CueParityError):
         CliRunner().invoke(main, ["audit", str(store), "--mode", "fail"], catch_exceptions=False)
+    # a folder made by `duetflow pull` (every split pulled into it) gives the same table
+    dest = tmp_path / "pulled"
+    for split in ("train", "val", "test"):
+        pull(str(store), "latest", split, dest)
+    again = CliRunner().invoke(main, ["audit", str(dest)], catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    table = [line for line in res.output.splitlines() if line.startswith("| en | HH-PH")]
+    assert table and table == [
+        line for line in again.output.splitlines() if line.startswith("| en | HH-PH")
+    ]

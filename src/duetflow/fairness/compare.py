@@ -319,9 +319,13 @@ def compare_pair(
 def compare_all(
     rows: Iterable[DialogueCues], *, seed: int = 0, min_per_side: int
 ) -> tuple[PairAudit, ...]:
-    """Every language's category pairs, in language then category order."""
+    """Every language's category pairs, in language then category order.
+
+    Each side is taken in dialogue-id order: the audit of a release does not depend on the
+    order its rows were read in (a pulled folder, a store, work directories).
+    """
     groups: dict[tuple[str, str], list[DialogueCues]] = {}
-    for r in rows:
+    for r in sorted(rows, key=lambda r: r.dialogue_id):
         groups.setdefault((r.language, r.category), []).append(r)
     out = []
     for lang in sorted({lang for lang, _ in groups}):
