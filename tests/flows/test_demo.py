@@ -20,7 +20,7 @@ def test_demo_builds_a_validated_release_and_reruns_from_cache(
     tmp_path: Path, prefect_server: dict[str, str]
 ) -> None:
     out = tmp_path / "demo"
-    cmd = [DUETFLOW, "demo", "--out", str(out), "--no-progress"]
+    cmd = [DUETFLOW, "demo", "--dest", str(out), "--no-progress"]
     first = subprocess.run(
         cmd, env=prefect_server, capture_output=True, text=True, timeout=900, check=False
     )

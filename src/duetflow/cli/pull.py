@@ -14,7 +14,10 @@ from duetflow.cli.options import (
     store_option,
 )
 from duetflow.cli.progress import progress_bars
-from duetflow.config import load_config
+from duetflow.config import ReleaseConfig, load_config
+
+#: the config's built-in store, relative to wherever the command runs: never used silently
+DEMO_STORE = str(ReleaseConfig.model_fields["store"].default)
 
 
 @click.command("pull")
@@ -57,6 +60,13 @@ def command(
     from duetflow.release.pull import pull
 
     cfg = load_config(config_path)
+    if store is None and "store" not in cfg.release.model_fields_set:
+        # the built-in default (./duetflow-demo/store) means another folder in every directory
+        hint = f" (e.g. --store {DEMO_STORE})" if Path(DEMO_STORE).is_dir() else ""
+        raise click.UsageError(
+            "which store? pass --store (a path, file:// or s3:// URI) or -c CONFIG whose "
+            f"release.store names it{hint}"
+        )
     uri = store or cfg.release.store
     report = None
     with progress_bars(progress_enabled(progress)):

@@ -145,6 +145,15 @@ class ScriptsConfig(_Section):
         SCRIPT_SPEECH_S[1], gt=0, description="generated scripts: seconds of speech, at most"
     )
     min_lines: int = Field(4, ge=2)
+    dedup_threshold: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="merge generated scripts of one topic at least this similar (None: keep all)",
+    )
+    dedup_method: Literal["tfidf", "edit"] = Field(
+        "tfidf", description="similarity of near-duplicates: TF-IDF cosine or edit similarity"
+    )
 
     @model_validator(mode="after")
     def _order(self) -> ScriptsConfig:

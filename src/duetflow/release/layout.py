@@ -88,12 +88,14 @@ def require_store(store: Store) -> None:
     """Raise StorageError when a local store's folder does not exist (a reader's typo).
 
     Readers (``releases list``, ``pull``, ``validate``) must not report an empty store for a
-    path that is not there. S3 reports a missing bucket on its own.
+    path that is not there, nor "no release published yet" for an S3 bucket that does not exist
+    (:meth:`~duetflow.storage.base.Store.check_ready`).
     """
     from duetflow.storage.local import LocalStore
 
     if isinstance(store, LocalStore) and not store.root.is_dir():
         raise StorageError(f"{store.uri}: no such store (the folder {store.root} does not exist)")
+    store.check_ready()
 
 
 def list_releases(store: Store) -> list[str]:

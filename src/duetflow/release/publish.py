@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 
 from duetflow._version import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
+from duetflow.design import DesignReport, DesignTally, design_json, format_design_report
 from duetflow.errors import ManifestError, StorageError
 from duetflow.fairness.audit import AuditResult, audit_workdirs, write_audit
 from duetflow.fairness.gate import enforce
@@ -75,6 +76,7 @@ from duetflow.release.splits import (
     format_split_report,
     plan_splits,
     split_report,
+    surplus_reason,
 )
 from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
 from duetflow.schemas.tables import SPLITS
@@ -95,6 +97,9 @@ class ReleaseInfo:
     counts: Mapping[str, Any] = field(default_factory=dict)
     uploaded_objects: int = 0
     skipped_objects: int = 0
+    #: the design contract's problems (missing, short, over-full cells; opening lines), when
+    #: the config declares a design (``design.md`` / ``design.json`` of the release)
+    design_problems: tuple[str, ...] = ()
     #: the cue-parity gate's lines (failing cues, pairs not judged); empty when it is off
     cue_parity: tuple[str, ...] = ()
 
@@ -311,7 +316,7 @@ def _stage_manifests(
                 rejections.write([rejection_to_row(rej)])
         rejections.write(
             rejection_to_row(
-                Rejection(did, Stage.PUBLISH, "test_balance_surplus", detail, corpus="")
+                Rejection(did, Stage.PUBLISH, surplus_reason(detail), detail, corpus="")
             )
             for did, detail in sorted(dropped.items())
         )
@@ -411,6 +416,8 @@ def publish(
     wds = [Path(w) for w in workdirs]
     if not wds:
         raise ManifestError("publish: no work directory given")
+    st = store or open_store(store_uri, cfg.release)
+    st.check_ready()  # a missing bucket fails here, before any validation or upload
     _validate_all(wds, cfg)
     items = _split_items(wds)
     plan = plan_splits(items, cfg.release)
@@ -423,7 +430,6 @@ def publish(
             by_cat[split][it.category] = by_cat[split].get(it.category, 0) + 1
     del items
     parity = _cue_parity(wds, cfg, plan.dropped)  # refuses a failing release before any upload
-    st = store or open_store(store_uri, cfg.release)
     pub = _Publisher(st, workers)
     st.remove_stale_temporaries()  # what a killed publish left (never a live writer's)
     remove_stale_staging(_STAGING)
@@ -453,6 +459,10 @@ def publish(
             pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
         pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
         pub.add_bytes(prefix + "splits.md", format_split_report(report_rows).encode())
+        design = _design_report(wds, plan.dropped, cfg) if cfg.design.declared else None
+        if design is not None:
+            pub.add_bytes(prefix + "design.json", design_json(design))
+            pub.add_bytes(prefix + "design.md", format_design_report(design).encode())
         if report_dir is not None and Path(report_dir).is_dir():
             for rel, path in _iter_report_files(Path(report_dir)):
                 pub.add_file(prefix + "report/" + rel, path)
@@ -518,8 +528,23 @@ def publish(
         pub.uploaded,
         pub.skipped,
     )
+    problems = tuple(design.problems) if design is not None else ()
+    for line in problems:
+        log.warning("design: %s", line)
     lines = tuple(parity.verdict.lines()) if parity is not None else ()
-    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped, lines)
+    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped, problems, lines)
+
+
+def _design_report(
+    workdirs: Sequence[Path], dropped: Mapping[str, str], cfg: RunConfig
+) -> DesignReport:
+    """The design contract of the dialogues the release holds (one pass over their rows)."""
+    tally = DesignTally()
+    for wd in workdirs:
+        for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
+            if rec.dialogue_id not in dropped:
+                tally.add(rec.category, rec.language, rec.design)
+    return tally.report(cfg.design)
 
 
 def _cue_parity(

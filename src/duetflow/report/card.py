@@ -17,6 +17,7 @@ from duetflow.report.tables import (
     DISTRIBUTION_FIGURES,
     backend_table,
     counts_table,
+    design_target_table,
     dist_row,
     fmt_hours,
     fmt_num,
@@ -29,6 +30,23 @@ from duetflow.report.tables import (
     system_table,
     topic_table,
 )
+
+
+def _design_targets(data: ReportData) -> list[str]:
+    """The declared design's cells and problems (nothing when no design is declared)."""
+    if not data.design_cells:
+        return []
+    problems = [f"- {p}" for p in data.design_problems] or [
+        "Every cell of the design holds its target."
+    ]
+    return [
+        "Declared design, every cell against its target:",
+        "",
+        _md_table(design_target_table(data)),
+        "",
+        *problems,
+        "",
+    ]
 
 
 def summary_markdown(data: ReportData) -> str:
@@ -163,6 +181,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         "",
         _md_table(backend_table(data)),
         "",
+        *_design_targets(data),
         "## Rejections",
         "",
         _md_table(rejection_rows(data)),

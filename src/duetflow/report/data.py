@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from duetflow.design import DesignCell
+
 if TYPE_CHECKING:
     from duetflow.fairness.audit import AuditResult
 
@@ -256,6 +258,9 @@ class ReportData:
     notes: tuple[str, ...] = field(default_factory=tuple)
     design: tuple[DesignRow, ...] = field(default_factory=tuple)
     unmapped_topic: str = "other"
+    #: the declared design's cells with counts and targets (empty: no design declared)
+    design_cells: tuple[DesignCell, ...] = field(default_factory=tuple)
+    design_problems: tuple[str, ...] = field(default_factory=tuple)
     #: the cue-parity audit (docs/fairness.md); None when it was off
     cue_audit: AuditResult | None = None
 

@@ -24,7 +24,9 @@ from duetflow.model import Rejection, Stage
 from duetflow.tts.script import Script
 
 #: Rejection reasons that a re-run would only repeat: persisted, never asked again.
-FINAL_REASONS = frozenset({"llm_invalid", "llm_error", "script_imbalanced", "bad_script"})
+FINAL_REASONS = frozenset(
+    {"llm_invalid", "llm_error", "script_imbalanced", "bad_script", "near_duplicate"}
+)
 REJECTED_DIR = "rejected"
 _REJECTED_SUFFIX = ".json.rejected"
 
@@ -81,6 +83,10 @@ class ScriptStore:
             _atomic_write(
                 self.rejection_path(rejection.item_id), dumps(rejection_to_row(rejection))
             )
+
+    def remove_script(self, script_id: str) -> None:
+        """Remove a finished script (a merged near-duplicate; its rejection is written apart)."""
+        self.script_path(script_id).unlink(missing_ok=True)
 
     def iter_scripts(self) -> Iterator[Path]:
         """The finished script files, sorted by name."""

@@ -51,6 +51,7 @@ from duetflow.corpora.studio.transcript import (
     load_transcript,
 )
 from duetflow.corpora.studio.turns import session_turns
+from duetflow.design import SYSTEM_LANGUAGE, system_language_problem
 from duetflow.errors import BackendError, InputError
 from duetflow.model import (
     PARTICIPANTS,
@@ -134,7 +135,7 @@ class StudioAdapter(CorpusAdapter):
         self._backend: DiarizationBackend | None = None
         # the resolved root is part of the key: dialogues record absolute audio paths
         root_key = hashlib.sha256(str(self.real_root).encode()).hexdigest()[:12]
-        sections = self.config.section_hash("segment", "studio", "topics")
+        sections = self.config.section_hash("segment", "studio", "topics", "design")
         self._config_hash = f"v{STATE_VERSION}-{code_hash()}-{sections}-{root_key}"
 
     def default_licence(self) -> str | None:
@@ -373,7 +374,11 @@ class StudioAdapter(CorpusAdapter):
         if digest is not None:
             provenance["content_hash"] = digest
 
-        # HM checks need only the transcript: decide before any audio is decoded
+        # the design's language limits and the HM checks need no audio: decide before decoding
+        system = meta.system.name if meta.system is not None else None
+        problem = system_language_problem(self.config.design, meta.category, system, meta.language)
+        if problem is not None:
+            raise InputError(folder / SIDECAR, problem, reason=SYSTEM_LANGUAGE)
         checks = hm_checks(meta, transcript, scfg)
         provenance["hm_checks"] = checks["status"]
         if checks.get("rejection") is not None:
