@@ -152,6 +152,10 @@ def test_cues_of_a_constructed_dialogue_match_its_construction() -> None:
     assert c.speech_rate_cps == pytest.approx(12 / 3.35)  # 10 letters + 2 ideographs
     assert c.n_turns == 2 and c.turns_per_min == pytest.approx(30.0)
     assert c.sample_rate == SR and c.duration_s == pytest.approx(4.0)
+    untranscribed = _measure(
+        x.astype(np.float32), [TurnSpan(t.speaker, t.kind, t.start_s, t.end_s) for t in turns]
+    )
+    assert math.isnan(untranscribed.speech_rate_cps)  # no words: no rate (not 0)
     # no pause between the turns (they overlap): no floor, no pause spectrum
     assert math.isnan(c.floor_dbfs) and math.isnan(c.bandwidth_pause_hz)
 

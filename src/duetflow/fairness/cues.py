@@ -355,7 +355,8 @@ def measure_dialogue(
         duration_s=dur,
         n_turns=float(len(floor_turns)),
         turns_per_min=len(floor_turns) / minutes,
-        speech_rate_cps=chars / speech_s if speech_s > 0 else math.nan,
+        # no words (VAD-detected turns without a transcript): no rate, rather than 0
+        speech_rate_cps=chars / speech_s if speech_s > 0 and chars > 0 else math.nan,
     )
 
 
