@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "pull",
     "report",
     "game",
+    "audit",
     "run",
     "server",
     "worker",

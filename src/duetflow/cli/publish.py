@@ -73,4 +73,6 @@ def command(
         click.echo(f"  licence {lic}: {n['dialogues']} dialogues")
     for line in info.design_problems:
         click.echo(f"  design: {line}")
+    for line in info.cue_parity:
+        click.echo(f"  {line}")
     click.echo(info.uri)

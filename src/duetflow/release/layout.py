@@ -10,6 +10,7 @@ releases/<id>/manifests/events.parquet      turn-taking events per dialogue (rel
 releases/<id>/splits.{json,md}              split report
 releases/<id>/report/...                    card + plots (copied from the report folder)
 releases/<id>/stats/...                     stats.json of each rendered work directory
+releases/<id>/cues/{cues.parquet,summary.json,summary.md}   cue audit (release.cue_parity on)
 releases/<id>/CLAIM.json                    created first, exclusively: which content owns the id
 releases/<id>/RELEASE.json                  written last: counts, checksums, config, code version
 releases/LATEST                             id of the newest release, written after RELEASE.json

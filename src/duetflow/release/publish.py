@@ -11,6 +11,11 @@ The default release id is derived from the staged manifests' bytes, the content 
 code version, so the same inputs + config give the same id and the same bytes wherever and
 however they were built, and re-publishing them uploads nothing.
 
+With ``release.cue_parity`` on (``warn`` / ``fail``) the dialogues' pipeline-controlled cues are
+audited per language and category pair before anything is sent (:mod:`duetflow.fairness`):
+``fail`` refuses a release whose cues tell categories apart, ``warn`` names them; the cue table
+and its summary travel as ``releases/<id>/cues/``.
+
 A release does not know how it is drawn: the orchestrator passes a ``report`` callable
 (:data:`ReportMaker`, e.g. :func:`duetflow.report.release_report`) that receives the
 :class:`StagedRelease` (its id, splits and work directories) and returns the folder uploaded
@@ -37,6 +42,8 @@ from duetflow._version import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
 from duetflow.design import DesignReport, DesignTally, design_json, format_design_report
 from duetflow.errors import ManifestError, StorageError
+from duetflow.fairness.audit import AuditResult, audit_workdirs, write_audit
+from duetflow.fairness.gate import enforce
 from duetflow.leftovers import remove_stale_staging, staging_prefix
 from duetflow.licences import UNDECLARED
 from duetflow.manifest import (
@@ -94,6 +101,8 @@ class ReleaseInfo:
     #: the design contract's problems (missing, short, over-full cells; opening lines), when
     #: the config declares a design (``design.md`` / ``design.json`` of the release)
     design_problems: tuple[str, ...] = ()
+    #: the cue-parity gate's lines (failing cues, pairs not judged); empty when it is off
+    cue_parity: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,7 +111,7 @@ class StagedRelease:
 
     ``workdirs`` are the validated rendered work directories in publish order, ``splits`` the
     split plan (dialogue id → split), ``staging`` a scratch folder that lives until the upload
-    is done.
+    is done, ``cue_audit`` the release's cue audit (None when ``release.cue_parity`` is off).
     """
 
     release_id: str
@@ -110,6 +119,7 @@ class StagedRelease:
     splits: Mapping[str, str]
     config: RunConfig
     staging: Path
+    cue_audit: AuditResult | None = None
 
 
 #: builds a release's report from the staged release; returns the folder to upload as report/
@@ -428,6 +438,7 @@ def publish(
         if split is not None:
             by_cat[split][it.category] = by_cat[split].get(it.category, 0) + 1
     del items
+    parity = _cue_parity(wds, cfg, plan.dropped)  # refuses a failing release before any upload
     pub = _Publisher(st, workers)
     st.remove_stale_temporaries()  # what a killed publish left (never a live writer's)
     remove_stale_staging(_STAGING)
@@ -452,7 +463,7 @@ def publish(
             scratch = staging / "attachments"
             scratch.mkdir()
             splits = MappingProxyType(plan.splits)  # read-only, not a copy
-            report_dir = report(StagedRelease(rid, tuple(wds), splits, cfg, scratch))
+            report_dir = report(StagedRelease(rid, tuple(wds), splits, cfg, scratch, parity))
 
         audio_objects = len(audio)
         pub.add_uploads(audio)
@@ -468,6 +479,9 @@ def publish(
         if report_dir is not None and Path(report_dir).is_dir():
             for rel, path in _iter_report_files(Path(report_dir)):
                 pub.add_file(prefix + "report/" + rel, path)
+        if parity is not None:
+            for path in write_audit(parity, staging / "cues"):
+                pub.add_file(prefix + "cues/" + path.name, path)
         for i, wd in enumerate(wds):
             stats = wd / "stats.json"
             if stats.is_file():
@@ -483,6 +497,12 @@ def publish(
             # trainers (issue 16): dialogues per licence and split
             "by_licence": licence_counts(by_licence),
         }
+        if parity is not None:
+            full_counts["cue_parity"] = {
+                "mode": parity.verdict.mode,
+                "passed": parity.verdict.passed,
+                "failing": [str(f) for f in parity.verdict.failures],
+            }
         doc = _release_json(
             {
                 "format": RELEASE_FORMAT,
@@ -526,7 +546,8 @@ def publish(
     problems = tuple(design.problems) if design is not None else ()
     for line in problems:
         log.warning("design: %s", line)
-    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped, problems)
+    lines = tuple(parity.verdict.lines()) if parity is not None else ()
+    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped, problems, lines)
 
 
 def _design_report(
@@ -539,3 +560,20 @@ def _design_report(
             if rec.dialogue_id not in dropped:
                 tally.add(rec.category, rec.language, rec.design)
     return tally.report(cfg.design)
+
+
+def _cue_parity(
+    workdirs: Sequence[Path], cfg: RunConfig, dropped: Mapping[str, str]
+) -> AuditResult | None:
+    """The release's cue audit (``release.cue_parity``): None when off; the failing cues
+    logged as warnings; :class:`~duetflow.fairness.gate.CueParityError` in ``fail`` mode."""
+    mode = cfg.release.cue_parity
+    if mode == "off":
+        return None
+    result = audit_workdirs(
+        workdirs, cfg.release.cue_thresholds, seed=cfg.seed, mode=mode, skip=dropped
+    )
+    for line in result.verdict.lines():
+        log.warning("%s", line)
+    enforce(result.verdict)
+    return result

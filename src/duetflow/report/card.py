@@ -5,7 +5,7 @@ Markdown summary the Prefect flows publish as an artifact.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -13,6 +13,7 @@ import yaml
 from duetflow.licences import hf_licence
 from duetflow.report.collect import LICENCES
 from duetflow.report.data import PhStats, ReportData
+from duetflow.report.parity import d_table, pair_table, verdict_lines
 from duetflow.report.tables import (
     DIST_ORDER,
     DISTRIBUTION_FIGURES,
@@ -142,6 +143,37 @@ def ph_wording(ph: PhStats) -> str:
     return f"pseudo-human TTS (PH; {cloned} of {ph.dialogues} voice-cloned; {backends})"
 
 
+def _parity(data: ReportData, img: Callable[[str], list[str]]) -> list[str]:
+    """The card's cue-parity section (docs/fairness.md)."""
+    audit = data.cue_audit
+    verdict = verdict_lines(audit)
+    lines = [
+        "## Cue parity",
+        "",
+        "Can what the pipeline controls (bandwidth, sample rate, pause floor, lead-in and tail,"
+        " gaps, overlaps, loudness, peak, DC, duration, turn and speaking rate) tell the"
+        " categories apart? Per language and category pair: a leave-one-out nearest-centroid"
+        " classifier on these cues and the cues with the largest Cohen's d.",
+        "",
+        f"**{verdict[0]}**",
+        "",
+        *(f"- {line}" for line in verdict[1:]),
+    ]
+    if audit is not None:
+        lines += [
+            "",
+            _md_table(pair_table(audit)),
+            "",
+            "Cohen's d per cue and pair (* separates perfectly; conv.: not gated between HH"
+            " and HM):",
+            "",
+            _md_table(d_table(audit)),
+            "",
+            *img("cues"),
+        ]
+    return [*lines, ""]
+
+
 def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     """A Markdown dataset card; ``plot_files`` maps plot names to paths relative to the card."""
 
@@ -220,6 +252,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     ]
     for n in DISTRIBUTION_FIGURES:
         lines += img(n)
+    lines += _parity(data, img)
     lines += ["## Turn-taking in the sources (before filtering)", ""]
     if data.source_stats:
         lines += [_md_table([source_rows(s) for s in data.source_stats]), ""]

@@ -31,6 +31,7 @@ from duetflow.audio.loudness import SILENCE_LUFS, measure
 from duetflow.config import RunConfig
 from duetflow.design import DesignTally
 from duetflow.errors import DuetflowError
+from duetflow.fairness.audit import AuditResult
 from duetflow.licences import UNDECLARED, release_terms
 from duetflow.licences import terms as terms_of
 from duetflow.manifest import read_rejections
@@ -50,6 +51,7 @@ from duetflow.report.data import (
     RejectionRow,
     ReportData,
 )
+from duetflow.report.parity import release_audit
 from duetflow.report.rows import dialogues_with_turns, json_obj, num, similarities
 from duetflow.report.source_stats import parse_source_stats
 from duetflow.report.sources import ReportInput
@@ -389,11 +391,13 @@ def collect(
     title: str | None = None,
     splits: Mapping[str, str] | None = None,
     release_id: str | None = None,
+    cue_audit: AuditResult | None = None,
 ) -> ReportData:
     """Compute every number of the report in one pass (plus audio of a bounded sample).
 
     ``splits`` (dialogue id → split) labels work-directory rows, which carry no split column,
-    so publish can report a release before it exists; ``release_id`` names it.
+    so publish can report a release before it exists; ``release_id`` names it. ``cue_audit``
+    is publish's cue audit; without it a local release's ``cues/cues.parquet`` is compared.
     """
     release = next((i for i in inputs if i.release), None)
     cfg = config or _config_from_release(release.release if release else None) or RunConfig()
@@ -502,4 +506,5 @@ def collect(
         unmapped_topic=cfg.topics.unmapped,
         design_cells=contract.cells if contract is not None else (),
         design_problems=tuple(contract.problems) if contract is not None else (),
+        cue_audit=cue_audit if cue_audit is not None else release_audit(inputs, cfg),
     )
