@@ -83,3 +83,8 @@ class ManifestError(DuetflowError):
 
 class BackendError(DuetflowError):
     """A pluggable backend (TTS, diarisation) is unavailable or failed."""
+
+
+class ServerError(DuetflowError):
+    """A background server duetflow records could not be started, identified or stopped; when it
+    cannot be identified nothing is signalled (the message names the pid and the cause)."""
