@@ -6,6 +6,7 @@ so ``duetflow --help`` stays fast and the settings take effect.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from duetflow.cli.options import (
     workdir_option,
 )
 from duetflow.cli.progress import progress_bars
+from duetflow.errors import DuetflowError
 
 if TYPE_CHECKING:
     from duetflow.config import RunConfig
@@ -76,6 +78,7 @@ def prefect_api(home: Path | None = None) -> Iterator[str]:
     (:mod:`duetflow.flows.run_api`); Prefect's own temporary API would outlive a killed run.
     Yields what :func:`prefect_env` returned.
     """
+    quiet_known_errors()
     where = prefect_env(home)
     if where == "server":
         yield where
@@ -89,6 +92,30 @@ def prefect_api(home: Path | None = None) -> Iterator[str]:
         finally:
             _drain_prefect()  # queued run logs and events reach the API before it stops
             os.environ.pop("PREFECT_API_URL", None)
+
+
+#: Prefect's loggers that report a failed task or flow run with the exception's traceback
+RUN_LOGGERS = ("prefect.task_runs", "prefect.flow_runs")
+
+
+class _NoTracebackForKnownErrors(logging.Filter):
+    """duetflow's own errors name their file and cause in one line: Prefect's run loggers show
+    that line without the traceback (any other exception, a bug, keeps its traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, DuetflowError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def quiet_known_errors() -> None:
+    """Install :class:`_NoTracebackForKnownErrors` on Prefect's run loggers (once)."""
+    for name in RUN_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _NoTracebackForKnownErrors) for f in logger.filters):
+            logger.addFilter(_NoTracebackForKnownErrors())
 
 
 def _drain_prefect(timeout: float = 5.0) -> None:
