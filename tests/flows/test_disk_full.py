@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -159,3 +160,23 @@ def test_oserror_wordings_of_a_full_disk() -> None:
     assert full is not None and full.path == "/w/a.flac" and "quota" in str(full).lower()
     assert DiskFullError.of(OSError(errno.EACCES, "Permission denied"), "/w") is None
     assert DiskFullError.of(ValueError("No space left on device"), "/w") is None
+
+
+@pytest.mark.slow
+def test_the_cli_says_disk_full_without_a_traceback(
+    tmp_path: Path, flow_samples: Path, tmpfs: Path
+) -> None:
+    cfg = write_config(tmp_path / "run.yaml", flow_samples, scripts=False)
+    _fill(tmpfs, 1 << 20)
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_API_URL", "PREFECT_HOME")}
+    env.update(HOME=str(tmp_path / "user"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("duetflow")), "run", "-c", str(cfg),
+         "--workdir", str(tmpfs / "work"), "--no-publish", "--no-synth", "--no-progress"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr[-3000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {tmpfs / 'work'}/") and ": disk full (" in last, last
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    _no_partial_output(tmpfs / "work")
