@@ -323,3 +323,33 @@ def test_two_concurrent_starts_give_one_server(tmp_path: Path) -> None:
         )  # fmt: skip
     assert stopped.stdout.strip() == "stopped", stopped.stderr
     assert _servers_of(home) == []
+
+
+@pytest.mark.parametrize("pid", [0, -1, 1])
+def test_stop_never_signals_a_group_or_init(bare_env: Path, pid: int) -> None:
+    """pid 0 / -1 would signal this process's own group / every process; 1 is init."""
+    fields = {"start_time": 1, "cmdline": ["x"], "token": "x", "home": str(bare_env.resolve())}
+    _record(bare_env, "http://127.0.0.1:1/api", pid, **fields)
+    with pytest.raises(ServerError, match=f"pid {pid} .*is never a server duetflow started"):
+        local_server.stop(bare_env)
+
+
+def test_a_planted_link_at_the_lock_or_record_is_never_written_through(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / local_server.LOCK_FILE).symlink_to(victim)
+    with pytest.raises(ServerError, match="lock file is a symbolic link"):
+        local_server.stop(home)
+    (home / local_server.LOCK_FILE).unlink()
+    os.link(victim, home / local_server.LOCK_FILE)  # a hard link: the same file by another name
+    with pytest.raises(ServerError, match="not a plain file of its own"):
+        local_server.stop(home)
+    (home / local_server.LOCK_FILE).unlink()
+    tmp_record = (home / local_server.STATE_FILE).with_suffix(".tmp")
+    tmp_record.symlink_to(victim)
+    server = local_server.LocalServer(url="http://127.0.0.1:1/api", pid=2, start_time=1)
+    local_server._write_record(home, server)
+    assert victim.read_text() == "keep me"
+    assert local_server.recorded(home) == server

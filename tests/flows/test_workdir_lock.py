@@ -98,3 +98,14 @@ def test_a_lock_left_by_a_killed_run_does_not_block(
         assert holder(work) == os.getpid()
     assert holder(work) is None  # released: empty again
     assert (work / LOCK_NAME).read_bytes() == b""
+
+
+def test_a_planted_link_at_the_lock_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / LOCK_NAME).symlink_to(victim)
+    with pytest.raises(WorkdirInUseError, match="symbolic link"), workdir_lock(work):
+        pass
+    assert victim.read_text() == "keep me"

@@ -19,7 +19,7 @@ fails a check is refused with a one-line :class:`~duetflow.errors.ServerError` n
 the pid and the cause; nothing is signalled. ``start`` and ``stop`` on one home hold an
 ``fcntl`` lock (:data:`LOCK_FILE`), so two concurrent ``start`` give one server.
 
-Only the standard library (and :mod:`duetflow.errors`) here: the server is a child process
+Only the standard library (and duetflow's errors and lock file) here: the server is a child process
 (``python -m prefect``), and neither finding nor stopping it imports Prefect.
 """
 
@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from duetflow.errors import ServerError
+from duetflow.pipeline.workdir_lock import open_lock_file
 
 #: where a started server is recorded, inside its Prefect home
 STATE_FILE = "duetflow-server.json"
@@ -246,7 +247,7 @@ def _home_lock(home: Path, timeout: float) -> Iterator[None]:
     """Hold :data:`LOCK_FILE` in ``home`` (``fcntl.flock``, released by the kernel when this
     process dies); ServerError naming the holder after ``timeout`` seconds."""
     path = Path(home) / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = open_lock_file(path, ServerError)
     try:
         deadline = time.monotonic() + timeout
         while True:
@@ -272,15 +273,21 @@ def _home_lock(home: Path, timeout: float) -> Iterator[None]:
         os.close(fd)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on 127.0.0.1 that is free now (another process may take it before it is bound)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
 
 
 def _write_record(home: Path, server: LocalServer) -> None:
+    """Write the record atomically; a file planted at the temporary name (a symbolic link to
+    somebody's file) is removed, never written through."""
     tmp = _state_path(home).with_suffix(".tmp")
-    tmp.write_text(json.dumps(server.to_json(), sort_keys=True), encoding="utf-8")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(server.to_json(), sort_keys=True))
     tmp.replace(_state_path(home))
 
 
@@ -306,7 +313,7 @@ def start(
         existing = running(home)
         if existing is not None:
             return existing
-        port = port or _free_port()
+        port = port or free_port()
         url = f"http://127.0.0.1:{port}/api"
         token = secrets.token_hex(16)
         env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}

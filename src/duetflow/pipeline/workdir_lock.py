@@ -17,13 +17,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator
 from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from duetflow.errors import WorkdirInUseError
+from duetflow.errors import DuetflowError, WorkdirInUseError
 
 #: the lock file, in the work directory
 LOCK_NAME = ".duetflow.lock"
@@ -72,7 +73,7 @@ def workdir_lock(workdir: str | Path) -> Iterator[None]:
 def _acquire(folder: Path) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fd = open_lock_file(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -89,6 +90,29 @@ def _acquire(folder: Path) -> int:
     with contextlib.suppress(OSError):  # a full disk: the pid goes unnamed, the lock holds
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+    return fd
+
+
+def open_lock_file(path: Path, error: type[DuetflowError] = WorkdirInUseError) -> int:
+    """Open (create) a lock file for writing its holder's pid, refusing (``error``) a symbolic
+    link or a file with other names (hard links): truncating it would change a file nobody
+    meant."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError as e:
+        if os.path.islink(path):
+            raise error(
+                f"{path}: the lock file is a symbolic link; refusing to write through it "
+                "(remove it)"
+            ) from None
+        raise error(f"{path}: the lock file cannot be opened ({e.strerror})") from e
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        raise error(
+            f"{path}: the lock file is not a plain file of its own (links: {st.st_nlink}); "
+            "refusing to write to it (remove it)"
+        )
     return fd
 
 
