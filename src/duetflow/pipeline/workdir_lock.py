@@ -24,7 +24,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from duetflow.errors import DuetflowError, WorkdirInUseError
+from duetflow.errors import DiskFullError, DuetflowError, WorkdirInUseError
 
 #: the lock file, in the work directory
 LOCK_NAME = ".duetflow.lock"
@@ -105,6 +105,9 @@ def open_lock_file(path: Path, error: type[DuetflowError] = WorkdirInUseError) -
                 f"{path}: the lock file is a symbolic link; refusing to write through it "
                 "(remove it)"
             ) from None
+        full = DiskFullError.of(e, path)
+        if full is not None:
+            raise full from e
         raise error(f"{path}: the lock file cannot be opened ({e.strerror})") from e
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
