@@ -331,7 +331,11 @@ def start(
                 env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                 start_new_session=True,  # not stopped by the terminal's Ctrl-C or exit
             )  # fmt: skip
-        server = identify(proc.pid, url=url, home=home, token=token)
+        try:
+            server = identify(proc.pid, url=url, home=home, token=token)
+        except (OSError, ValueError, IndexError):  # it exited at once
+            code = proc.wait()
+            raise ServerError(f"prefect server exited with code {code}; see {log}") from None
         _write_record(home, server)
         deadline = time.monotonic() + timeout
         while not (listens(proc.pid, url) and healthy(url)):
@@ -373,6 +377,30 @@ def _is(pid: int, start_time: int) -> bool:
     return stat[0] not in ("Z", "X") and int(stat[19]) == start_time
 
 
+def _signal(pid: int, started: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to ``pid`` only if it is still the process that started at ``started``.
+
+    Through a pidfd where there is one (Linux): the descriptor names that very process, so a
+    pid reused between the check and the signal cannot receive it.
+    """
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        if _is(pid, started):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        return
+    try:
+        fd = pidfd_open(pid)
+    except OSError:  # gone already
+        return
+    try:
+        if _is(pid, started):
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(fd, sig)
+    finally:
+        os.close(fd)
+
+
 def _terminate(server: LocalServer, wait: float = 20.0) -> None:
     """SIGTERM the server's pid (and the descendants it has now, each identified by its start
     time), then SIGKILL what is left after ``wait`` seconds. Nothing else is signalled: no
@@ -381,14 +409,11 @@ def _terminate(server: LocalServer, wait: float = 20.0) -> None:
     targets = [(server.pid, server.start_time), *_descendants(server.pid)]
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid, started in targets:
-            if _is(pid, started):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
+            _signal(pid, started, sig)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            for pid, _ in targets:
-                with contextlib.suppress(ChildProcessError):  # our own child: reap it
-                    os.waitpid(pid, os.WNOHANG)
+            with contextlib.suppress(ChildProcessError):  # our own child (start): reap it
+                os.waitpid(server.pid, os.WNOHANG)
             if not any(_is(pid, started) for pid, started in targets):
                 return
             time.sleep(0.1)
