@@ -198,7 +198,7 @@ def command(
     or a config change computes only what is missing or affected.
     """
     overrides = seed_override(seed)
-    cfg = check_runnable(config_path, workdir, store, runner, overrides)
+    cfg = check_runnable(config_path, workdir, store, runner, overrides, publish=not no_publish)
     from duetflow.pipeline.workdir_lock import workdir_lock
 
     # taken before the API starts: a second run on one work directory fails at once
@@ -225,8 +225,11 @@ def check_runnable(
     store: str | None,
     runner: str | None,
     overrides: Mapping[str, Any],
+    *,
+    publish: bool = False,
 ) -> RunConfig:
     """Load and check the run's config without Prefect: a typo costs a second, not a flow run.
+    With ``publish``, an S3 store's bucket must exist.
 
     Returns the config; raises click.UsageError (exit 2) naming the problem.
     """
@@ -246,4 +249,13 @@ def check_runnable(
         preflight(config)
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
+    if publish and config.release.store.startswith("s3://"):
+        # a bucket that does not exist is named now, not after the run's work
+        from duetflow.errors import StorageError
+        from duetflow.storage import open_store
+
+        try:
+            open_store(config.release.store, config.release).check_ready()
+        except StorageError as e:
+            raise click.UsageError(f"release.store: {e}") from None
     return config

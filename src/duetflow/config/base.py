@@ -20,4 +20,7 @@ def _licence_value(value: str) -> str:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Frozen, no unknown keys, every float finite (``.inf``/``.nan`` in YAML is a config error
+    naming the key, never an OverflowError deep in a run)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
