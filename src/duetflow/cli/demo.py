@@ -13,7 +13,7 @@ import click
 
 from duetflow.cli.options import renamed_option
 from duetflow.cli.progress import progress_bars
-from duetflow.cli.run import echo_summary, prefect_env
+from duetflow.cli.run import echo_summary, prefect_api
 
 
 @click.command("demo")
@@ -34,15 +34,15 @@ def command(dest: Path | None, scale: int, seed: int, progress: bool | None) -> 
     finished shard.
     """
     out = (dest or Path("duetflow-demo")).resolve()
-    prefect_env(home=out / ".prefect")
     from duetflow.demo.prepare import prepare_demo
 
-    cfg_path = prepare_demo(out, seed=seed, scale=scale)
-    click.echo(f"samples and config in {out}")
-    from duetflow.flows import build_dataset
+    with prefect_api(home=out / ".prefect"):
+        cfg_path = prepare_demo(out, seed=seed, scale=scale)
+        click.echo(f"samples and config in {out}")
+        from duetflow.flows import build_dataset
 
-    with progress_bars(sys.stderr.isatty() if progress is None else progress):
-        summary = build_dataset(config=str(cfg_path))
+        with progress_bars(sys.stderr.isatty() if progress is None else progress):
+            summary = build_dataset(config=str(cfg_path))
     echo_summary(summary)
     if summary.release_id:
         from duetflow.release.validate import validate_release

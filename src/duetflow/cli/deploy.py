@@ -24,7 +24,7 @@ from typing import Any
 import click
 import yaml
 
-from duetflow.cli.run import prefect_env
+from duetflow.cli.run import prefect_api
 from duetflow.errors import ConfigError
 
 POOL = "duetflow-process"
@@ -115,9 +115,9 @@ def command(project_dir: Path, pool: str, tts_limit: int, paused: bool) -> None:
     later with `prefect deployment schedule resume|pause <flow>/<deployment> <schedule id>`.
     Then start a worker: duetflow worker start --pool POOL
     """
-    prefect_env()
-    api = os.environ.get("PREFECT_API_URL", "")
-    click.echo(deploy(project_dir, pool=pool, tts_limit=tts_limit, paused=paused))
+    with prefect_api() as where:  # a temporary API ends with this command: no URL to export
+        api = os.environ.get("PREFECT_API_URL", "") if where == "server" else ""
+        click.echo(deploy(project_dir, pool=pool, tts_limit=tts_limit, paused=paused))
     state = "inactive (--paused)" if paused else "active"
     click.echo(f"schedules registered {state}; start a worker: duetflow worker start --pool {pool}")
     click.echo(f"for `prefect` commands in this shell: export PREFECT_API_URL={api}")

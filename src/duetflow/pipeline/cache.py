@@ -32,6 +32,7 @@ import pyarrow.parquet as pq
 
 from duetflow import manifest
 from duetflow.config import RunConfig
+from duetflow.errors import DiskFullError
 from duetflow.model import Rejection
 from duetflow.pipeline import durable
 from duetflow.records import RejectionRow
@@ -141,8 +142,11 @@ def build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutco
         text = json.dumps(outcome.to_json(), sort_keys=True)
         durable.sync_tree(partial)  # one sync per step, then its commit marker
         durable.write_marker(partial / RESULT, text)
-    except BaseException:  # a failed step leaves nothing behind, not even its .partial folder
+    except BaseException as e:  # a failed step leaves nothing behind, not even its .partial
         shutil.rmtree(partial, ignore_errors=True)
+        full = DiskFullError.of(e, partial)
+        if full is not None and full is not e:
+            raise full from e
         raise
     try:
         os.replace(partial, final)

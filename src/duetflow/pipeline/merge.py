@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from duetflow import manifest
 from duetflow.config import RunConfig
-from duetflow.errors import ManifestError
+from duetflow.errors import DiskFullError, ManifestError
 from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome, load_outcome
 from duetflow.pipeline.keys import code_hash, files_fingerprint, text_digest
 from duetflow.records import RejectionRow
@@ -69,8 +69,11 @@ def merge_workdirs(
     partial.mkdir(parents=True)
     try:
         outcome = _merge_into(partial, label, ordered, out, leading_rejections, extra, stage, key)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(partial, ignore_errors=True)
+        full = DiskFullError.of(e, partial)
+        if full is not None and full is not e:
+            raise full from e
         raise
     if out.exists():
         shutil.rmtree(out)
