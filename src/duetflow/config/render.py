@@ -18,6 +18,13 @@ class RenderConfig(_Section):
     gap_ms_min: float = Field(180.0, ge=0, le=MAX_GAP_MS)
     gap_ms_max: float = Field(230.0, ge=0, le=MAX_GAP_MS)
     same_speaker_pause_cap_s: float = Field(1.0, ge=0, le=60)
+    edge_silence_ms: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_GAP_MS,
+        description="silence before the first and after the last speech of every dialogue, "
+        "HH, HM and PH alike (docs/equalisation.md); None: gap_ms_min",
+    )
     backchannels: Literal["keep", "drop"] = "keep"
     trim_pad_ms: float = Field(
         20.0, ge=0, le=1000, description="pad kept around a turn's acoustic extent"

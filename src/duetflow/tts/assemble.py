@@ -53,10 +53,9 @@ from duetflow.tts.base import Synthesis, Voice
 from duetflow.tts.clip_measures import speech_power
 from duetflow.tts.script import Script
 from duetflow.turntaking.rendered_length import length_problem
+from duetflow.turntaking.retime import edge_silence_s
 
 log = logging.getLogger(__name__)
-
-LEAD_S = 0.3  # ambience before the first and after the last utterance
 
 
 @dataclass(frozen=True)
@@ -177,7 +176,8 @@ def assemble(
     # 4. timeline with seeded pauses between acoustic extents; the ambience bed under
     # everything at the reference's floor, every pause confirmed on the audio
     rng = rng_for(config.seed, draws_key(script.id))
-    lead = int(round(LEAD_S * sr))
+    # the same edge silence as a rendered HH/HM window (one rule, turntaking.retime)
+    lead = int(round(edge_silence_s(r) * sr))
     starts: list[int] = []
     pauses: list[float] = []
     pos = lead
