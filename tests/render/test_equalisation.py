@@ -8,6 +8,8 @@ Welch spectra, independent of :mod:`duetflow.audio.edges`). docs/equalisation.md
 
 from __future__ import annotations
 
+import itertools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ import soundfile as sf
 from render_signals import make, script
 from scipy.signal import welch
 
+from duetflow.audio.bandlimit import lowpass
 from duetflow.config import RunConfig, build_config
 from duetflow.demo.voice import FEMALE, MALE, speech
 from duetflow.rendering.render import render_dialogue
@@ -52,15 +55,20 @@ def render_hh(tmp: Path, cfg: RunConfig, kind: str = "per_speaker", seed: int = 
     return np.asarray(y)
 
 
-def assemble_ph(tmp: Path, cfg: RunConfig, seed: int = 0, n: int = 12) -> np.ndarray:
-    """A PH dialogue assembled from speech at the TTS's native rate over reference ambience."""
+def assemble_ph(
+    tmp: Path, cfg: RunConfig, seed: int = 0, n: int = 12, tts_bandwidth_hz: float | None = None
+) -> np.ndarray:
+    """A PH dialogue assembled from speech at the TTS's native rate over reference ambience;
+    ``tts_bandwidth_hz``: the TTS's own (narrower) bandwidth."""
     rng = np.random.default_rng(seed)
     lines = tuple(ScriptLine("AB"[k % 2], f"line {k}") for k in range(n))
     syn = [
-        Synthesis(speech(float(rng.uniform(1.2, 2.4)), PH_RATE, MALE if k % 2 == 0 else FEMALE,
-                         rng, -20.0), PH_RATE, seed=k)
+        Synthesis(lowpass(speech(float(rng.uniform(1.2, 2.4)), PH_RATE,
+                                 MALE if k % 2 == 0 else FEMALE, rng, -20.0),
+                          PH_RATE, tts_bandwidth_hz), PH_RATE, seed=k)
         for k in range(n)
     ]  # fmt: skip
+    tmp.mkdir(parents=True, exist_ok=True)
     noise = _noise_file(tmp / f"tone{seed}.wav", 16000, seed)
     voices = (_voice("a", noise, 30.0), _voice("b", noise, 30.0))
     sc = Script(f"eq{seed}", "en", lines)
@@ -109,3 +117,83 @@ def test_edge_silence_is_one_rule_for_every_category(tmp_path: Path, edge_ms: An
     for got in (*hh, *ph):
         assert abs(got - want) < 0.03, (hh, ph, want)
     assert abs(hh[0] - ph[0]) < 0.015 and abs(hh[1] - ph[1]) < 0.015, (hh, ph)
+
+
+# --- one effective bandwidth per language --------------------------------------------------------
+
+
+def frames(y: np.ndarray, sr: int, pause: bool) -> np.ndarray:
+    """The file's pause frames (20 ms, within 3 dB of its quietest tenth) or its speech frames
+    (20 dB over it), concatenated."""
+    n = int(0.02 * sr)
+    f = np.asarray(y[: len(y) // n * n], dtype=np.float64).reshape(-1, n)
+    db = 10 * np.log10(np.maximum((f * f).mean(axis=1), 1e-20))
+    q = np.percentile(db, 10)
+    return np.asarray((f[db < q + 3.0] if pause else f[db > q + 20.0]).ravel())
+
+
+def share_above(y: np.ndarray, sr: int, hz: float) -> float:
+    f, p = welch(np.asarray(y, dtype=np.float64), fs=sr, nperseg=1024)
+    return float(p[f > hz].sum() / p.sum())
+
+
+def pause_99_hz(y: np.ndarray, sr: int) -> float:
+    f, p = welch(frames(y, sr, pause=True), fs=sr, nperseg=256)
+    c = np.cumsum(p)
+    return float(f[np.searchsorted(c, 0.99 * c[-1])])
+
+
+def test_every_category_is_band_limited_to_the_language_bandwidth(tmp_path: Path) -> None:
+    # the corpus reaches 8 kHz, the TTS 5.5 kHz: without a common limit the pauses (room tone)
+    # and the speech of the two differ in how far up they reach
+    off = build_config({"render": {"bandwidth_hz": None}})
+    sr = off.sample_rate
+    hh0, ph0 = render_hh(tmp_path / "off", off), assemble_ph(tmp_path / "off", off, 0, 12, 5500.0)
+    above = [share_above(frames(y, sr, pause=False), sr, 5600.0) for y in (hh0, ph0)]
+    assert above[0] > 1e-2 and above[1] < 1e-3, above
+    assert pause_99_hz(hh0, sr) > 7000.0
+    for limit in (4000.0, 3000.0):
+        cfg = build_config({"render": {"bandwidth_hz": {"en": limit, "zh": 8000.0}}})
+        hh = render_hh(tmp_path / str(limit), cfg)
+        ph = assemble_ph(tmp_path / str(limit), cfg, tts_bandwidth_hz=5500.0)
+        for y in (hh, ph):
+            # the room tone reaches the limit and no further; speech holds nothing above it
+            assert abs(pause_99_hz(y, sr) - limit) < 200.0, (limit, pause_99_hz(y, sr))
+            assert share_above(frames(y, sr, pause=False), sr, limit + 200.0) < 1e-4
+            assert share_above(frames(y, sr, pause=True), sr, limit + 200.0) < 2e-3
+        assert abs(pause_99_hz(hh, sr) - pause_99_hz(ph, sr)) < 150.0
+
+
+def test_band_limit_keeps_the_gap_and_loudness_contracts(tmp_path: Path) -> None:
+    from duetflow.audio.loudness import measure
+
+    cfg = build_config({"render": {"bandwidth_hz": 3000.0}})
+    for kind in ("per_speaker", "mixed_mono"):
+        d = make(kind, tmp_path / kind, script(3, n=12), seed=3)
+        res = render_dialogue(d, cfg, tmp_path / "out")
+        y, sr = sf.read(tmp_path / "out" / res.row["audio_path"], dtype="float32")
+        assert abs(pause_99_hz(y, sr) - 3000.0) < 200.0
+        rows = list(res.turns)
+        for spk in ("A", "B"):
+            part = np.concatenate(
+                [y[int(r["start_s"] * sr) : int(r["end_s"] * sr)] for r in rows
+                 if r["speaker"] == spk and r["kind"] == "turn"]
+            )  # fmt: skip
+            lufs = measure(part, sr).lufs
+            assert abs(lufs - cfg.render.loudness_target_lufs) <= cfg.render.loudness_tolerance_lu
+        gaps = [
+            (b["start_s"] - a["end_s"]) * 1000
+            for a, b in itertools.pairwise(rows)
+            if a["speaker"] != b["speaker"] and b["start_s"] > a["end_s"]
+        ]
+        assert gaps and all(179.0 <= g <= 231.0 for g in gaps), gaps
+        prov = json.loads(res.row["provenance"])
+        assert prov["bandwidth"]["limit_hz"] == 3000.0 and prov["bandwidth"]["source_hz"] > 3000.0
+
+
+def test_band_limit_is_byte_reproducible(tmp_path: Path) -> None:
+    cfg = build_config({"render": {"bandwidth_hz": 3500.0}})
+    a = assemble_ph(tmp_path / "a", cfg, tts_bandwidth_hz=5500.0)
+    b = assemble_ph(tmp_path / "b", cfg, tts_bandwidth_hz=5500.0)
+    assert np.array_equal(a, b)
+    assert np.array_equal(render_hh(tmp_path / "c", cfg), render_hh(tmp_path / "d", cfg))

@@ -38,6 +38,14 @@ class RenderConfig(_Section):
     )
     loudness_tolerance_lu: float = Field(0.5, gt=0, le=10)
     true_peak_ceiling_dbtp: float = Field(-1.0, ge=-30, le=0)
+    bandwidth_hz: float | dict[str, float] | None = Field(
+        None,
+        description="effective bandwidth of every output, HH, HM and PH alike: a zero-phase "
+        "low-pass of speech and room tone at this frequency (Hz); a mapping sets it per "
+        "language ('*': any other); None: each source keeps its own. Turing-test builds set "
+        "it to the narrowest category's bandwidth per language (the default run config "
+        "does; docs/equalisation.md)",
+    )
     stems: bool = False
     audio_format: Literal["flac", "wav"] = "flac"
 
@@ -45,4 +53,21 @@ class RenderConfig(_Section):
     def _order(self) -> RenderConfig:
         if self.gap_ms_min > self.gap_ms_max:
             raise ValueError("render.gap_ms_min must be <= render.gap_ms_max")
+        limits = self.bandwidth_hz
+        values = limits.values() if isinstance(limits, dict) else [] if limits is None else [limits]
+        if any(not 500.0 <= v <= 96_000.0 for v in values):
+            raise ValueError("render.bandwidth_hz: every value must lie in [500, 96000] Hz")
         return self
+
+    def bandwidth_for(self, language: str) -> float | None:
+        """The low-pass cutoff (Hz) of dialogues in ``language`` (``zh-CN`` → ``zh``'s), or
+        None where nothing is band-limited."""
+        limits = self.bandwidth_hz
+        if not isinstance(limits, dict):
+            return limits
+        lang = language.lower().replace("_", "-")
+        short = "zh" if lang.startswith(("zh", "cmn")) else lang.split("-")[0]
+        for key in (lang, short, "*"):
+            if key in limits:
+                return limits[key]
+        return None

@@ -17,6 +17,7 @@ import numpy as np
 
 from duetflow.audio import bs1770, edges, roomtone, source_acoustics
 from duetflow.audio import loudness as ld
+from duetflow.audio.bandlimit import lowpass
 from duetflow.audio.io import Audio
 from duetflow.audio.trim import rms_db
 from duetflow.config import RenderConfig, RunConfig
@@ -58,7 +59,7 @@ def window_floor(
     clear = v.clear if v.blocked is None else v.clear & ~v.blocked
     enough = np.count_nonzero(clear) * v.an.edge.hop >= 0.3 * sr
     if (floor is None or not enough) and track.recording is not None:
-        rec = recording_tone(*track.recording, sr)
+        rec = recording_tone(*track.recording, sr, track.bandwidth_hz)
         return (rec.floor or floor), rec
     return floor, None
 
@@ -125,7 +126,7 @@ def find_tone(
         if tone is not None:
             return Tone(tone, "window", who)
     else:
-        rec = rec or recording_tone(*track.recording, sr)
+        rec = rec or recording_tone(*track.recording, sr, track.bandwidth_hz)
         if rec.tone is not None:
             more = rec.tone
             if tone is not None:  # at the window's own level: the bed holds one level
@@ -136,7 +137,9 @@ def find_tone(
         if tone is not None:
             return Tone(tone, "window", who)
     synth = source_acoustics.synthesized(v, floor, extents, rng)
-    return Tone(synth, "synthesized", who) if synth is not None else None
+    if synth is None:
+        return None
+    return Tone(lowpass(synth, sr, track.bandwidth_hz), "synthesized", who)
 
 
 def describe_tone(
