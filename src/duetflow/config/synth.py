@@ -45,6 +45,11 @@ class SynthConfig(_Section):
     reference_max_s: float = Field(10.0, gt=0, le=600)
     voice_policy: Literal["mixed_gender", "any"] = "mixed_gender"
     ambience: bool = True
+    match_human_length: bool = Field(
+        True,
+        description="cut each script at a line boundary to a length drawn from the HH/HM "
+        "dialogues of its language (docs/equalisation.md); False: every line is voiced",
+    )
     similarity_min: float | None = Field(
         None, ge=-1, le=1, description="None: report only, never reject"
     )
