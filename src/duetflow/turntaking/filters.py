@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
-from duetflow.model import Dialogue, Turn, TurnKind
+from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind
 from duetflow.turntaking.overlaps import (
     BalanceStats,
     OverlapClass,
@@ -280,6 +280,32 @@ def interruptions(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
                     "at_s": [round(e.start, 3) for e in nf[:10]],
                 },
             )
+    return KEEP
+
+
+@register_filter("mono_overlaps")
+def mono_overlaps(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
+    """Reject a mixed-mono window holding an overlapped speaker change (a terminal overlap) or
+    a talked-over bid (a non-floor-taking interruption).
+
+    On a mono mix neither can be re-timed (both voices are in one channel, the renderer keeps
+    them as recorded), while a separable source lays both end to end and every change of every
+    category is a 180–230 ms gap: one overlap would tell the window's category apart
+    (docs/equalisation.md). Backchannels ride inside their host turn in every layout
+    (``render.backchannels``) and pass. Separable sources always pass."""
+    if not isinstance(dialogue.source, MixedMonoSource):
+        return KEEP
+    marks = (OverlapClass.TERMINAL_OVERLAP, OverlapClass.NON_FLOOR_INTERRUPTION)
+    found = [e for e in ctx.events if e.klass in marks]
+    if found:
+        return Reject(
+            "mono_overlap",
+            {
+                "count": len(found),
+                "at_s": [round(e.start, 3) for e in found[:10]],
+                "overlap_s": [round(e.end - e.start, 3) for e in found[:10]],
+            },
+        )
     return KEEP
 
 
