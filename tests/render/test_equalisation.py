@@ -56,7 +56,12 @@ def render_hh(tmp: Path, cfg: RunConfig, kind: str = "per_speaker", seed: int = 
 
 
 def assemble_ph(
-    tmp: Path, cfg: RunConfig, seed: int = 0, n: int = 12, tts_bandwidth_hz: float | None = None
+    tmp: Path,
+    cfg: RunConfig,
+    seed: int = 0,
+    n: int = 12,
+    tts_bandwidth_hz: float | None = None,
+    snr_db: float = 30.0,
 ) -> np.ndarray:
     """A PH dialogue assembled from speech at the TTS's native rate over reference ambience;
     ``tts_bandwidth_hz``: the TTS's own (narrower) bandwidth."""
@@ -70,7 +75,7 @@ def assemble_ph(
     ]  # fmt: skip
     tmp.mkdir(parents=True, exist_ok=True)
     noise = _noise_file(tmp / f"tone{seed}.wav", 16000, seed)
-    voices = (_voice("a", noise, 30.0), _voice("b", noise, 30.0))
+    voices = (_voice("a", noise, snr_db), _voice("b", noise, snr_db))
     sc = Script(f"eq{seed}", "en", lines)
     out = assemble(sc, voices, syn, cfg, tmp / "ph", {"output_licence": "CC0-1.0"}, "test")
     y, sr = sf.read(out.audio_path, dtype="float32")
@@ -164,10 +169,10 @@ def test_every_category_is_band_limited_to_the_language_bandwidth(tmp_path: Path
         assert abs(pause_99_hz(hh, sr) - pause_99_hz(ph, sr)) < 150.0
 
 
-def test_band_limit_keeps_the_gap_and_loudness_contracts(tmp_path: Path) -> None:
+def test_band_limit_and_floor_keep_the_gap_and_loudness_contracts(tmp_path: Path) -> None:
     from duetflow.audio.loudness import measure
 
-    cfg = build_config({"render": {"bandwidth_hz": 3000.0}})
+    cfg = build_config({"render": {"bandwidth_hz": 3000.0, "floor_db": -20.0}})
     for kind in ("per_speaker", "mixed_mono"):
         d = make(kind, tmp_path / kind, script(3, n=12), seed=3)
         res = render_dialogue(d, cfg, tmp_path / "out")
@@ -197,3 +202,39 @@ def test_band_limit_is_byte_reproducible(tmp_path: Path) -> None:
     b = assemble_ph(tmp_path / "b", cfg, tts_bandwidth_hz=5500.0)
     assert np.array_equal(a, b)
     assert np.array_equal(render_hh(tmp_path / "c", cfg), render_hh(tmp_path / "d", cfg))
+
+
+# --- one pause floor relative to the speech ----------------------------------------------------
+
+
+def floor_rel_db(y: np.ndarray, sr: int) -> float:
+    """Pause level (median of the quietest tenth of 20 ms frames) less the speech level (mean
+    power of the frames 20 dB over it), dB."""
+    n = int(0.02 * sr)
+    f = np.asarray(y[: len(y) // n * n], dtype=np.float64).reshape(-1, n)
+    db = 10 * np.log10(np.maximum((f * f).mean(axis=1), 1e-20))
+    quiet = float(np.median(np.sort(db)[: max(1, len(db) // 10)]))
+    speech = f[db > np.percentile(db, 10) + 20.0]
+    return quiet - 10 * float(np.log10(np.mean(speech * speech)))
+
+
+def test_one_pause_floor_relative_to_the_speech(tmp_path: Path) -> None:
+    # the corpus recordings' backgrounds and the PH reference's SNR (45 dB) differ by > 5 dB
+    off = build_config({})
+    sr = off.sample_rate
+    before = [
+        floor_rel_db(render_hh(tmp_path / "off", off, "per_speaker"), sr),
+        floor_rel_db(render_hh(tmp_path / "off", off, "mixed_mono", seed=1), sr),
+        floor_rel_db(assemble_ph(tmp_path / "off", off, snr_db=45.0), sr),
+    ]
+    assert max(before) - min(before) > 5.0, before
+    cfg = build_config({"render": {"floor_db": -20.0}})  # above every source's background
+    after = [
+        floor_rel_db(render_hh(tmp_path / "on", cfg, "per_speaker"), sr),
+        floor_rel_db(render_hh(tmp_path / "on", cfg, "mixed_mono", seed=1), sr),
+        floor_rel_db(assemble_ph(tmp_path / "on", cfg, snr_db=45.0), sr),
+    ]
+    assert max(after) - min(after) < 1.0, (before, after)
+    # byte-reproducible: the same config and seed give the same samples
+    again = floor_rel_db(assemble_ph(tmp_path / "again", cfg, snr_db=45.0), sr)
+    assert again == after[2]

@@ -37,6 +37,15 @@ class RenderConfig(_Section):
         -23.0, ge=-70, le=-5, description="integrated loudness of every output (EBU R128: -23)"
     )
     loudness_tolerance_lu: float = Field(0.5, gt=0, le=10)
+    floor_db: float | None = Field(
+        None,
+        ge=-90,
+        le=-10,
+        description="pause floor relative to loudness_target_lufs (dB), every category alike: "
+        "room tone raised to it where a source's background is quieter (never lowered: a "
+        "clip's own background stays), PH ambience laid at it; None: each source's own "
+        "(PH: the reference's SNR) (docs/equalisation.md)",
+    )
     true_peak_ceiling_dbtp: float = Field(-1.0, ge=-30, le=0)
     bandwidth_hz: float | dict[str, float] | None = Field(
         None,
@@ -58,6 +67,11 @@ class RenderConfig(_Section):
         if any(not 500.0 <= v <= 96_000.0 for v in values):
             raise ValueError("render.bandwidth_hz: every value must lie in [500, 96000] Hz")
         return self
+
+    @property
+    def floor_target_dbfs(self) -> float | None:
+        """The file floor every category is brought up to (dBFS), or None."""
+        return None if self.floor_db is None else self.loudness_target_lufs + self.floor_db
 
     def bandwidth_for(self, language: str) -> float | None:
         """The low-pass cutoff (Hz) of dialogues in ``language`` (``zh-CN`` → ``zh``'s), or

@@ -161,8 +161,11 @@ def describe_tone(
 
 def file_floor(cfg: RenderConfig, post: Sequence[edges.Floor], tone: Tone | None) -> float | None:
     """The rendered file's floor (dBFS before the ceiling): the loudest background after gain,
-    when room tone is laid; None when it is not (the file's pauses are then digital silence)."""
+    raised to ``render.floor_db`` under the loudness target where that is higher (one pause
+    floor for every category), when room tone is laid; None when it is not (the file's pauses
+    are then digital silence)."""
     noisy = [f.db for f in post if not f.digital]
     if not cfg.room_tone or not noisy or tone is None:
         return None
-    return max(noisy)
+    target = cfg.floor_target_dbfs
+    return max(noisy) if target is None else max(max(noisy), target)

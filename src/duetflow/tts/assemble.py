@@ -172,6 +172,8 @@ def assemble(
         assert amb_voice.snr_db is not None
         if t.size > 8 * fade_n and sp > 0:
             tone, noise_pow = t, sp / 10 ** (amb_voice.snr_db / 10)
+            if r.floor_target_dbfs is not None:  # one pause floor for every category
+                noise_pow = 10 ** (r.floor_target_dbfs / 10)
             floor_db = 10 * math.log10(noise_pow)
             for i, u in enumerate(gained):
                 ext2 = acoustic_extent(u, sr, floor_db)
