@@ -22,6 +22,7 @@ from scipy.signal import welch
 from duetflow.audio.bandlimit import lowpass
 from duetflow.config import RunConfig, build_config
 from duetflow.demo.voice import FEMALE, MALE, speech
+from duetflow.errors import ConfigError
 from duetflow.rendering.render import render_dialogue
 from duetflow.tts.assemble import assemble
 from duetflow.tts.base import Synthesis, Voice
@@ -238,3 +239,17 @@ def test_one_pause_floor_relative_to_the_speech(tmp_path: Path) -> None:
     # byte-reproducible: the same config and seed give the same samples
     again = floor_rel_db(assemble_ph(tmp_path / "again", cfg, snr_db=45.0), sr)
     assert again == after[2]
+
+
+def test_the_settings_resolve_per_language_and_are_bounded() -> None:
+    cfg = build_config({"render": {"bandwidth_hz": {"zh": 3000, "*": 4000}, "floor_db": -33}})
+    assert cfg.render.bandwidth_for("zh-CN") == 3000.0
+    assert cfg.render.bandwidth_for("en") == 4000.0
+    assert (
+        build_config({"render": {"bandwidth_hz": {"zh": 3000}}}).render.bandwidth_for("en") is None
+    )
+    assert cfg.render.floor_target_dbfs == cfg.render.loudness_target_lufs - 33.0
+    assert build_config({}).render.bandwidth_hz is None and build_config({}).render.floor_db is None
+    for bad in ({"bandwidth_hz": 100.0}, {"bandwidth_hz": {"en": 0}}, {"floor_db": 0.0}):
+        with pytest.raises(ConfigError):
+            build_config({"render": bad})

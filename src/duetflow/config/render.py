@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from duetflow.config.base import _Section
+from duetflow.config.base import _Section, language_keys
 
 #: Longest re-timed gap between turns (ms); beyond it the "dialogue" is mostly silence.
 MAX_GAP_MS = 10_000.0
@@ -79,9 +79,7 @@ class RenderConfig(_Section):
         limits = self.bandwidth_hz
         if not isinstance(limits, dict):
             return limits
-        lang = language.lower().replace("_", "-")
-        short = "zh" if lang.startswith(("zh", "cmn")) else lang.split("-")[0]
-        for key in (lang, short, "*"):
+        for key in (*language_keys(language), "*"):
             if key in limits:
                 return limits[key]
         return None
