@@ -253,3 +253,34 @@ def test_the_settings_resolve_per_language_and_are_bounded() -> None:
     for bad in ({"bandwidth_hz": 100.0}, {"bandwidth_hz": {"en": 0}}, {"floor_db": 0.0}):
         with pytest.raises(ConfigError):
             build_config({"render": bad})
+
+
+def test_a_gap_the_rows_would_carry_outside_the_band_is_rejected(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The rows carry the mixdown's measured gaps and the schema checks hold rows to the band
+    within rounding: a gap that corrections leave 5 ms outside is rejected by the renderer
+    (found on the sample build at scale 16 with every equalisation on: one PH change at
+    172.7 ms passed the mixdown and then failed ``publish`` for the whole release)."""
+    import dataclasses
+
+    from test_retime_mixdown import _mix, _utterance_clips
+
+    import duetflow.rendering.mixdown as mixdown_mod
+    from duetflow.errors import InputError
+    from duetflow.rendering.mixdown import Bed
+    from duetflow.schemas.tables import GAP_TOL_MS
+
+    assert mixdown_mod.ROW_GAP_TOL_MS == GAP_TOL_MS
+    x, truth, seen, tone = _utterance_clips(11, -62.0)
+    real = mixdown_mod.measure_change
+
+    def slightly_short(written, sr, prev, nxt, floor_db, analysis=None):  # type: ignore[no-untyped-def]
+        m = real(written, sr, prev, nxt, floor_db, analysis)
+        assert m is not None
+        return dataclasses.replace(m, onset=m.offset + 0.175 * sr)
+
+    monkeypatch.setattr(mixdown_mod, "measure_change", slightly_short)
+    with pytest.raises(InputError) as err:
+        _mix(x, truth, seen, [0.2, 0.19, 0.225], Bed(tone, 10 ** (-6.2)), positions=False)
+    assert err.value.reason == mixdown_mod.GAP_UNCONFIRMED
