@@ -32,6 +32,33 @@ def cap_text(text: str, limit: int = MAX_CAUSE_CHARS) -> str:
     return f"{text[:limit]}… [{cut} more characters cut]"
 
 
+def printable(text: str) -> str:
+    """``text`` safe to print and to store as UTF-8: undecodable bytes of a file name become
+    ``\\xNN`` escapes (a name read with ``surrogateescape``), other lone surrogates ``\\udNNN``.
+
+    Valid text is returned unchanged, so it costs nothing on the normal path.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` (a path or name as the OS gave it) is valid UTF-8 text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class DuetflowError(Exception):
     """Base class of every error duetflow raises on purpose."""
 
@@ -52,7 +79,8 @@ class InputError(DuetflowError):
         line: int | None = None,
         field: str | None = None,
     ) -> None:
-        self.path = cap_text(str(path), 1000) if path is not None else None
+        self.path = cap_text(printable(str(path)), 1000) if path is not None else None
+        cause = printable(cause)
         self.cause = cap_text(cause)
         self.reason = reason
         self.line = line

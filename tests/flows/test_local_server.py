@@ -112,7 +112,10 @@ def test_runs_use_the_started_server_until_it_is_stopped(
         server = local_server.running(home)
         assert server is not None
         assert server.url in cli("server", "status").stdout
-        assert cli("server", "start").stdout.count(server.url) == 1  # the same one, not a second
+        again = cli("server", "start").stdout
+        assert again.count(f"prefect server at {server.url}") == 1  # the same one, not a second
+        assert f"export PREFECT_API_URL={server.url}" in again
+        assert "UI: off" in again  # PREFECT_SERVER_UI_ENABLED=false
         cfg = write_config(tmp_path / "run.yaml", flow_samples, scripts=False)
         run = cli("run", "-c", str(cfg), "--no-publish", "--no-progress")
         # the run's flow links point at the kept server, and its database holds the run

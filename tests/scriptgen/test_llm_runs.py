@@ -1,8 +1,8 @@
 """Script generation against a local OpenAI-compatible server: re-asks, retries, resume.
 
 Every test talks HTTP to ``llm_server.ChatServer`` on 127.0.0.1 through the production client
-(``openai``); the server scripts the answers and counts the requests, which is the ground
-truth these tests assert on.
+(:class:`~duetflow.scriptgen.llm.OpenAIChat` over :mod:`duetflow.bounded_http`); the server
+scripts the answers and counts the requests, which is the ground truth these tests assert on.
 """
 
 from __future__ import annotations
@@ -36,8 +36,6 @@ from llm_server import (
     lines_json,
     sequence,
 )
-
-pytest.importorskip("openai")
 
 CFG = build_config({"llm": {"backoff_s": 0.0}})
 

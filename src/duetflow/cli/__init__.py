@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "corpora",
     "ingest",
     "process",
+    "rejections",
     "scripts",
     "synthesize",
     "publish",
@@ -27,8 +28,10 @@ COMMAND_MODULES = (
     "validate",
     "pull",
     "report",
+    "game",
     "run",
     "server",
+    "worker",
     "demo",
     "deploy",
 )

@@ -71,4 +71,6 @@ def command(
     )
     for lic, n in sorted(c.get("by_licence", {}).items()):
         click.echo(f"  licence {lic}: {n['dialogues']} dialogues")
+    for line in info.design_problems:
+        click.echo(f"  design: {line}")
     click.echo(info.uri)

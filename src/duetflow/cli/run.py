@@ -131,7 +131,7 @@ def command(
     or a config change computes only what is missing or affected.
     """
     overrides = seed_override(seed)
-    check_runnable(config_path, workdir, store, runner, overrides)
+    check_runnable(config_path, workdir, store, runner, overrides, publish=not no_publish)
     prefect_env()
     from duetflow.flows import build_dataset
 
@@ -155,8 +155,11 @@ def check_runnable(
     store: str | None,
     runner: str | None,
     overrides: Mapping[str, Any],
+    *,
+    publish: bool = False,
 ) -> None:
     """Load and check the run's config without Prefect: a typo costs a second, not a flow run.
+    With ``publish``, an S3 store's bucket must exist.
 
     Raises click.UsageError (exit 2) naming the problem.
     """
@@ -172,6 +175,16 @@ def check_runnable(
     if runner:
         extra["runner"] = {"kind": runner}
     try:
-        preflight(load_config(config_path, overrides=extra or None))
+        config = load_config(config_path, overrides=extra or None)
+        preflight(config)
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
+    if publish and config.release.store.startswith("s3://"):
+        # a bucket that does not exist is named now, not after the run's work
+        from duetflow.errors import StorageError
+        from duetflow.storage import open_store
+
+        try:
+            open_store(config.release.store, config.release).check_ready()
+        except StorageError as e:
+            raise click.UsageError(f"release.store: {e}") from None

@@ -27,4 +27,7 @@ def language_keys(language: str) -> tuple[str, str]:
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Frozen, no unknown keys, every float finite (``.inf``/``.nan`` in YAML is a config error
+    naming the key, never an OverflowError deep in a run)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from duetflow.config.base import CATEGORIES, _Section
 
@@ -30,6 +30,14 @@ class ReleaseConfig(_Section):
     balance_test: bool = Field(
         False, description="test set HH:HM:PH 1:1:1 per language (surplus left out, not moved)"
     )
+    balance_val: bool = Field(
+        False, description="val set 1:1 over its categories (HH:HM) per language (surplus left out)"
+    )
+    preset: Literal["seed_study"] | None = Field(
+        None,
+        description="seed_study: the study's splits (test 1:1:1, PH test-only, val HH:HM 1:1); "
+        "sets balance_test and balance_val and refuses PH outside test",
+    )
     multipart_threshold_mb: int = Field(8, ge=1, le=5120)
     max_attempts: int = Field(5, ge=1, le=100)
 
@@ -47,6 +55,23 @@ class ReleaseConfig(_Section):
                     f"got {list(r)}"
                 )
         return ratios
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset") == "seed_study":
+            data = {"balance_test": True, "balance_val": True, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _preset_holds(self) -> ReleaseConfig:
+        if self.preset == "seed_study":
+            ph = self.ratios.get("PH")
+            if not (self.balance_test and self.balance_val):
+                raise ValueError("preset seed_study balances test and val: leave both on")
+            if ph is not None and (ph[0] or ph[1]):
+                raise ValueError(f"preset seed_study keeps PH in test only; ratios.PH is {ph}")
+        return self
 
 
 #: Release settings that say where/how a release travels, not what it contains.

@@ -56,6 +56,13 @@ class RenderConfig(_Section):
         "does; docs/equalisation.md)",
     )
     stems: bool = False
+    channels: Literal["mono", "stereo", "both"] = Field(
+        "mono",
+        description="mono: the mix only; stereo / both: also a two-channel file (speaker A "
+        "left, B right, sample-aligned with the mix), published beside the mix, which stays "
+        "the audio of record. A mixed mono source (MagicData-RAMC, a mono studio session) "
+        "cannot be separated and stays mono (its row's stereo_path is null)",
+    )
     audio_format: Literal["flac", "wav"] = "flac"
 
     @model_validator(mode="after")

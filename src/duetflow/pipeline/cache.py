@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import shutil
 from collections import Counter
@@ -34,6 +35,8 @@ from duetflow.config import RunConfig
 from duetflow.model import Rejection
 from duetflow.pipeline import durable
 from duetflow.records import RejectionRow
+
+log = logging.getLogger(__name__)
 
 #: the commit marker of a finished step (its :class:`StepOutcome` as JSON)
 RESULT = "result.json"
@@ -105,9 +108,21 @@ def load_outcome(path: Path) -> StepOutcome | None:
     """The finished step at ``path``, or None when it was never completed."""
     try:
         data = json.loads((path / RESULT).read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    return StepOutcome.from_json(data, reused=True)
+    except ValueError as e:  # not JSON, or not UTF-8: the step is built again
+        log.warning("ignoring %s: %s; rebuilding the step", path / RESULT, e)
+        return None
+    try:
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__}, not an object")
+        outcome = StepOutcome.from_json(data, reused=True)
+        if not all(isinstance(v, str) for v in (outcome.stage, outcome.label, outcome.path)):
+            raise TypeError("stage, label and path must be strings")
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        log.warning("ignoring %s: wrong shape (%s); rebuilding the step", path / RESULT, e)
+        return None
+    return outcome
 
 
 def build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutcome:

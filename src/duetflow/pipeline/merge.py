@@ -140,11 +140,12 @@ def _merge_into(
                 _copy_row_groups(src, w)
     (partial / "audio").mkdir()  # a rendered work directory has one, if empty
     for p in ordered:
-        audio = Path(p.path) / "audio"
-        if audio.is_dir():
-            for f in sorted(audio.rglob("*")):
-                if f.is_file():
-                    _link(f, partial / "audio" / f.relative_to(audio))
+        for folder in ("audio", "stereo"):  # the mixes; two-channel files (issue 27)
+            audio = Path(p.path) / folder
+            if audio.is_dir():
+                for f in sorted(audio.rglob("*")):
+                    if f.is_file():
+                        _link(f, partial / folder / f.relative_to(audio))
     _merge_stats(ordered, partial, [Path(p) for p in leading_rejections])
     kept, rejected = sum(p.kept for p in ordered), sum(reasons.values())
     by_reason = dict(sorted(reasons.items()))

@@ -35,6 +35,7 @@ import pyarrow.parquet as pq
 
 from duetflow._version import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
+from duetflow.design import DesignReport, DesignTally, design_json, format_design_report
 from duetflow.errors import ManifestError, StorageError
 from duetflow.leftovers import remove_stale_staging, staging_prefix
 from duetflow.licences import UNDECLARED
@@ -51,6 +52,7 @@ from duetflow.manifest import (
 from duetflow.model import Rejection, Stage, safe_id
 from duetflow.progress import Progress
 from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.release.events import EVENTS, stage_events
 from duetflow.release.layout import (
     LATEST_KEY,
     MANIFEST_NAMES,
@@ -68,6 +70,7 @@ from duetflow.release.splits import (
     format_split_report,
     plan_splits,
     split_report,
+    surplus_reason,
 )
 from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
 from duetflow.schemas.tables import SPLITS
@@ -88,6 +91,9 @@ class ReleaseInfo:
     counts: Mapping[str, Any] = field(default_factory=dict)
     uploaded_objects: int = 0
     skipped_objects: int = 0
+    #: the design contract's problems (missing, short, over-full cells; opening lines), when
+    #: the config declares a design (``design.md`` / ``design.json`` of the release)
+    design_problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -292,7 +298,15 @@ def _stage_manifests(
                 if key not in uploads:
                     path = os.path.join(wd, rec.audio_path)
                     uploads[key] = _Upload(key, path, rec.sha256, os.stat(path).st_size)
-                out = ReleaseDialogueRow.released(rec, splits[did], key).to_row()
+                skey = None  # issue 27: the two-channel file, content-addressed like the mix
+                if rec.stereo_path and rec.stereo_sha256:
+                    sext = PurePosixPath(rec.stereo_path).suffix.lstrip(".") or "flac"
+                    skey = audio_key(rec.stereo_sha256, sext)
+                    if skey not in uploads:
+                        spath = os.path.join(wd, rec.stereo_path)
+                        size = os.stat(spath).st_size
+                        uploads[skey] = _Upload(skey, spath, rec.stereo_sha256, size)
+                out = ReleaseDialogueRow.released(rec, splits[did], key, skey).to_row()
                 licences[(rec.licence or UNDECLARED, splits[did])] += 1
                 writers["dialogues"].write([out])
                 writers[splits[did]].write([out])
@@ -301,7 +315,7 @@ def _stage_manifests(
                 rejections.write([rejection_to_row(rej)])
         rejections.write(
             rejection_to_row(
-                Rejection(did, Stage.PUBLISH, "test_balance_surplus", detail, corpus="")
+                Rejection(did, Stage.PUBLISH, surplus_reason(detail), detail, corpus="")
             )
             for did, detail in sorted(dropped.items())
         )
@@ -401,6 +415,8 @@ def publish(
     wds = [Path(w) for w in workdirs]
     if not wds:
         raise ManifestError("publish: no work directory given")
+    st = store or open_store(store_uri, cfg.release)
+    st.check_ready()  # a missing bucket fails here, before any validation or upload
     _validate_all(wds, cfg)
     items = _split_items(wds)
     plan = plan_splits(items, cfg.release)
@@ -412,7 +428,6 @@ def publish(
         if split is not None:
             by_cat[split][it.category] = by_cat[split].get(it.category, 0) + 1
     del items
-    st = store or open_store(store_uri, cfg.release)
     pub = _Publisher(st, workers)
     st.remove_stale_temporaries()  # what a killed publish left (never a live writer's)
     remove_stale_staging(_STAGING)
@@ -421,6 +436,10 @@ def publish(
         staging = Path(tmp)
         by_licence: Counter[tuple[str, str]] = Counter()
         counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped, by_licence)
+        # trainers (issue 27): the turn-taking events of every dialogue, from its turns
+        counts[EVENTS] = stage_events(
+            staging / "turns.parquet", staging / f"{EVENTS}.parquet", cfg.turns
+        )
         digests = {
             name: sha256_file(staging / f"{name}.parquet")
             for name in ("dialogues", "turns", "rejections")
@@ -438,10 +457,14 @@ def publish(
         audio_objects = len(audio)
         pub.add_uploads(audio)
         del audio
-        for name in (*SPLITS, "dialogues", "turns", "rejections"):
+        for name in (*SPLITS, "dialogues", "turns", "rejections", EVENTS):
             pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
         pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
         pub.add_bytes(prefix + "splits.md", format_split_report(report_rows).encode())
+        design = _design_report(wds, plan.dropped, cfg) if cfg.design.declared else None
+        if design is not None:
+            pub.add_bytes(prefix + "design.json", design_json(design))
+            pub.add_bytes(prefix + "design.md", format_design_report(design).encode())
         if report_dir is not None and Path(report_dir).is_dir():
             for rel, path in _iter_report_files(Path(report_dir)):
                 pub.add_file(prefix + "report/" + rel, path)
@@ -471,6 +494,8 @@ def publish(
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
                 "window_config": cfg.window.model_dump(mode="json"),
+                # the settings the event table was classified with (issue 27)
+                "turns_config": cfg.turns.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
                 "counts": full_counts,
                 "licences": sorted({lic for lic, _ in by_licence}),
@@ -498,4 +523,19 @@ def publish(
         pub.uploaded,
         pub.skipped,
     )
-    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped)
+    problems = tuple(design.problems) if design is not None else ()
+    for line in problems:
+        log.warning("design: %s", line)
+    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped, problems)
+
+
+def _design_report(
+    workdirs: Sequence[Path], dropped: Mapping[str, str], cfg: RunConfig
+) -> DesignReport:
+    """The design contract of the dialogues the release holds (one pass over their rows)."""
+    tally = DesignTally()
+    for wd in workdirs:
+        for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
+            if rec.dialogue_id not in dropped:
+                tally.add(rec.category, rec.language, rec.design)
+    return tally.report(cfg.design)

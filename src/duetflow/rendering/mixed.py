@@ -190,6 +190,8 @@ def render_mixed(
     if cfg.stems:
         log.info("%s: stems are not available for a mixed mono source", d.id)
         tone_meta["stems"] = "unavailable for mixed mono"
+    if cfg.channels != "mono":  # issue 27: the speakers of a mono mix cannot be separated
+        tone_meta["stereo"] = "unavailable: mixed mono source"
     res = Rendering(
         mix.out, None, rows, gaps, measured_gaps_ms(mix, sr), mix.corrected, loud, gains, tone_meta,
         dropped, mix.ceiling_db, mix.written, bandwidth,

@@ -105,6 +105,7 @@ def dialogue_record(
     duration_s: float,
     stems_path: str | None,
     n_turns: int,
+    stereo: tuple[str, str] | None = None,
 ) -> RenderedDialogueRow:
     """The dialogue row of a rendered window, its provenance (what was read, drawn, measured,
     gained) serialised in it. Levels and gains include the true-peak ceiling's gain."""
@@ -158,4 +159,7 @@ def dialogue_record(
         # -- trainers (issue 16): licence and source sample rate per dialogue --
         licence=d.licence or UNDECLARED,
         source_sample_rate=src_rate.sample_rate,
+        # -- trainers (issue 27): the two-channel file (path, sha256), when rendered --
+        stereo_path=stereo[0] if stereo else None,
+        stereo_sha256=stereo[1] if stereo else None,
     )

@@ -187,7 +187,8 @@ def render_separable(
 
     # clips, each moving with its main turn (a kept backchannel with its host)
     group = {p.index: k for k, p in enumerate(tl.mains)}
-    stem_of = {s: k for k, s in enumerate(ids)} if cfg.stems else {}
+    per_speaker = cfg.stems or cfg.channels != "mono"  # a layer per speaker (issue 27)
+    stem_of = {s: k for k, s in enumerate(ids)} if per_speaker else {}
     clips: list[Clip] = []
     spans: list[tuple[int, int]] = [(0, 0)] * len(group)
     for p in tl.placements:
@@ -208,7 +209,7 @@ def render_separable(
         bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0))
     mix = mixdown(
         clips, spans, changes, tl.duration_s, sr, bed=bed, rng=tone_rng(config, d),
-        ceiling_dbtp=cfg.true_peak_ceiling_dbtp, n_stems=len(ids) if cfg.stems else 0,
+        ceiling_dbtp=cfg.true_peak_ceiling_dbtp, n_stems=len(ids) if per_speaker else 0,
         band_s=(cfg.gap_ms_min / 1000.0, cfg.gap_ms_max / 1000.0),
     )  # fmt: skip
     bounds_out = rows_at_changes(spans, changes, mix)

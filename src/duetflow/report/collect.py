@@ -29,6 +29,7 @@ from duetflow.audio.edges import change_gaps
 from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import SILENCE_LUFS, measure
 from duetflow.config import RunConfig
+from duetflow.design import DesignTally
 from duetflow.errors import DuetflowError
 from duetflow.licences import UNDECLARED, release_terms
 from duetflow.licences import terms as terms_of
@@ -124,6 +125,7 @@ class _Collector:
         }
         self.counts: dict[tuple[str, str, str, str], list[float]] = {}
         self.design: dict[tuple[str, str, str, str, str, str], list[float]] = {}
+        self.contract = DesignTally()  # the design contract's counts (duetflow.design)
         self.rej: dict[tuple[str, str], tuple[int, Counter[str], list[str]]] = {}
         self.ph_n = 0
         self.ph_backends: Counter[str] = Counter()
@@ -192,6 +194,7 @@ class _Collector:
         cell = self.design.setdefault(key, [0, 0.0])
         cell[0] += 1
         cell[1] += dur
+        self.contract.add(str(row.category), str(row.language), d)
 
     def _turn_stats(self, row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow]) -> None:
         spk_a = row.speaker_a
@@ -481,6 +484,9 @@ def collect(
             f"{unmapped} dialogue(s) have topic '{cfg.topics.unmapped}': their source label maps"
             " to no taxonomy topic (see source_topic; extend topics.aliases)"
         )
+    contract = c.contract.report(cfg.design) if cfg.design.declared else None
+    if contract is not None:
+        notes.extend(f"design: {p}" for p in contract.problems)
     return ReportData(
         title=title,
         counts=counts,
@@ -494,4 +500,6 @@ def collect(
         notes=tuple(notes),
         design=design,
         unmapped_topic=cfg.topics.unmapped,
+        design_cells=contract.cells if contract is not None else (),
+        design_problems=tuple(contract.problems) if contract is not None else (),
     )

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from duetflow.design import DesignCell
+
 NO_SPLIT = "-"
 MAX_EXAMPLES = 3
 DEFAULT_AUDIO_SAMPLE = 24
@@ -252,6 +254,9 @@ class ReportData:
     notes: tuple[str, ...] = field(default_factory=tuple)
     design: tuple[DesignRow, ...] = field(default_factory=tuple)
     unmapped_topic: str = "other"
+    #: the declared design's cells with counts and targets (empty: no design declared)
+    design_cells: tuple[DesignCell, ...] = field(default_factory=tuple)
+    design_problems: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def total_dialogues(self) -> int:

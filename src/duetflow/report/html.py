@@ -21,6 +21,7 @@ from duetflow.report.tables import (
     DISTRIBUTION_FIGURES,
     backend_table,
     counts_table,
+    design_target_table,
     dist_row,
     fmt_hours,
     languages,
@@ -158,6 +159,13 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         "<h3>PH: per TTS backend × language</h3>",
         _html_table(backend_table(data)),
     ]
+    if data.design_cells:  # the declared design: every cell against its target
+        design += [
+            "<h3>Declared design: every cell against its target</h3>",
+            _html_table(design_target_table(data)),
+            "".join(f"<p>{_esc(p)}</p>" for p in data.design_problems)
+            or "<p>Every cell of the design holds its target.</p>",
+        ]
 
     rejections = [
         f"<p>{data.total_rejections} item(s) rejected; every rejection is kept in"

@@ -206,10 +206,12 @@ def assemble(
             f"[{config.window.min_s}, {config.window.max_s}] s ({len(gained)} lines)",
             reason=reason,
         )
+    two = r.channels != "mono"  # issue 27: a layer per speaker for the two-channel file
     clips = [
-        Clip(i, None, u, _fade(np.ones(len(u), dtype=np.float32), fade_n), s0, 0, len(u))
-        for i, (s0, u) in enumerate(zip(starts, gained, strict=True))
-    ]
+        Clip(i, spk_index[line.speaker] if two else None, u,
+             _fade(np.ones(len(u), dtype=np.float32), fade_n), s0, 0, len(u))
+        for i, (line, s0, u) in enumerate(zip(script.lines, starts, gained, strict=True))
+    ]  # fmt: skip
     spans = [(s0, s0 + len(u)) for s0, u in zip(starts, gained, strict=True)]
     bed: Bed | None = None
     amb_snr: float | None = None
@@ -225,6 +227,7 @@ def assemble(
         rng=rng_for(config.seed, draws_key(script.id), "ambience"),
         ceiling_dbtp=r.true_peak_ceiling_dbtp,
         band_s=(r.gap_ms_min / 1000.0, r.gap_ms_max / 1000.0),
+        n_stems=2 if two else 0,
     )
 
     # 5. true-peak ceiling
@@ -243,6 +246,13 @@ def assemble(
 
     rel = f"audio/{did}.{r.audio_format}"
     path = write_audio(out_dir / rel, mix, sr, audio_format=r.audio_format)
+    stereo_rel = stereo_sha = None
+    if mixed.stems is not None:  # A left, B right, at the mix's ceiling gain
+        stereo = apply_gain(mixed.stems, ceil) if ceil < 0 else mixed.stems
+        stereo_rel = f"stereo/{did}.{r.audio_format}"
+        stereo_sha = _sha256(
+            write_audio(out_dir / stereo_rel, stereo, sr, audio_format=r.audio_format)
+        )
 
     turns: list[RenderedTurnRow] = []
     per_spk: list[list[Audio]] = [[], []]
@@ -339,6 +349,8 @@ def assemble(
         # -- trainers (issue 16): licence and source sample rate per dialogue --
         licence=ph_licence(provenance, voices),
         source_sample_rate=max(native, default=sr),
+        stereo_path=stereo_rel,
+        stereo_sha256=stereo_sha,
     )
     return AssembledDialogue(row, tuple(turns), path, tuple(gained), sr, amb_snr)
 

@@ -161,6 +161,8 @@ def synthesize_scripts(
         failure = report.failure(config.synth)
         if failure is not None:
             done.audio_path.unlink(missing_ok=True)
+            if done.record.stereo_path:  # issue 27: its two-channel file goes with it
+                (done.audio_path.parents[1] / done.record.stereo_path).unlink(missing_ok=True)
             rejections.append(_reject(did, failure[0], failure[1], script.path))
             continue
         prov = json.loads(done.record.provenance)

@@ -337,10 +337,20 @@ def references_for_dialogue(
         entry = cache_dir / key
         meta_path = entry / "meta.json"
         if meta_path.exists():
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("voice") is not None:
-                out.append((float(meta["score"]), _voice_from_meta(meta["voice"])))
-            continue
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                cached = (
+                    (float(meta["score"]), _voice_from_meta(meta["voice"]))
+                    if meta.get("voice") is not None
+                    else None
+                )
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+                # a cache entry of the wrong shape is rebuilt, never a crash
+                log.warning("ignoring voice cache %s (%s); selecting again", meta_path, e)
+            else:
+                if cached is not None:
+                    out.append(cached)
+                continue
         result = _select(row, speaker, spans, workdir, config, entry, key)
         entry.mkdir(parents=True, exist_ok=True)
         payload = {"score": result[0], "voice": asdict(result[1])} if result else {"voice": None}

@@ -50,6 +50,24 @@ __all__ = [
 
 ENTRY_POINT_GROUP = "duetflow.filters"
 
+#: The run-config knobs that decide each reason code of the window and filter stages (and the
+#: renderer's length check), declared once, next to the filters that emit them: ``duetflow
+#: rejections`` names them with the values the run used (each reason's detail records them).
+#: Ingest reasons are facts about the input, decided by no knob.
+REASON_KNOBS: dict[str, tuple[str, ...]] = {
+    "collection_header": ("filters.collection_header_patterns",),
+    "unintelligible": ("filters.unintelligible_max_share",),
+    "too_short": ("window.min_s", "window.margin_s"),
+    "too_long": ("window.max_s", "window.margin_s"),
+    "too_few_turns": ("filters.min_turns_per_speaker",),
+    "interruption": ("filters.max_interruptions", "turns.terminal_overlap_s"),
+    "non_floor_interruption": ("filters.max_non_floor_interruptions",),
+    "imbalanced": ("filters.balance_min", "filters.balance_max"),
+    "language": ("filters.languages",),
+    "topic": ("filters.topics",),
+    "no_window": ("window.min_s", "window.max_s", "window.policy"),
+}
+
 
 @dataclass(frozen=True)
 class Keep:
@@ -267,6 +285,8 @@ def interruptions(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
                 "count": len(floor),
                 "max": fc.max_interruptions,
                 "at_s": [round(e.start, 3) for e in floor[:10]],
+                "events": [_event_detail(dialogue, e) for e in floor[:10]],
+                "terminal_overlap_s": ctx.config.turns.terminal_overlap_s,
             },
         )
     if fc.max_non_floor_interruptions is not None:
@@ -281,6 +301,18 @@ def interruptions(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
                 },
             )
     return KEEP
+
+
+def _event_detail(dialogue: Dialogue, e: OverlapEvent) -> dict[str, Any]:
+    """Who came in on whom, when, and how long before the host's turn ended."""
+    turns = dialogue.turns
+    host_end = turns[e.host_turn_index].end if 0 <= e.host_turn_index < len(turns) else e.end
+    return {
+        "at_s": round(e.start, 3),
+        "listener": e.listener,
+        "host": e.speaker,
+        "before_host_end_s": round(host_end - e.start, 3),
+    }
 
 
 @register_filter("mono_overlaps")
@@ -304,6 +336,7 @@ def mono_overlaps(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
                 "count": len(found),
                 "at_s": [round(e.start, 3) for e in found[:10]],
                 "overlap_s": [round(e.end - e.start, 3) for e in found[:10]],
+                "events": [_event_detail(dialogue, e) for e in found[:10]],
             },
         )
     return KEEP
