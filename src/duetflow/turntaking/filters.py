@@ -7,8 +7,8 @@ failure's reason code. A plugin adds a filter with :func:`register_filter` or th
 ``duetflow.filters`` entry-point group.
 
 Reason codes: ``collection_header``, ``unintelligible``, ``too_short``, ``too_long``,
-``too_few_turns``, ``interruption``, ``non_floor_interruption``, ``imbalanced``, ``language``,
-``topic``.
+``too_few_turns``, ``interruption``, ``non_floor_interruption``, ``mono_overlap``,
+``imbalanced``, ``language``, ``topic``.
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ REASON_KNOBS: dict[str, tuple[str, ...]] = {
     "too_few_turns": ("filters.min_turns_per_speaker",),
     "interruption": ("filters.max_interruptions", "turns.terminal_overlap_s"),
     "non_floor_interruption": ("filters.max_non_floor_interruptions",),
+    # the filter itself: leave ``mono_overlaps`` out of the order to keep such windows
+    "mono_overlap": ("filters.order", "turns.min_overlap_s"),
     "imbalanced": ("filters.balance_min", "filters.balance_max"),
     "language": ("filters.languages",),
     "topic": ("filters.topics",),
