@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from duetflow.config.base import _Section
+from duetflow.config.base import _Section, language_keys
 from duetflow.tts.speaking_rate import SCRIPT_SPEECH_S
 
 VoiceCategory = Literal["HM", "HH"]
@@ -45,6 +45,11 @@ class SynthConfig(_Section):
     reference_max_s: float = Field(10.0, gt=0, le=600)
     voice_policy: Literal["mixed_gender", "any"] = "mixed_gender"
     ambience: bool = True
+    match_human_length: bool = Field(
+        True,
+        description="cut each script at a line boundary to a length drawn from the HH/HM "
+        "dialogues of its language (docs/equalisation.md); False: every line is voiced",
+    )
     similarity_min: float | None = Field(
         None, ge=-1, le=1, description="None: report only, never reject"
     )
@@ -81,9 +86,7 @@ class SynthConfig(_Section):
         """The TTS backends that voice scripts of ``language`` (``zh-CN`` → ``zh``'s list)."""
         if self.backends is None:
             return [self.backend]
-        lang = language.lower().replace("_", "-")
-        short = "zh" if lang.startswith(("zh", "cmn")) else lang.split("-")[0]
-        for key in (lang, short):
+        for key in language_keys(language):
             if key in self.backends:
                 return list(self.backends[key])
         return []

@@ -56,6 +56,8 @@ class Rendering:
     #: ``out`` at ``ceiling_db`` as 16-bit PCM holds it, when the mixdown made it
     #: (:attr:`duetflow.rendering.mixdown.Mix.written`)
     written: Audio | None = None
+    #: the source's effective bandwidth and the low-pass applied (``sources.bandwidth_record``)
+    bandwidth: dict[str, Any] | None = None
 
 
 def turn_row(d: Dialogue, index: int, hosted: bool, start: float, end: float) -> RenderedTurnRow:
@@ -130,6 +132,7 @@ def dialogue_record(
         },
         "ceiling_gain_db": round(res.ceiling_db, 4),
         "room_tone": res.tone,
+        "bandwidth": res.bandwidth,
         "stems_path": stems_path,
         "seed": config.seed,
         "config_hash": config.section_hash("render", "sample_rate", "seed"),

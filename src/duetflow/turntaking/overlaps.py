@@ -33,7 +33,7 @@ from enum import StrEnum
 
 from duetflow.config import TurnsConfig
 from duetflow.model import Turn, TurnKind
-from duetflow.turntaking.cues import Lexical, is_cut_off, lexical_class
+from duetflow.turntaking.cues import Lexical, is_cut_off, lexical_class, stops_mid_clause
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,8 @@ def _classify(
     ):
         return OverlapClass.BACKCHANNEL  # a continuer that ran past the host, who carries on
     # the listener has the floor after the host: where did it come in?
-    host_cut_off = cfg.transcript_cues and is_cut_off(host_last)
+    # a host whose words stop mid-clause ("... and", "……然后") was going on: cut off too
+    host_cut_off = cfg.transcript_cues and (is_cut_off(host_last) or stops_mid_clause(host_last))
     if host_end - lt.start <= cfg.terminal_overlap_s + 1e-9 and not host_cut_off:
         return OverlapClass.TERMINAL_OVERLAP
     return OverlapClass.INTERRUPTION
