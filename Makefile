@@ -10,9 +10,10 @@ TORCH_SPEC ?= torch==2.13.0
 .PHONY: demo test lint typecheck pytest install install-dev bench clean browser
 
 $(VENV)/.core: pyproject.toml
+	@echo "installing duetflow and its dependencies into $(VENV) (first time: a few minutes)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e .
+	$(PIP) install --progress-bar on --upgrade pip
+	$(PIP) install --progress-bar on -e .
 	touch $@
 
 $(VENV)/.dev: pyproject.toml $(VENV)/.core
@@ -24,7 +25,7 @@ install: $(VENV)/.core
 install-dev: $(VENV)/.dev
 
 demo: $(VENV)/.core
-	$(VENV)/bin/duetflow demo --out ./duetflow-demo
+	$(VENV)/bin/duetflow demo --dest ./duetflow-demo
 
 lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check src tests bench

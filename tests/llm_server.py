@@ -27,6 +27,12 @@ class Reply:
     content: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    #: hostile answers: ``raw`` is sent as the body instead of a chat completion (HTML, bytes
+    #: that are not UTF-8, truncated JSON); ``trickle_s`` sends the body one byte at a time
+    #: with this pause between bytes; ``content_type`` overrides the header
+    raw: bytes | None = None
+    trickle_s: float = 0.0
+    content_type: str = "application/json"
 
 
 @dataclass
@@ -77,6 +83,9 @@ class ChatServer:
                 r = server.reply(req, index)
                 if r.delay_s:
                     time.sleep(r.delay_s)
+                if r.raw is not None:
+                    self._send(r.status, None, r.headers, r)
+                    return
                 if r.status != 200:
                     self._send(r.status, {"error": {"message": f"scripted {r.status}"}}, r.headers)
                     return
@@ -97,21 +106,34 @@ class ChatServer:
                         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
                     },
                     r.headers,
+                    r,
                 )
 
             def _send(
-                self, status: int, payload: Any, headers: dict[str, str] | None = None
+                self,
+                status: int,
+                payload: Any,
+                headers: dict[str, str] | None = None,
+                r: Reply | None = None,
             ) -> None:
-                data = json.dumps(payload).encode()
+                r = r or Reply()
+                data = r.raw if r.raw is not None else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
+                    self.send_header("content-type", r.content_type)
+                    if "content-length" not in (headers or {}):
+                        self.send_header("content-length", str(len(data)))
                     for k, v in (headers or {}).items():
                         self.send_header(k, v)
                     self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):  # the client timed out
+                    if not r.trickle_s:
+                        self.wfile.write(data)
+                        return
+                    for i in range(len(data)):  # an answer that never stops arriving
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(r.trickle_s)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up
                     pass
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -184,6 +206,11 @@ def lines_json(lines: Sequence[tuple[str, str]]) -> str:
 
 GOOD_EN = lines_json(GOOD_LINES_EN)
 MALFORMED = 'Sure! Here is the dialogue: [{"speaker": "A", "text": "hi"'
+#: 200 answers that are not chat completions (each must be a failed, retried attempt)
+HTML_PAGE = b"<!doctype html><html><body><h1>502 Bad Gateway</h1></body></html>"
+NOT_UTF8 = b'{"choices": [{"message": {"content": "caf\xe9 \xff"}}]}'
+TRUNCATED = b'{"id": "x", "choices": [{"message": {"role": "assistant", "content": "[{\\"spe'
+WRONG_SCHEMA = b'{"result": "here is your dialogue", "choices": "none"}'
 SCHEMA_VIOLATION = json.dumps(
     [{"speaker": "C", "text": "Hello there."}, {"speaker": "A", "text": "Hi."}]
 )

@@ -6,6 +6,8 @@ it is usually a data engineer looking at a corpus they did not write.
 
 from __future__ import annotations
 
+import errno
+import os
 import reprlib
 from pathlib import Path
 
@@ -32,6 +34,33 @@ def cap_text(text: str, limit: int = MAX_CAUSE_CHARS) -> str:
     return f"{text[:limit]}… [{cut} more characters cut]"
 
 
+def printable(text: str) -> str:
+    """``text`` safe to print and to store as UTF-8: undecodable bytes of a file name become
+    ``\\xNN`` escapes (a name read with ``surrogateescape``), other lone surrogates ``\\udNNN``.
+
+    Valid text is returned unchanged, so it costs nothing on the normal path.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` (a path or name as the OS gave it) is valid UTF-8 text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 class DuetflowError(Exception):
     """Base class of every error duetflow raises on purpose."""
 
@@ -52,7 +81,8 @@ class InputError(DuetflowError):
         line: int | None = None,
         field: str | None = None,
     ) -> None:
-        self.path = cap_text(str(path), 1000) if path is not None else None
+        self.path = cap_text(printable(str(path)), 1000) if path is not None else None
+        cause = printable(cause)
         self.cause = cap_text(cause)
         self.reason = reason
         self.line = line
@@ -83,3 +113,44 @@ class ManifestError(DuetflowError):
 
 class BackendError(DuetflowError):
     """A pluggable backend (TTS, diarisation) is unavailable or failed."""
+
+
+class ServerError(DuetflowError):
+    """A background server duetflow records could not be started, identified or stopped; when it
+    cannot be identified nothing is signalled (the message names the pid and the cause)."""
+
+
+class WorkdirInUseError(DuetflowError):
+    """Another live process holds the work directory's lock (one run per work directory)."""
+
+
+#: errno values of a full disk (or an exhausted quota)
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFullError(DuetflowError):
+    """No space was left on the device holding ``path``: the write failed and the step that
+    wrote it left nothing behind; after freeing space a re-run gives the same output."""
+
+    def __init__(self, path: str | Path, cause: str = "No space left on device") -> None:
+        self.path = cap_text(str(path), 1000)
+        super().__init__(
+            f"{self.path}: disk full ({cause}); the unfinished step left nothing behind, "
+            "finished steps are kept: free space and run again"
+        )
+
+    @classmethod
+    def of(cls, exc: BaseException, path: str | Path) -> DiskFullError | None:
+        """``exc`` as a DiskFullError when it is one (an OSError with ENOSPC or EDQUOT, also
+        as pyarrow words it), else None; ``path`` is named when ``exc`` names no file."""
+        if isinstance(exc, DiskFullError):
+            return exc
+        if not isinstance(exc, OSError):
+            return None
+        text = str(exc)
+        if exc.errno in DISK_FULL_ERRNOS:
+            return cls(exc.filename or path, os.strerror(exc.errno))
+        for code in DISK_FULL_ERRNOS:
+            if os.strerror(code) in text or f"[errno {code}]" in text:
+                return cls(exc.filename or path, os.strerror(code))
+        return None

@@ -410,6 +410,22 @@ def iter_records(path: str | Path, record: type[R]) -> Iterator[R]:
             yield from_row(record, row)
 
 
+def parquet_problem(path: str | Path, record: type[R] | None = None) -> str | None:
+    """Why the file at ``path`` is not a readable Parquet table (with ``record``'s columns,
+    when given); None when it is. Reads the footer and schema only."""
+    try:
+        pf = pq.ParquetFile(path)
+        names = set(pf.schema_arrow.names)
+    except (OSError, ValueError, pa.ArrowException) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        return f"not a Parquet file ({first})"
+    if record is not None:
+        missing = [c for c in columns(record) if c not in names]
+        if missing:
+            return f"missing column(s) {', '.join(missing)}"
+    return None
+
+
 def missing_columns(path: str | Path, record: type[R]) -> list[str]:
     """The columns ``record`` declares that the Parquet file at ``path`` lacks (schema only)."""
     names = set(pq.read_schema(path).names)

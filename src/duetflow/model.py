@@ -13,6 +13,8 @@ from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, Literal, TypeAlias
 
+from duetflow.errors import printable
+
 
 class Category(StrEnum):
     """Who talks: human-human, human-machine, pseudo-human (voice-cloned TTS)."""
@@ -229,7 +231,10 @@ class Rejection:
 
     def __post_init__(self) -> None:
         # every rejection lands in a table readers scroll through: bound what hostile input
-        # can put there (the full story is in the log)
+        # can put there (the full story is in the log), and keep it valid UTF-8 (a file name
+        # with undecodable bytes is shown escaped, never a crash of the table writer)
+        for name in ("item_id", "reason", "detail", "corpus", "source_path"):
+            object.__setattr__(self, name, printable(getattr(self, name)))
         for name, limit in (("detail", MAX_DETAIL_CHARS), ("source_path", 1000)):
             text = getattr(self, name)
             if len(text) > limit:
@@ -246,7 +251,9 @@ def safe_id(text: str) -> str:
     """Make ``text`` usable as a file name, keeping it readable; add a hash if anything changed."""
     cleaned = _UNSAFE.sub("-", text).strip("-.") or "x"
     if cleaned != text:
-        cleaned += "-" + hashlib.sha256(text.encode()).hexdigest()[:6]
+        # surrogatepass: a name with undecodable bytes still gets a stable id (same bytes as
+        # plain UTF-8 for any valid text)
+        cleaned += "-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:6]
     return cleaned
 
 

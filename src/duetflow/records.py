@@ -13,18 +13,20 @@ only where it is read (:func:`from_row`, called by the typed readers of :mod:`du
 A dialogue record of a :class:`~duetflow.model.Dialogue` takes its leading fields from it in one
 place (``of_dialogue``).
 :class:`ReleaseDialogueRow` is a release manifest's dialogue row: the rendered record plus its
-split and the store key of its audio.
+split and the store key of its audio; :class:`TurnEventRow` a release's turn-taking event.
 
 Column types follow the field annotations: ``str`` → string, ``int`` → int32, ``float`` →
-float64, ``X | None`` → the same type, nullable by content. The ``design`` field expands into
-the design columns of :data:`duetflow.model.DESIGN_COLUMNS` (all strings) at its position.
+float64, ``bool`` → bool, ``X | None`` → the same type, nullable by content. The ``design``
+field expands into the design columns of :data:`duetflow.model.DESIGN_COLUMNS` (all strings)
+at its position.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Self, TypeVar, get_type_hints
 
@@ -32,7 +34,7 @@ import pyarrow as pa
 
 from duetflow.model import DESIGN_COLUMNS, DesignFields, Dialogue, design_to_row
 
-_ARROW = {str: pa.string(), int: pa.int32(), float: pa.float64()}
+_ARROW = {str: pa.string(), int: pa.int32(), float: pa.float64(), bool: pa.bool_()}
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,10 @@ class RenderedDialogueRow(_DialogueHead):
     # -- trainers (issue 16): licence and source sample rate per dialogue --
     licence: str  # SPDX id / LicenseRef- name / AND expression
     source_sample_rate: int  # Hz of the source audio before resampling
+    # -- trainers (issue 27): the two-channel file (A left, B right), null when mono only --
+    #: relative to the work directory (in a release: the store key, like ``audio_path``)
+    stereo_path: str | None = field(default=None, kw_only=True)
+    stereo_sha256: str | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -136,18 +142,62 @@ class ReleaseDialogueRow(RenderedDialogueRow):
 
     The rendered record with ``audio_path`` rewritten to the audio's store key, plus the
     dialogue's ``split`` and ``audio_key`` (= that key; the manifests place both columns after
-    ``sha256``).
+    ``sha256``), and what its voices are (issue 27, at the end of the row): ``voice_cloned``
+    (a PH dialogue whose TTS backend cloned the reference voices; False for every other) and
+    ``reference_speaker_a``/``_b`` (a PH dialogue's reference speakers, the voices each side
+    was made from; null for HH and HM), read from the PH provenance
+    (:func:`ph_voice_facts`).
     """
 
     split: str
     audio_key: str
+    # -- trainers (issue 27): what the audio is --
+    voice_cloned: bool
+    reference_speaker_a: str | None
+    reference_speaker_b: str | None
 
     @classmethod
-    def released(cls, row: RenderedDialogueRow, split: str, audio_key: str) -> Self:
-        """``row`` as published: in ``split``, its audio at ``audio_key`` of the store."""
+    def released(
+        cls, row: RenderedDialogueRow, split: str, audio_key: str, stereo_key: str | None = None
+    ) -> Self:
+        """``row`` as published: in ``split``, its audio at ``audio_key`` of the store (its
+        two-channel file, if any, at ``stereo_key``)."""
         values = {f.name: getattr(row, f.name) for f in dataclasses.fields(RenderedDialogueRow)}
         values["audio_path"] = audio_key
-        return cls(**values, split=split, audio_key=audio_key)
+        values["stereo_path"] = stereo_key if row.stereo_sha256 else None
+        cloned, ref_a, ref_b = ph_voice_facts(row)
+        return cls(
+            **values,
+            split=split,
+            audio_key=audio_key,
+            voice_cloned=cloned,
+            reference_speaker_a=ref_a,
+            reference_speaker_b=ref_b,
+        )
+
+
+def ph_voice_facts(row: RenderedDialogueRow) -> tuple[bool, str | None, str | None]:
+    """(voice cloned, reference speaker of A, of B) of a rendered dialogue.
+
+    Only a PH dialogue has references: its provenance's ``speakers`` (the voices, A then B,
+    as ``tts.assemble`` writes them) and ``clones`` (what its backend declares: Dia and Spark
+    clone, eSpeak NG does not). Anything else, or a provenance that says nothing: not cloned,
+    no references.
+    """
+    if row.category != "PH":
+        return False, None, None
+    try:
+        prov = json.loads(row.provenance or "{}")
+    except json.JSONDecodeError:
+        return False, None, None
+    if not isinstance(prov, dict):
+        return False, None, None
+    ids: list[str | None] = []
+    speakers = prov.get("speakers")
+    for sp in speakers if isinstance(speakers, list) else []:
+        ids.append(str(sp["id"]) if isinstance(sp, dict) and sp.get("id") else None)
+    ids += [None, None]
+    return prov.get("clones") is True, ids[0], ids[1]
 
 
 @dataclass(frozen=True)
@@ -190,7 +240,40 @@ class RejectionRow(_Row):
     detail: str
 
 
-Record = RenderedTurnRow | RenderedDialogueRow | IntakeDialogueRow | IntakeTurnRow | RejectionRow
+@dataclass(frozen=True)
+class TurnEventRow(_Row):
+    """One turn-taking event of a released dialogue, on its rendered timeline (a release's
+    ``events.parquet``; built by :func:`duetflow.turntaking.events.dialogue_events`).
+
+    ``event`` is one of :data:`duetflow.turntaking.events.EVENT_KINDS`: ``turn`` (a turn that
+    holds the floor), ``backchannel``, ``non_floor_interruption``, ``terminal_overlap``,
+    ``interruption`` (a listener vocalisation overlapping the other party's turn, spanning the
+    overlapped stretch), ``nonspeech`` (laughter and the like, where the turns mark it) and
+    ``gap`` (a speaker change of the floor, from the floor's end to the next speaker's start;
+    ``offset_s`` the signed floor-transfer offset, negative for an overlapping change).
+    ``turn_index`` is the event's own turn (``turns.parquet``: the listener's, the next
+    speaker's); ``other_turn_index`` the turn it overlaps or follows (null for a turn).
+    """
+
+    dialogue_id: str
+    event_index: int
+    event: str
+    speaker: str
+    start_s: float
+    end_s: float
+    turn_index: int
+    other_turn_index: int | None
+    offset_s: float | None
+
+
+Record = (
+    RenderedTurnRow
+    | RenderedDialogueRow
+    | IntakeDialogueRow
+    | IntakeTurnRow
+    | RejectionRow
+    | TurnEventRow
+)
 RecordType = type[Record]
 #: A record type (a table's row).
 R = TypeVar("R", bound=Record)

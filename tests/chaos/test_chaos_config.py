@@ -35,6 +35,12 @@ CASES = {
         "synth:\n  reference_min_s: 9\n  reference_max_s: 3\n",
         "reference_min_s",
     ),
+    # issue 24 item 4: infinities and NaN are config errors naming the key (an .inf timeout
+    # used to load and end in an OverflowError inside the HTTP client)
+    "llm_timeout_inf": ("llm:\n  timeout_s: .inf\n", "llm.timeout_s"),
+    "llm_backoff_inf": ("llm:\n  backoff_s: .inf\n", "llm.backoff_s"),
+    "llm_max_backoff_huge": ("llm:\n  max_backoff_s: 1.0e300\n", "llm.max_backoff_s"),
+    "loudness_nan": ("render:\n  loudness_target_lufs: .nan\n", "render.loudness_target_lufs"),
     "yaml_alias_bomb": (
         "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
         + "".join(

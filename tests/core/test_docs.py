@@ -11,6 +11,8 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 #: relative paths in backticks or links that climb out of the repository, and absolute paths
 #: of this machine
 OUTSIDE = re.compile(r"(?<![\w.])(\.\./)+[\w./-]+|/work/[\w./-]+|/home/[\w./-]+")
+#: folders of the workspace the project was built in, which a clone does not have
+NOT_IN_A_CLONE = re.compile(r"(?<![\w/])shared/reference/[\w./-]*")
 
 
 def test_docs_link_nothing_outside_the_repository() -> None:
@@ -29,6 +31,8 @@ def test_docs_link_nothing_outside_the_repository() -> None:
             path = (doc.parent / m.group(0)).resolve()
             if m.group(0).startswith("/") or ROOT not in path.parents:
                 problems.append(f"{doc.relative_to(ROOT)}: path {m.group(0)}")
+        for m in NOT_IN_A_CLONE.finditer(text):
+            problems.append(f"{doc.relative_to(ROOT)}: path {m.group(0)} is not in the repository")
         for m in re.finditer(r"\]\((https?://[^)]+)\)", text):
             problems.append(f"{doc.relative_to(ROOT)}: web link {m.group(1)}")
     assert not problems, "\n".join(problems)

@@ -31,6 +31,7 @@ from duetflow.records import (
     ReleaseDialogueRow,
     RenderedDialogueRow,
     RenderedTurnRow,
+    TurnEventRow,
     arrow_schema,
     columns,
 )
@@ -179,7 +180,7 @@ def test_every_record_column_is_exported_to_lhotse_or_excluded_by_name() -> None
     custom = set(sup["custom"])
     assert custom == (turn_cols - set(export.LHOTSE_TURN_NATIVE)) | (
         dia_cols - set(export.LHOTSE_DIALOGUE_EXCLUDED)
-    )
+    ) | {"turn_events"}  # the turn's events (issue 27), from the event table
     assert set(DESIGN_COLUMNS) <= custom
     assert sup["custom"]["licence"] == "CC-BY-4.0"
     assert (sup["id"], sup["recording_id"], sup["text"], sup["speaker"]) == (
@@ -219,12 +220,16 @@ def test_hf_turn_fields_and_columns_follow_the_records() -> None:
     assert schema.field("turns").type.value_type.names == kept
     assert list(features["turns"]["feature"]) == kept
     dia = [n for n in RELEASE_DIALOGUE_SCHEMA.names if n not in export.HF_DROPPED_COLUMNS]
-    assert schema.names == ["audio", *dia, "turns"]
+    assert schema.names == ["audio", export.HF_STEREO, *dia, "turns", "events"]
+    event_fields = [f.name for f in arrow_schema(TurnEventRow)]
+    kept_events = [n for n in event_fields if n not in export.HF_EVENT_DROPPED_FIELDS]
+    assert schema.field("events").type.value_type.names == kept_events
+    assert list(features["events"]["feature"]) == kept_events
 
 
 def test_no_two_records_disagree_on_a_shared_column_type() -> None:
     types = {}
-    for record in (RenderedTurnRow, RenderedDialogueRow, ReleaseDialogueRow):
+    for record in (RenderedTurnRow, RenderedDialogueRow, ReleaseDialogueRow, TurnEventRow):
         for f in arrow_schema(record):
             assert types.setdefault(f.name, f.type) == f.type, f.name
     assert RENDERED_TURN_SCHEMA.names == list(columns(RenderedTurnRow))

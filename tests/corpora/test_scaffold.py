@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from duetflow.cli import main
 from duetflow.config import RunConfig
 from duetflow.corpora import get_adapter, registry_entries
-from duetflow.corpora.scaffold import class_name, render, scaffold
+from duetflow.corpora.scaffold import LAYOUTS, class_name, render, scaffold
 from duetflow.demo import generators
 from duetflow.manifest import iter_dialogues
 from duetflow.pipeline.ingest import ingest
@@ -39,7 +39,7 @@ def test_cli_new_writes_three_files_and_refuses_to_overwrite(tmp_path: Path) -> 
     assert bad.exit_code == 2 and "lowercase Python identifier" in bad.output
 
 
-@pytest.mark.parametrize("layout", ["mono", "stereo"])
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_scaffolded_files_are_lint_clean(tmp_path: Path, layout: str) -> None:
     out = scaffold("switchboard", tmp_path, layout=layout)
     res = subprocess.run(

@@ -116,6 +116,8 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
         "loudness_lufs_b": -23.0, "gain_db_a": 0.0, "gain_db_b": 0.0, "gap_ms_min": 200.0,
         "gap_ms_max": 210.0, "provenance": "{}", "split": "train",
         "audio_key": f"audio/ab/{sha}.flac", "licence": "CC-BY-4.0", "source_sample_rate": 8000,
+        "stereo_path": None, "stereo_sha256": None, "voice_cloned": False,  # issue 27
+        "reference_speaker_a": None, "reference_speaker_b": None,
         **dict.fromkeys(DESIGN_COLUMNS),
     }  # fmt: skip
     rows = [

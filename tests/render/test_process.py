@@ -115,3 +115,10 @@ def test_cli_process(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "2 rendered" in result.output and "missing_file" in result.output
     assert len(list(iter_rows(out / DIALOGUES))) == 2
+    hint = result.output.rstrip().splitlines()[-1]
+    assert hint == f"why each was rejected: duetflow rejections {out} [--reason REASON]"
+    listed = CliRunner().invoke(main, ["rejections", str(out)])
+    assert listed.exit_code == 0, listed.output
+    assert "window.min_s = 20.0, window.max_s = 60.0" in listed.output  # no_window
+    assert "render/missing_file" in listed.output and "gone.wav" in listed.output
+    assert "ingest/bad_audio" in listed.output

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -34,6 +33,8 @@ from duetflow.manifest import (
     write_table,
 )
 from duetflow.model import Rejection, Stage
+from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, from_row
+from duetflow.release.layout import RELEASE_DIALOGUE_SCHEMA
 from duetflow.seeding import rng_for
 from duetflow.turntaking.overlaps import BalanceStats
 from duetflow.turntaking.stats import CorpusStats, DialogueStats
@@ -298,9 +299,7 @@ def release_dir(work_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     rid = "r-test-0001"
     man = store / "releases" / rid / "manifests"
     man.mkdir(parents=True)
-    schema = RENDERED_DIALOGUE_SCHEMA.append(pa.field("split", pa.string())).append(
-        pa.field("audio_key", pa.string())
-    )
+    schema = RELEASE_DIALOGUE_SCHEMA
     rows: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     rejections: list[dict[str, Any]] = []
@@ -311,7 +310,8 @@ def release_dir(work_root: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
             (store / key).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(wd / r["audio_path"], store / key)
             split = "test" if r["category"] == "PH" else splits[i % len(splits)]
-            rows.append({**r, "split": split, "audio_key": key})
+            rendered = from_row(RenderedDialogueRow, r)
+            rows.append(ReleaseDialogueRow.released(rendered, split, key).to_row())
         turns.extend(pq.read_table(wd / "turns.parquet").to_pylist())
         rejections.extend(pq.read_table(wd / "rejections.parquet").to_pylist())
     write_table(man / "dialogues.parquet", schema, rows)

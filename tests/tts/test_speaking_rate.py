@@ -10,11 +10,10 @@ import pytest
 import soundfile as sf
 from tts_helpers import tts_config
 
-from duetflow.demo.scripts import SAMPLE_SCRIPTS
+from duetflow.demo.scripts import SAMPLE_SCRIPTS, SAMPLE_SPEECH_S
 from duetflow.manifest import DIALOGUES, REJECTIONS, iter_rows
 from duetflow.pipeline.commands import synthesize
 from duetflow.tts.speaking_rate import (
-    SCRIPT_SPEECH_S,
     SPEAKING_RATES,
     rate_for,
     script_speaking_time_s,
@@ -38,7 +37,8 @@ def test_units_and_rates() -> None:
 def test_sample_scripts_are_shaped_like_the_studys(script: dict) -> None:
     lines = script["lines"]
     est = script_speaking_time_s([ln["text"] for ln in lines], script["language"])
-    assert SCRIPT_SPEECH_S[0] <= est <= SCRIPT_SPEECH_S[1], est
+    # long enough to be cut to any human length (synth.match_human_length)
+    assert SAMPLE_SPEECH_S[0] <= est <= SAMPLE_SPEECH_S[1], est
     assert {ln["speaker"] for ln in lines} == {"A", "B"}
     assert all(a["speaker"] != b["speaker"] for a, b in itertools.pairwise(lines))
     fillers = ("um", "uh", "oh", "hmm", "huh", "you know", "well", "嗯", "那个", "啊", "哦")
@@ -64,14 +64,27 @@ def test_ph_dialogues_render_inside_the_window_or_are_rejected(
         (scripts / f"{d['id']}.json").write_text(json.dumps(d), encoding="utf-8")
     cfg = tts_config()  # the fixture's voices are HH speakers
     out = tmp_path / "out"
+    # scripts are cut to human lengths (synth.match_human_length): the long one too
     rep = synthesize(scripts, voices_workdir, cfg, out, qa=False)
-    assert rep.kept == len(SAMPLE_SCRIPTS) and rep.rejected == 2
+    assert rep.kept == len(SAMPLE_SCRIPTS) + 1 and rep.rejected == 1
     rejected = {r["item_id"]: r for r in iter_rows(out / REJECTIONS)}
     assert rejected["ph__default__short"]["reason"] == "rendered_too_short"
-    assert rejected["ph__default__long"]["reason"] == "rendered_too_long"
-    assert "outside [20.0, 60.0] s" in rejected["ph__default__long"]["detail"]
     written = {p.name for p in (out / "audio").iterdir()}
-    assert written == {f"ph__default__{s['id']}.flac" for s in SAMPLE_SCRIPTS}  # nothing else
+    assert written == {f"ph__default__{s['id']}.flac" for s in (*SAMPLE_SCRIPTS, long)}
+    # uncut, the long script is rejected before anything is written
+    whole = tts_config({"synth": {"match_human_length": False}})
+    only_long = tmp_path / "only_long"
+    only_long.mkdir()
+    (only_long / "long.json").write_text(json.dumps(long), encoding="utf-8")
+    rep2 = synthesize(only_long, voices_workdir, whole, tmp_path / "out2", qa=False)
+    assert rep2.kept == 0 and rep2.rejected == 1
+    (r2,) = iter_rows(tmp_path / "out2" / REJECTIONS)
+    assert r2["reason"] == "rendered_too_long" and "outside [20.0, 60.0] s" in r2["detail"]
+    assert not list((tmp_path / "out2" / "audio").glob("*.flac"))
     for row in iter_rows(out / DIALOGUES):
         info = sf.info(out / row["audio_path"])
         assert cfg.window.min_s <= info.duration <= cfg.window.max_s, (row["dialogue_id"], info)
+        # the length drawn from the fixture's human dialogues, the lines cut to it
+        plan = json.loads(row["provenance"])["length_match"]
+        assert plan["lines"] == row["n_turns"] <= plan["script_lines"]
+        assert abs(row["duration_s"] - plan["estimated_s"]) < 2.0, (row["dialogue_id"], plan)

@@ -54,8 +54,11 @@ from .timing_corpora import (
     with_durations,
 )
 
-CFG = build_config({})
-OFF = build_config({"turns": {"acoustic_timing": False}})
+#: the overlaps planted here are what the mono_overlaps filter keeps out of a release
+#: (docs/equalisation.md); these tests are about timing and the classes, so it is left out
+_ORDER = [f for f in build_config({}).filters.order if f != "mono_overlaps"]
+CFG = build_config({"filters": {"order": _ORDER}})
+OFF = build_config({"turns": {"acoustic_timing": False}, "filters": {"order": _ORDER}})
 SEEDS = (1, 2, 3)
 
 

@@ -17,7 +17,7 @@ import numpy.typing as npt
 import soundfile as sf
 import soxr
 
-from duetflow.errors import InputError
+from duetflow.errors import DISK_FULL_ERRNOS, DiskFullError, InputError
 
 Audio = npt.NDArray[np.float32]
 
@@ -194,6 +194,7 @@ def write_audio(
         data = np.clip(samples, -1.0, 1.0 - 1.0 / 32768).astype(np.float32, copy=False)
     level = {"compression_level": FLAC_COMPRESSION_LEVEL / 8} if fmt == "FLAC" else {}
     try:
+        sf._ffi.errno = 0  # type: ignore[attr-defined]  # what a failed call sets is then its own
         channels = 1 if data.ndim == 1 else data.shape[1]
         with sf.SoundFile(
             str(tmp), "w", sample_rate, channels, subtype=subtype, format=fmt, **level
@@ -202,9 +203,37 @@ def write_audio(
                 _no_peak_chunk(f)
             f.write(data)
         os.replace(tmp, p)
+    except sf.LibsndfileError as e:
+        if _disk_full(e, tmp.parent, data.nbytes):
+            raise DiskFullError(p, "No space left on device, reported by libsndfile") from e
+        raise
+    except OSError as e:
+        full = DiskFullError.of(e, p)
+        if full is not None:
+            raise full from e
+        raise
     finally:
         tmp.unlink(missing_ok=True)
     return p
+
+
+#: libsndfile's ``SFE_SYSTEM`` ("System error."): a failed system call, errno not passed on
+_SFE_SYSTEM = 2
+
+
+def _disk_full(e: sf.LibsndfileError, folder: Path, size: int) -> bool:
+    """Whether libsndfile's "System error." while writing into ``folder`` is a full disk: the
+    errno of its failed call (cffi keeps it per thread, reset before the write) says so, or
+    ``folder``'s file system has less room left than the ``size`` bytes being written."""
+    if e.code != _SFE_SYSTEM:
+        return False
+    if sf._ffi.errno in DISK_FULL_ERRNOS:  # type: ignore[attr-defined]
+        return True
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < max(size, 1 << 20)
 
 
 #: libsndfile's ``SFC_SET_ADD_PEAK_CHUNK``: float WAVs get a PEAK chunk stamped with the time

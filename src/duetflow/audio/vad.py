@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from duetflow.audio.io import Audio, resample, to_mono
+from duetflow.audio.levels import Headroom, remove_dc
 
 
 def _import_webrtcvad() -> Any:
@@ -66,22 +67,18 @@ class VadParams:
     refine: bool = True  # snap region edges to the signal's energy envelope (10 ms resolution)
 
 
-def _to_pcm16(samples: Audio) -> bytes:
-    return bytes((np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2").tobytes())
-
-
 def voiced_frames(
     samples: Audio, sample_rate: int, aggressiveness: int = 2, frame_ms: int = 30
 ) -> tuple[npt.NDArray[np.bool_], float]:
     """Raw per-frame speech decisions and the frame length in seconds."""
-    x = to_mono(samples)
+    x = remove_dc(to_mono(samples), sample_rate)  # levels as recorded: duetflow.audio.levels
     sr = sample_rate
     if sr not in VAD_RATES:
         x, sr = resample(x, sr, 16000), 16000
     n = sr * frame_ms // 1000
     count = len(x) // n
     vad = webrtcvad.Vad(aggressiveness)
-    pcm = _to_pcm16(x[: count * n])
+    pcm = Headroom().pcm16(x[: count * n])  # over full scale: scaled, never clipped
     step = 2 * n
     flags = np.fromiter(
         (vad.is_speech(pcm[i * step : (i + 1) * step], sr) for i in range(count)),
@@ -126,7 +123,7 @@ def frame_energy_db(
     samples: Audio, sample_rate: int, hop_s: float = 0.01
 ) -> npt.NDArray[np.float64]:
     """Mean-square energy in dB of consecutive ``hop_s`` frames."""
-    x = to_mono(samples).astype(np.float64)
+    x = remove_dc(to_mono(samples), sample_rate).astype(np.float64)
     n = max(1, int(round(sample_rate * hop_s)))
     count = len(x) // n
     if count == 0:

@@ -13,13 +13,14 @@ import sys
 import click
 
 from duetflow._version import __version__
-from duetflow.errors import DuetflowError
+from duetflow.errors import DiskFullError, DuetflowError
 
 COMMAND_MODULES = (
     "samples",
     "corpora",
     "ingest",
     "process",
+    "rejections",
     "scripts",
     "synthesize",
     "publish",
@@ -27,8 +28,11 @@ COMMAND_MODULES = (
     "validate",
     "pull",
     "report",
+    "game",
+    "audit",
     "run",
     "server",
+    "worker",
     "demo",
     "deploy",
 )
@@ -66,4 +70,10 @@ def run() -> None:
         sys.exit(130)
     except DuetflowError as e:
         click.echo(f"error: {e}", err=True)
+        sys.exit(2)
+    except OSError as e:  # a full disk outside a step (which says so itself) is no bug either
+        full = DiskFullError.of(e, e.filename or "a file")
+        if full is None:
+            raise
+        click.echo(f"error: {full}", err=True)
         sys.exit(2)

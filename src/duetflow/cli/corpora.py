@@ -30,26 +30,52 @@ def list_() -> None:
 @command.command("new")
 @click.argument("name")
 @click.option(
+    "--package",
+    default=None,
+    help="Write a separate plug-in package with this import name (e.g. my_corpora) under "
+    "--dest, with its own pyproject.toml and entry points, instead of into duetflow's tree.",
+)
+@click.option(
+    "--dest",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder of the plug-in package (with --package; default: ./<package>).",
+)
+@click.option(
     "--project",
     default=".",
     show_default=True,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Source tree to write into (holds src/duetflow and tests).",
+    help="Without --package: the duetflow source tree to write into (holds src/duetflow, tests).",
 )
 @click.option("--force", is_flag=True, help="Overwrite existing files.")
 @click.option(
     "--layout",
-    type=click.Choice(["mono", "stereo"]),
     default="mono",
     show_default=True,
-    help="Start from one mixed channel (mono) or one channel per speaker (stereo, e.g. Fisher).",
+    help="mono: one mixed channel; stereo: a channel per speaker (e.g. Fisher); textgrid, eaf, "
+    "rttm: a recording + a Praat TextGrid / ELAN .eaf / RTTM file per dialogue.",
 )
-def new(name: str, project: Path, force: bool, layout: str) -> None:
+def new(
+    name: str, package: str | None, dest: Path | None, project: Path, force: bool, layout: str
+) -> None:
     """Scaffold adapter, sample generator and test for corpus NAME (see docs/adding-a-corpus.md)."""
     from duetflow.corpora.scaffold import scaffold
+    from duetflow.corpora.scaffold_package import scaffold_package
     from duetflow.errors import ConfigError
 
+    if dest is not None and package is None:
+        raise click.UsageError("--dest goes with --package (the plug-in package to write)")
     try:
+        if package is not None:
+            pkg = scaffold_package(name, package, dest or Path(package), layout=layout,
+                                   force=force)  # fmt: skip
+            for path in pkg.files:
+                click.echo(f"wrote {path}")
+            click.echo("then, from the environment where duetflow is installed:")
+            for line in pkg.commands:
+                click.echo(f"  {line}")
+            return
         out = scaffold(name, project, force=force, layout=layout)
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
@@ -61,3 +87,4 @@ def new(name: str, project: Path, force: bool, layout: str) -> None:
     click.echo(f"  {out.entry_point}")
     click.echo('  [project.entry-points."duetflow.samples"]')
     click.echo(f"  {out.samples_entry_point}")
+    click.echo("(or write a separate plug-in package: add --package NAME --dest DIR)")

@@ -24,7 +24,7 @@ from typing import Any
 import click
 import yaml
 
-from duetflow.cli.run import prefect_env
+from duetflow.cli.run import prefect_api
 from duetflow.errors import ConfigError
 
 POOL = "duetflow-process"
@@ -79,7 +79,8 @@ def deploy(
     env = dict(os.environ)
     if not env.get("PREFECT_API_URL"):
         raise ConfigError(
-            "deployments need a Prefect server: `prefect server start`, then set PREFECT_API_URL"
+            "deployments need a Prefect server: `duetflow server start` (or set "
+            "PREFECT_API_URL to a server's API)"
         )
     spec = yaml.safe_load(source.read_text(encoding="utf-8")) or {}
     rendered = yaml.safe_dump(deploy_spec(spec, pool=pool, paused=paused), sort_keys=False)
@@ -112,9 +113,11 @@ def command(project_dir: Path, pool: str, tts_limit: int, paused: bool) -> None:
 
     Deploying activates the nightly and weekly schedules unless --paused; resume or pause one
     later with `prefect deployment schedule resume|pause <flow>/<deployment> <schedule id>`.
-    Then start a worker: prefect worker start --pool POOL
+    Then start a worker: duetflow worker start --pool POOL
     """
-    prefect_env()
-    click.echo(deploy(project_dir, pool=pool, tts_limit=tts_limit, paused=paused))
+    with prefect_api() as where:  # a temporary API ends with this command: no URL to export
+        api = os.environ.get("PREFECT_API_URL", "") if where == "server" else ""
+        click.echo(deploy(project_dir, pool=pool, tts_limit=tts_limit, paused=paused))
     state = "inactive (--paused)" if paused else "active"
-    click.echo(f"schedules registered {state}; start a worker: prefect worker start --pool {pool}")
+    click.echo(f"schedules registered {state}; start a worker: duetflow worker start --pool {pool}")
+    click.echo(f"for `prefect` commands in this shell: export PREFECT_API_URL={api}")

@@ -56,3 +56,5 @@ def command(
     )
     for reason, n in report.rejected_by_reason.items():
         click.echo(f"  rejected {n}: {reason}")
+    if report.rejected or report.carried:
+        click.echo(f"why each was rejected: duetflow rejections {workdir} [--reason REASON]")

@@ -71,4 +71,8 @@ def command(
     )
     for lic, n in sorted(c.get("by_licence", {}).items()):
         click.echo(f"  licence {lic}: {n['dialogues']} dialogues")
+    for line in info.design_problems:
+        click.echo(f"  design: {line}")
+    for line in info.cue_parity:
+        click.echo(f"  {line}")
     click.echo(info.uri)

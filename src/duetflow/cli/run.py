@@ -6,10 +6,12 @@ so ``duetflow --help`` stays fast and the settings take effect.
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +26,10 @@ from duetflow.cli.options import (
     workdir_option,
 )
 from duetflow.cli.progress import progress_bars
+from duetflow.errors import DuetflowError
+
+if TYPE_CHECKING:
+    from duetflow.config import RunConfig
 
 #: A Prefect home of duetflow's own, kept between runs (see :func:`prefect_env`).
 PREFECT_HOME_ENV = "DUETFLOW_PREFECT_HOME"
@@ -61,6 +67,67 @@ def prefect_env(home: Path | None = None) -> str:
         os.environ["PREFECT_API_URL"] = server.url
         return "server"
     return os.environ["PREFECT_HOME"]
+
+
+@contextmanager
+def prefect_api(home: Path | None = None) -> Iterator[str]:
+    """:func:`prefect_env`, and when no server is given or answers, the run's own temporary
+    API for the duration of the block (``PREFECT_API_URL`` points at it).
+
+    That API is a child process that dies with this one, SIGKILL included
+    (:mod:`duetflow.flows.run_api`); Prefect's own temporary API would outlive a killed run.
+    Yields what :func:`prefect_env` returned.
+    """
+    quiet_known_errors()
+    where = prefect_env(home)
+    if where == "server":
+        yield where
+        return
+    from duetflow.flows.run_api import temporary_api
+
+    with temporary_api() as url:
+        os.environ["PREFECT_API_URL"] = url
+        try:
+            yield where
+        finally:
+            _drain_prefect()  # queued run logs and events reach the API before it stops
+            os.environ.pop("PREFECT_API_URL", None)
+
+
+#: Prefect's loggers that report a failed task or flow run with the exception's traceback
+RUN_LOGGERS = ("prefect.task_runs", "prefect.flow_runs")
+
+
+class _NoTracebackForKnownErrors(logging.Filter):
+    """duetflow's own errors name their file and cause in one line: Prefect's run loggers show
+    that line without the traceback (any other exception, a bug, keeps its traceback)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, DuetflowError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def quiet_known_errors() -> None:
+    """Install :class:`_NoTracebackForKnownErrors` on Prefect's run loggers (once)."""
+    for name in RUN_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _NoTracebackForKnownErrors) for f in logger.filters):
+            logger.addFilter(_NoTracebackForKnownErrors())
+
+
+def _drain_prefect(timeout: float = 5.0) -> None:
+    import sys
+
+    if "prefect" not in sys.modules:
+        return
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=timeout)
+    EventsWorker.drain_all(timeout=timeout)
 
 
 def prefect_home(home: Path | None = None) -> Path:
@@ -131,21 +198,24 @@ def command(
     or a config change computes only what is missing or affected.
     """
     overrides = seed_override(seed)
-    check_runnable(config_path, workdir, store, runner, overrides)
-    prefect_env()
-    from duetflow.flows import build_dataset
+    cfg = check_runnable(config_path, workdir, store, runner, overrides, publish=not no_publish)
+    from duetflow.pipeline.workdir_lock import workdir_lock
 
-    with progress_bars(progress_enabled(progress)):
-        summary = build_dataset(
-            config=str(config_path.resolve()),
-            workdir=str(workdir) if workdir else None,
-            store=store,
-            runner=runner,
-            release_id=release,
-            synthesize=not no_synth,
-            publish=not no_publish,
-            overrides=overrides or None,
-        )
+    # taken before the API starts: a second run on one work directory fails at once
+    with workdir_lock(cfg.workdir), prefect_api():
+        from duetflow.flows import build_dataset
+
+        with progress_bars(progress_enabled(progress)):
+            summary = build_dataset(
+                config=str(config_path.resolve()),
+                workdir=str(workdir) if workdir else None,
+                store=store,
+                runner=runner,
+                release_id=release,
+                synthesize=not no_synth,
+                publish=not no_publish,
+                overrides=overrides or None,
+            )
     echo_summary(summary)
 
 
@@ -155,10 +225,13 @@ def check_runnable(
     store: str | None,
     runner: str | None,
     overrides: Mapping[str, Any],
-) -> None:
+    *,
+    publish: bool = False,
+) -> RunConfig:
     """Load and check the run's config without Prefect: a typo costs a second, not a flow run.
+    With ``publish``, an S3 store's bucket must exist.
 
-    Raises click.UsageError (exit 2) naming the problem.
+    Returns the config; raises click.UsageError (exit 2) naming the problem.
     """
     from duetflow.config import load_config
     from duetflow.errors import ConfigError
@@ -172,6 +245,17 @@ def check_runnable(
     if runner:
         extra["runner"] = {"kind": runner}
     try:
-        preflight(load_config(config_path, overrides=extra or None))
+        config = load_config(config_path, overrides=extra or None)
+        preflight(config)
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
+    if publish and config.release.store.startswith("s3://"):
+        # a bucket that does not exist is named now, not after the run's work
+        from duetflow.errors import StorageError
+        from duetflow.storage import open_store
+
+        try:
+            open_store(config.release.store, config.release).check_ready()
+        except StorageError as e:
+            raise click.UsageError(f"release.store: {e}") from None
+    return config

@@ -25,6 +25,25 @@ _home_option = click.option(
 )
 
 
+def _ui_answers(url: str) -> bool:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=2.0) as response:
+            return bool(response.status == 200)
+    except (OSError, urllib.error.URLError, ValueError):
+        return False
+
+
+def _print_urls(api_url: str) -> None:
+    """The UI's address and the one line that points Prefect's own commands at the server."""
+    ui = api_url.removesuffix("/api")
+    click.echo(f"UI: {ui}" if _ui_answers(ui) else "UI: off (PREFECT_SERVER_UI_ENABLED=false)")
+    click.echo("for `prefect` commands in this shell (`duetflow worker start` finds it itself):")
+    click.echo(f"export PREFECT_API_URL={api_url}")
+
+
 @click.group("server")
 def command() -> None:
     """A local Prefect server that outlives runs, so each run skips the temporary API."""
@@ -40,6 +59,7 @@ def start_command(home: Path | None, port: int | None) -> None:
     server = local_server.start(_home(home), port=port)
     click.echo(f"prefect server at {server.url} (pid {server.pid}), home {_home(home)}")
     click.echo("`duetflow run` uses it while it runs; `duetflow server stop` stops it.")
+    _print_urls(server.url)
 
 
 @command.command("stop")
@@ -65,3 +85,4 @@ def status_command(home: Path | None) -> None:
         click.echo(f"no server answering in {_home(home)}")
         raise SystemExit(1)
     click.echo(f"prefect server at {server.url} (pid {server.pid})")
+    _print_urls(server.url)

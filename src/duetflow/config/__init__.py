@@ -10,7 +10,8 @@ sections a stage reads means changing one threshold recomputes only the stages t
 One schema, one module per group of sections: :mod:`~duetflow.config.corpora` (corpora, studio
 segmentation and checks, topics), :mod:`~duetflow.config.turntaking` (overlaps, windows,
 filters, matching), :mod:`~duetflow.config.render`, :mod:`~duetflow.config.synth` (TTS, LLM,
-scripts), :mod:`~duetflow.config.release` (splits, store, runner), :mod:`~duetflow.config.run`
+scripts), :mod:`~duetflow.config.release` (splits, store, runner),
+:mod:`~duetflow.config.design` (the Turing-test design contract), :mod:`~duetflow.config.run`
 (:class:`RunConfig` and its hashes) and :mod:`~duetflow.config.loading` (YAML, environment
 overrides, error messages). This package re-exports all of them: ``from duetflow.config import
 RunConfig, load_config`` is the public API.
@@ -24,6 +25,7 @@ from duetflow.config.corpora import (
     StudioConfig,
     TopicsConfig,
 )
+from duetflow.config.design import DesignConfig, SystemSpec
 from duetflow.config.loading import ENV_PREFIX, build_config, env_overrides, load_config
 from duetflow.config.release import RUN_ONLY_FIELDS, TRANSPORT_FIELDS, ReleaseConfig, RunnerConfig
 from duetflow.config.render import MAX_GAP_MS, RenderConfig
@@ -46,6 +48,7 @@ __all__ = [
     "TRANSPORT_FIELDS",
     "AsrConfig",
     "CorpusSpec",
+    "DesignConfig",
     "FilterConfig",
     "LLMConfig",
     "MatchConfig",
@@ -57,6 +60,7 @@ __all__ = [
     "SegmentConfig",
     "StudioConfig",
     "SynthConfig",
+    "SystemSpec",
     "TopicsConfig",
     "TurnsConfig",
     "VoiceCategory",

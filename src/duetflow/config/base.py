@@ -19,5 +19,15 @@ def _licence_value(value: str) -> str:
         raise ValueError(str(e).removeprefix("licence: ")) from None
 
 
+def language_keys(language: str) -> tuple[str, str]:
+    """The keys a per-language setting is looked up by, most specific first: the code as
+    written (lower case, ``_`` → ``-``) and its base language (``zh`` for any Chinese)."""
+    lang = language.lower().replace("_", "-")
+    return lang, "zh" if lang.startswith(("zh", "cmn")) else lang.split("-")[0]
+
+
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Frozen, no unknown keys, every float finite (``.inf``/``.nan`` in YAML is a config error
+    naming the key, never an OverflowError deep in a run)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)

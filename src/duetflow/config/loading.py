@@ -4,6 +4,7 @@ errors that name the key (and the variable that set it)."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,70 @@ def build_config(
     try:
         return RunConfig.model_validate(merged)
     except ValidationError as err:
-        raise ConfigError(_format_errors(err, source, env_keys)) from None
+        lines = _format_errors(err, source, env_keys).splitlines()
+        lines += _hidden_problems(merged, err, source, env_keys, set(lines))
+        raise ConfigError("\n".join(lines)) from None
+
+
+#: Rounds of :func:`_hidden_problems` (each can only uncover checks the previous one hid).
+_HIDDEN_ROUNDS = 3
+
+
+def _drop(tree: Any, loc: tuple[Any, ...]) -> bool:
+    """Remove the value at ``loc`` from a (copied) config tree; False when there is none."""
+    node = tree
+    for k in loc[:-1]:
+        in_dict = isinstance(node, dict) and k in node
+        in_list = isinstance(node, list) and isinstance(k, int) and 0 <= k < len(node)
+        if not (in_dict or in_list):
+            return False
+        node = node[k]
+    if isinstance(node, dict) and loc and loc[-1] in node:
+        del node[loc[-1]]
+        return True
+    return False
+
+
+def _hidden_problems(
+    merged: Mapping[str, Any],
+    err: ValidationError,
+    source: str,
+    env_keys: Mapping[tuple[str, ...], str],
+    seen: set[str],
+) -> list[str]:
+    """Problems a field error hid: pydantic skips a section's cross-field checks (``min <=
+    max``) when one of its fields is invalid, so the bad fields are removed and the rest checked
+    again, until nothing new appears. A check that names a removed key is left out: it would
+    judge the default that stood in for the user's value."""
+    import copy
+
+    tree = copy.deepcopy(dict(merged))
+    removed: list[str] = []
+    out: list[str] = []
+    for _ in range(_HIDDEN_ROUNDS):
+        dropped = False
+        for e in err.errors():
+            section_check = isinstance(e.get("input"), dict) and e["type"] != "extra_forbidden"
+            if not section_check and _drop(tree, tuple(e["loc"])):
+                dropped = True
+                removed.append(".".join(str(p) for p in e["loc"]))
+        if not dropped:
+            break
+        try:
+            RunConfig.model_validate(tree)
+            break
+        except ValidationError as again:
+            err = again
+            lines = _format_errors(again, source, env_keys).splitlines()
+            for e, line in zip(again.errors(), lines, strict=True):
+                msg = str(e["msg"])
+                names_removed = any(
+                    re.search(rf"(?<![\w.]){re.escape(r)}(?![\w])", msg) for r in removed
+                )
+                if line not in seen and not names_removed:
+                    seen.add(line)
+                    out.append(line)
+    return out
 
 
 def load_config(

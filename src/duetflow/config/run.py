@@ -17,6 +17,7 @@ from duetflow.config.corpora import (
     StudioConfig,
     TopicsConfig,
 )
+from duetflow.config.design import DesignConfig
 from duetflow.config.release import RUN_ONLY_FIELDS, TRANSPORT_FIELDS, ReleaseConfig, RunnerConfig
 from duetflow.config.render import RenderConfig
 from duetflow.config.synth import LLMConfig, ScriptsConfig, SynthConfig
@@ -43,6 +44,7 @@ class RunConfig(_Section):
     scripts: ScriptsConfig = ScriptsConfig()
     synth: SynthConfig = SynthConfig()
     release: ReleaseConfig = ReleaseConfig()
+    design: DesignConfig = DesignConfig()
     runner: RunnerConfig = RunnerConfig()
 
     def section_hash(self, *sections: str) -> str:

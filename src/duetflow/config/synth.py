@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from duetflow.config.base import _Section
+from duetflow.config.base import _Section, language_keys
 from duetflow.tts.speaking_rate import SCRIPT_SPEECH_S
 
 VoiceCategory = Literal["HM", "HH"]
@@ -45,6 +45,11 @@ class SynthConfig(_Section):
     reference_max_s: float = Field(10.0, gt=0, le=600)
     voice_policy: Literal["mixed_gender", "any"] = "mixed_gender"
     ambience: bool = True
+    match_human_length: bool = Field(
+        True,
+        description="cut each script at a line boundary to a length drawn from the HH/HM "
+        "dialogues of its language (docs/equalisation.md); False: every line is voiced",
+    )
     similarity_min: float | None = Field(
         None, ge=-1, le=1, description="None: report only, never reject"
     )
@@ -81,9 +86,7 @@ class SynthConfig(_Section):
         """The TTS backends that voice scripts of ``language`` (``zh-CN`` → ``zh``'s list)."""
         if self.backends is None:
             return [self.backend]
-        lang = language.lower().replace("_", "-")
-        short = "zh" if lang.startswith(("zh", "cmn")) else lang.split("-")[0]
-        for key in (lang, short):
+        for key in language_keys(language):
             if key in self.backends:
                 return list(self.backends[key])
         return []
@@ -116,9 +119,20 @@ class LLMConfig(_Section):
     max_retries: int = Field(
         3, ge=0, description="re-asks after an invalid answer; also retries of 429/5xx/timeouts"
     )
-    timeout_s: float = Field(120.0, gt=0)
-    backoff_s: float = Field(1.0, ge=0, description="first retry delay (doubles each retry)")
-    max_backoff_s: float = Field(30.0, ge=0)
+    timeout_s: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="total deadline of one HTTP request: connect, send and the whole answer "
+        "(an answer that trickles in is cut off here)",
+    )
+    max_answer_bytes: int = Field(
+        4 << 20, ge=1024, le=1 << 30, description="largest HTTP answer body read, in bytes"
+    )
+    backoff_s: float = Field(
+        1.0, ge=0, le=3600, description="first retry delay (doubles each retry)"
+    )
+    max_backoff_s: float = Field(30.0, ge=0, le=3600)
     max_tokens: int | None = Field(2048, ge=1)
     concurrency: int = Field(4, ge=1, description="requests in flight")
 
@@ -145,6 +159,15 @@ class ScriptsConfig(_Section):
         SCRIPT_SPEECH_S[1], gt=0, description="generated scripts: seconds of speech, at most"
     )
     min_lines: int = Field(4, ge=2)
+    dedup_threshold: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="merge generated scripts of one topic at least this similar (None: keep all)",
+    )
+    dedup_method: Literal["tfidf", "edit"] = Field(
+        "tfidf", description="similarity of near-duplicates: TF-IDF cosine or edit similarity"
+    )
 
     @model_validator(mode="after")
     def _order(self) -> ScriptsConfig:

@@ -98,6 +98,7 @@ class FilterConfig(_Section):
             "duration",
             "min_turns",
             "interruptions",
+            "mono_overlaps",
             "balance",
             "language",
             "topics",

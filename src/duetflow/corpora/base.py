@@ -48,7 +48,7 @@ from duetflow.corpora.text import decode_text_as as decode_text_as
 from duetflow.corpora.text import read_bounded as read_bounded
 from duetflow.corpora.text import read_text as read_text
 from duetflow.corpora.text import read_text_as as read_text_as
-from duetflow.errors import ConfigError, InputError
+from duetflow.errors import ConfigError, DiskFullError, InputError
 from duetflow.model import Dialogue, Rejection, Stage, dialogue_id
 from duetflow.topics import TopicMatch
 
@@ -186,6 +186,8 @@ class CorpusAdapter(abc.ABC):
         except InputError as e:
             return self.reject(original_id, e)
         except Exception as e:
+            if DiskFullError.of(e, where) is not None:  # the machine's fault, not the item's
+                raise
             log.exception("%s: unexpected error on %s", self.name, original_id)
             err = InputError(where, f"{type(e).__name__}: {e}", reason="internal_error")
             return self.reject(original_id, err, where)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from duetflow.audio.io import AudioInfo, audio_info
-from duetflow.errors import InputError
+from duetflow.errors import InputError, is_utf8
 from duetflow.model import Turn, TurnKind
 
 # --- safe paths ---------------------------------------------------------------------------------
@@ -99,9 +99,16 @@ def checked_audio_info(
 ) -> AudioInfo:
     """Header facts of an audio file, verified against the corpus spec.
 
-    Raises InputError with ``missing_file`` / ``bad_audio`` / ``truncated_audio`` /
-    ``wrong_sample_rate`` / ``wrong_channels``.
+    Raises InputError with ``bad_name`` (a file name that is not valid UTF-8 cannot be recorded)
+    / ``missing_file`` / ``bad_audio`` / ``truncated_audio`` / ``wrong_sample_rate`` /
+    ``wrong_channels``.
     """
+    if not is_utf8(str(path)):
+        raise InputError(
+            path,
+            "file name is not valid UTF-8 (undecodable bytes shown as \\xNN); rename it",
+            reason="bad_name",
+        )
     info = audio_info(path)  # raises missing_file / bad_audio / truncated_audio
     if sample_rate is not None and info.sample_rate != sample_rate:
         raise InputError(

@@ -20,14 +20,28 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from duetflow.corpora.scaffold_formats import (
+    ANNOTATED_ADAPTER_TEMPLATE,
+    ANNOTATED_SAMPLES_TEMPLATE,
+    FORMAT_LAYOUTS,
+)
+from duetflow.corpora.scaffold_formats import fill as fill_format
 from duetflow.errors import ConfigError
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 #: Layouts the scaffold can start from (``duetflow corpora new NAME --layout ...``) and the
-#: AudioSource kind each one's adapter yields (checked by the generated test).
-LAYOUT_SOURCE = {"mono": "mixed_mono", "stereo": "multichannel"}
+#: AudioSource kind each one's adapter yields (checked by the generated test). ``textgrid``,
+#: ``eaf`` and ``rttm`` read a recording + an annotation file per dialogue through
+#: :mod:`duetflow.corpora.formats` (templates in :mod:`duetflow.corpora.scaffold_formats`).
+LAYOUT_SOURCE = {
+    "mono": "mixed_mono",
+    "stereo": "multichannel",
+    "textgrid": "multichannel",
+    "eaf": "multichannel",
+    "rttm": "multichannel",
+}
 LAYOUTS = tuple(LAYOUT_SOURCE)
 
 
@@ -74,6 +88,12 @@ def render(
             text = text.replace(k, v)
         return text
 
+    if layout in FORMAT_LAYOUTS:
+        return {
+            "adapter": fill(fill_format(ANNOTATED_ADAPTER_TEMPLATE, layout)),
+            "samples": fill(fill_format(ANNOTATED_SAMPLES_TEMPLATE, layout)),
+            "test": fill(TEST_TEMPLATE),
+        }
     stereo = layout == "stereo"
     return {
         "adapter": fill(STEREO_ADAPTER_TEMPLATE if stereo else ADAPTER_TEMPLATE),
@@ -86,8 +106,10 @@ def scaffold(name: str, project: Path, *, force: bool = False, layout: str = "mo
     """Write the adapter, sample generator and test of corpus ``name`` under ``project``.
 
     ``project`` is a source tree with ``src/duetflow`` and ``tests`` (this repository or a
-    checkout of it). Existing files are never overwritten unless ``force``. ``layout`` is
-    ``mono`` (one mixed channel) or ``stereo`` (one channel per speaker).
+    checkout of it); :func:`duetflow.corpora.scaffold_package.scaffold_package` writes a
+    separate plug-in package instead. Existing files are never overwritten unless ``force``.
+    ``layout`` is one of :data:`LAYOUTS` (``mono``: one mixed channel; ``stereo``: one channel
+    per speaker; ``textgrid``/``eaf``/``rttm``: a recording + an annotation file).
     """
     check_name(name)
     adapter_module = f"duetflow.corpora.{name}"

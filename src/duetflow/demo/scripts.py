@@ -1,8 +1,10 @@
 """Sample two-speaker scripts (English and Chinese) for the PH synthesis demo and tests.
 
 Shaped like the seed study's generated scripts: speakers A and B, everyday topics, light fillers
-and interjections ("um", "you know", 嗯, 那个), 40–50 s of speech each as estimated by
-:mod:`duetflow.tts.speaking_rate`, so a rendered PH dialogue lasts well inside 20–60 s.
+and interjections ("um", "you know", 嗯, 那个), in short turns, 55–75 s of speech each as
+estimated by :mod:`duetflow.tts.speaking_rate`: synthesis cuts each at a line boundary to a
+length drawn from the human dialogues of its language (``synth.match_human_length``), so a
+rendered PH dialogue lasts as long as an HH/HM one.
 
 ``generate`` writes ``root/scripts/*.json`` in the schema of :mod:`duetflow.tts.script`; the
 samples command of the corpora module dispatches to it. Content is fixed; ``scale`` repeats the
@@ -23,7 +25,10 @@ def _lines(*texts: str) -> list[dict[str, str]]:
 
 
 #: Two English and two Chinese scripts in the shape of the seed study's (two speakers A/B, light
-#: fillers and interjections), each 40–50 s of speech by :mod:`duetflow.tts.speaking_rate`.
+#: fillers and interjections), written in short turns as people talk (about 8 English words or
+#: 13 Chinese characters a line: the HH/HM turn rate of the sample corpora) and long enough
+#: (:data:`SAMPLE_SPEECH_S`) that synthesis can cut each to any human length of its language
+#: (:mod:`duetflow.tts.length_match`, docs/equalisation.md).
 SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
     {
         "id": "en-weekend",
@@ -31,16 +36,28 @@ SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
         "topic": "ordinary life",
         "source": "generated",
         "lines": _lines(
-            "Hey, so, do you have any plans for the weekend?",
-            "Um, not really. I was thinking about going hiking if the weather holds up.",
-            "Oh, that sounds great. Which trail were you thinking of?",
-            "The one along the river, you know, past the old mill. It takes about three hours.",
-            "Okay, I like that. Mind if I bring some sandwiches and a flask of coffee?",
-            "Of course not. Actually, that would be perfect. I always forget to pack food.",
-            "Great. So what time should we meet, and where?",
-            "Let's say nine at the station. The first bus to the trailhead leaves at nine fifteen.",
-            "Nine it is. I'll check the forecast on Friday night and text you, just in case.",
-            "Sounds good. Oh, and wear proper shoes, it gets muddy after the bridge.",
+            "Hey, so, any plans for the weekend?",
+            "Um, not really. Maybe a hike if it stays dry.",
+            "Oh, nice. Which trail are you thinking of?",
+            "The one along the river, past the old mill.",
+            "How long does that one take?",
+            "About three hours, you know, with a stop on the way.",
+            "Can I come along with you?",
+            "Of course not. It's more fun with two anyway.",
+            "Great. I can bring sandwiches and some coffee.",
+            "Perfect, I always forget to pack food.",
+            "So what time should we meet, and where?",
+            "Let's say nine o'clock at the station.",
+            "Is there a bus to the trailhead?",
+            "Yes, the first one leaves at nine fifteen.",
+            "Okay. I'll check the forecast on Friday night.",
+            "Good idea. Text me if it looks like rain.",
+            "Will do. Should I wear my boots?",
+            "Definitely, it gets muddy after the bridge.",
+            "Right. And do we need any tickets?",
+            "No, the park is free on weekends.",
+            "Even better. See you on Saturday, then.",
+            "See you there. Don't be late, okay?",
         ),
     },
     {
@@ -49,16 +66,28 @@ SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
         "topic": "ordinary life",
         "source": "generated",
         "lines": _lines(
-            "What are you making? It smells wonderful in here.",
-            "Just a simple tomato soup with, uh, a bit of basil from the garden.",
-            "Did you use fresh tomatoes or the canned ones?",
-            "Canned, honestly. This time of year they taste better than the fresh ones.",
-            "Huh, that makes sense. So how long does it take from start to finish?",
-            "About forty minutes. You fry the onions slowly first, that's the secret, really.",
-            "I never have the patience for that. I just throw everything in the pot at once.",
-            "Yeah, I used to do that too. Try it my way once and you'll taste the difference.",
-            "All right, you've convinced me. Can I have a bowl when it's ready?",
-            "Of course. Grab some bread from the cupboard, and we can eat in ten minutes.",
+            "What are you making? It smells wonderful.",
+            "Just a tomato soup, uh, with fresh basil.",
+            "Did you use fresh tomatoes or canned ones?",
+            "Canned, honestly. They taste better this time of year.",
+            "Huh, that makes sense. Is it hard to make?",
+            "Not at all. It takes about forty minutes.",
+            "What's the secret, then?",
+            "You fry the onions slowly first, really slowly.",
+            "I never have the patience for that.",
+            "Yeah, I used to rush it too.",
+            "So what goes in after the onions?",
+            "Garlic, then the tomatoes and a little stock.",
+            "And the basil goes in at the end?",
+            "Right at the end, or it loses its taste.",
+            "All right, you've convinced me. Can I try some?",
+            "Of course. Grab some bread from the cupboard.",
+            "White or brown? There are two bags here.",
+            "The brown one, it's fresher.",
+            "Should I set the table, too?",
+            "Yes please, we can eat in ten minutes.",
+            "Great, I'm starving after that long walk.",
+            "Me too. Let's eat by the window.",
         ),
     },
     {
@@ -67,16 +96,28 @@ SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
         "topic": "ordinary life",
         "source": "generated",
         "lines": _lines(
-            "今天外面好冷啊，你出门了吗？",
-            "出去了一会儿，嗯，风特别大，我买完东西马上就回来了。",
-            "听说明天还要降温。",
-            "真的啊？那我得把厚衣服找出来了。你明天还要上班吗？",
-            "要啊，不过我打算早点出门，怕路上结冰，公交车开得慢。",
-            "那你记得多穿一点，再戴个帽子，别感冒了。",
-            "好的，谢谢提醒。你也注意保暖，晚上睡觉把暖气开着。",
-            "嗯，知道了。那个，周末要是天气好一点，我们一起去公园走走吧？",
-            "行啊，到时候看天气预报再说，要是出太阳就去。",
-            "好，那就这么定了，周五晚上我再给你打电话。",
+            "今天外面好冷啊，你今天出门了吗？",
+            "出去了一会儿，嗯，外面的风特别大。",
+            "你是去买什么东西了吗？",
+            "买了点菜，买完我马上就回来了。",
+            "我听说明天还要继续降温呢。",
+            "真的啊？那我得把厚衣服都找出来了。",
+            "那你明天还要去上班吗？",
+            "要啊，不过我打算明天早点出门。",
+            "为什么要那么早就出门啊？",
+            "怕路上结冰，公交车会开得特别慢。",
+            "那你记得多穿一点，再戴个帽子。",
+            "好的，谢谢你提醒我，我记住了。",
+            "晚上睡觉的时候把暖气开着吧。",
+            "嗯，知道了，你自己也注意保暖。",
+            "那个，这个周末你有空吗？",
+            "应该有空吧，怎么了，有什么事吗？",
+            "天气好的话我们一起去公园走走吧。",
+            "行啊，到时候我们看天气预报再说。",
+            "要是出太阳的话我们就去吧。",
+            "公园里那个湖现在结冰了没有？",
+            "还没有吧，估计得再冷几天才会结冰。",
+            "好，那就这么定了，周五晚上再联系。",
         ),
     },
     {
@@ -85,19 +126,36 @@ SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
         "topic": "culture & education",
         "source": "generated",
         "lines": _lines(
-            "你最近在看什么书？",
-            "在看一本关于城市历史的书，嗯，写得挺有意思的。",
-            "城市历史？是讲哪个城市的？",
-            "主要是讲北京的，从元朝一直讲到现在。",
-            "听起来不错。那个，书厚不厚？我最近看书特别慢。",
-            "还好，三百多页吧，不过图片占了不少，看起来挺快的。",
-            "那你看完以后可以借给我吗？我一直想多了解一点老北京。",
-            "当然可以，我大概下周就能看完，到时候给你带过去。",
-            "太好了，谢谢你。我这儿也有一本小说，讲一家人三代的故事，你要不要换着看看？",
-            "好啊，那我们下周见面的时候就换着看吧。",
+            "你最近在看什么书啊？",
+            "在看一本讲城市历史的书，嗯，挺有意思。",
+            "城市历史？讲的是哪个城市的历史？",
+            "主要讲北京，从元朝一直讲到现在。",
+            "听起来不错。那个，这本书厚不厚？",
+            "还好，三百多页吧，里面图片挺多的。",
+            "那你看完以后能不能借给我看看？",
+            "当然可以，我估计下周就能看完了。",
+            "太好了，我一直都想多了解一下老北京。",
+            "那我看完了就给你带过去吧。",
+            "我这儿也有一本小说，你要不要看看？",
+            "是吗？这本小说讲的是什么故事啊？",
+            "讲一家人三代的故事，写得特别感人。",
+            "好啊，那我们就换着看吧。",
+            "你平时是不是挺喜欢看小说的？",
+            "喜欢，不过最近工作实在是太忙了。",
+            "我也是，每天只能晚上看一会儿。",
+            "对，睡觉之前看一会儿书最舒服了。",
+            "对了，你那本小说是谁写的啊？",
+            "一个年轻作家，名字我一下想不起来了。",
+            "没关系，下周见面的时候换书吧。",
+            "好，就这么说定了，那我们下周见。",
         ),
     },
 )
+
+#: Estimated speech time (s) of each sample script (:mod:`duetflow.tts.speaking_rate`): more
+#: than the longest rendered dialogue a window allows, so a length drawn from the human
+#: dialogues can always be cut from it.
+SAMPLE_SPEECH_S = (55.0, 75.0)
 
 
 #: folder under the samples root (``duetflow samples make`` reads it via the entry point)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import shutil
 from collections import Counter
@@ -31,9 +32,12 @@ import pyarrow.parquet as pq
 
 from duetflow import manifest
 from duetflow.config import RunConfig
+from duetflow.errors import DiskFullError
 from duetflow.model import Rejection
 from duetflow.pipeline import durable
 from duetflow.records import RejectionRow
+
+log = logging.getLogger(__name__)
 
 #: the commit marker of a finished step (its :class:`StepOutcome` as JSON)
 RESULT = "result.json"
@@ -105,9 +109,21 @@ def load_outcome(path: Path) -> StepOutcome | None:
     """The finished step at ``path``, or None when it was never completed."""
     try:
         data = json.loads((path / RESULT).read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError, json.JSONDecodeError):
+    except (FileNotFoundError, NotADirectoryError):
         return None
-    return StepOutcome.from_json(data, reused=True)
+    except ValueError as e:  # not JSON, or not UTF-8: the step is built again
+        log.warning("ignoring %s: %s; rebuilding the step", path / RESULT, e)
+        return None
+    try:
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__}, not an object")
+        outcome = StepOutcome.from_json(data, reused=True)
+        if not all(isinstance(v, str) for v in (outcome.stage, outcome.label, outcome.path)):
+            raise TypeError("stage, label and path must be strings")
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        log.warning("ignoring %s: wrong shape (%s); rebuilding the step", path / RESULT, e)
+        return None
+    return outcome
 
 
 def build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutcome:
@@ -126,8 +142,11 @@ def build_cached(final: Path, build: Callable[[Path], StepOutcome]) -> StepOutco
         text = json.dumps(outcome.to_json(), sort_keys=True)
         durable.sync_tree(partial)  # one sync per step, then its commit marker
         durable.write_marker(partial / RESULT, text)
-    except BaseException:  # a failed step leaves nothing behind, not even its .partial folder
+    except BaseException as e:  # a failed step leaves nothing behind, not even its .partial
         shutil.rmtree(partial, ignore_errors=True)
+        full = DiskFullError.of(e, partial)
+        if full is not None and full is not e:
+            raise full from e
         raise
     try:
         os.replace(partial, final)

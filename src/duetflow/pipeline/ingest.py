@@ -19,9 +19,10 @@ from typing import Any
 from duetflow.config import RunConfig
 from duetflow.corpora import get_adapter
 from duetflow.corpora.base import DuplicateGuard
-from duetflow.errors import InputError
+from duetflow.errors import ConfigError, InputError, is_utf8, printable
+from duetflow.langtag import language_tag_problem
 from duetflow.locations import relative_rejection, root_spellings, stamp_root
-from duetflow.manifest import IntakeWriter
+from duetflow.manifest import IntakeWriter, dialogue_records
 from duetflow.model import Dialogue, Rejection, Stage
 from duetflow.progress import Progress
 
@@ -65,6 +66,11 @@ def ingest(
     (nothing can be counted); individual bad items never raise, they become rejections.
     ``progress`` reports items done (of ``count_sources()``) to :mod:`duetflow.progress`.
     """
+    if not is_utf8(str(root)):
+        raise ConfigError(
+            f"corpus {corpus!r}: root {printable(str(root))} is not valid UTF-8 (undecodable "
+            "bytes shown as \\xNN); rename it or link to it from a UTF-8 path"
+        )
     adapter = get_adapter(corpus)(Path(root), options, config=config)
     default_licence = adapter.resolve_licence(licence)
     total = adapter.count_sources() if progress else None
@@ -82,6 +88,8 @@ def ingest(
                 if licence or not item.licence:
                     item = replace(item, licence=default_licence)
                 try:
+                    _check_utf8(item)
+                    _check_language(item)
                     guard.check(item.id, item.source_id)
                 except InputError as e:
                     item = Rejection(
@@ -105,6 +113,36 @@ def ingest(
     report = IngestReport(corpus, kept + rejected, kept, rejected, dict(sorted(reasons.items())))
     log.info("ingest %s", report.summary())
     return report
+
+
+def _check_language(dialogue: Dialogue) -> None:
+    """InputError (``bad_language``) when the dialogue's or a speaker's language is not a
+    well-formed BCP 47 tag (it becomes a column, a split key and a card's language list)."""
+    tags = [("language", dialogue.language)]
+    tags += [(f"speakers.{s.id}.language", s.language) for s in dialogue.speakers if s.language]
+    for where, tag in tags:
+        problem = language_tag_problem(tag)
+        if problem is not None:
+            raise InputError(dialogue.source_id, problem, reason="bad_language", field=where)
+
+
+def _check_utf8(dialogue: Dialogue) -> None:
+    """InputError (``bad_name``) when a text of ``dialogue``'s intake rows is not valid UTF-8.
+
+    Any adapter may meet a file name with undecodable bytes (``os.fsdecode`` keeps them as
+    surrogates); such a dialogue is quarantined here instead of aborting the table writer.
+    """
+    record, turns = dialogue_records(dialogue)
+    for rec in (record, *turns):
+        for name, value in vars(rec).items():
+            if isinstance(value, str) and not is_utf8(value):
+                raise InputError(
+                    dialogue.source_id,
+                    f"{name} is not valid UTF-8 (a file name with undecodable bytes, shown "
+                    f"as \\xNN): {printable(value)[:300]}",
+                    reason="bad_name",
+                    field=name,
+                )
 
 
 __all__ = ["IngestReport", "ingest"]

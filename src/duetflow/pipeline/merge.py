@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from duetflow import manifest
 from duetflow.config import RunConfig
-from duetflow.errors import ManifestError
+from duetflow.errors import DiskFullError, ManifestError
 from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome, load_outcome
 from duetflow.pipeline.keys import code_hash, files_fingerprint, text_digest
 from duetflow.records import RejectionRow
@@ -69,8 +69,11 @@ def merge_workdirs(
     partial.mkdir(parents=True)
     try:
         outcome = _merge_into(partial, label, ordered, out, leading_rejections, extra, stage, key)
-    except BaseException:
+    except BaseException as e:
         shutil.rmtree(partial, ignore_errors=True)
+        full = DiskFullError.of(e, partial)
+        if full is not None and full is not e:
+            raise full from e
         raise
     if out.exists():
         shutil.rmtree(out)
@@ -140,11 +143,12 @@ def _merge_into(
                 _copy_row_groups(src, w)
     (partial / "audio").mkdir()  # a rendered work directory has one, if empty
     for p in ordered:
-        audio = Path(p.path) / "audio"
-        if audio.is_dir():
-            for f in sorted(audio.rglob("*")):
-                if f.is_file():
-                    _link(f, partial / "audio" / f.relative_to(audio))
+        for folder in ("audio", "stereo"):  # the mixes; two-channel files (issue 27)
+            audio = Path(p.path) / folder
+            if audio.is_dir():
+                for f in sorted(audio.rglob("*")):
+                    if f.is_file():
+                        _link(f, partial / folder / f.relative_to(audio))
     _merge_stats(ordered, partial, [Path(p) for p in leading_rejections])
     kept, rejected = sum(p.kept for p in ordered), sum(reasons.values())
     by_reason = dict(sorted(reasons.items()))

@@ -85,6 +85,8 @@ def _length_rejection(
         return None
     reason, detail = problem
     (out_dir / r.record.audio_path).unlink(missing_ok=True)
+    if r.record.stereo_path:  # issue 27: the two-channel file goes with it
+        (out_dir / r.record.stereo_path).unlink(missing_ok=True)
     stems = json.loads(r.record.provenance).get("stems_path")
     if stems:
         (out_dir / str(stems)).unlink(missing_ok=True)

@@ -35,6 +35,7 @@ from duetflow.pipeline.executors import Batch, Executor, PlainExecutor
 from duetflow.pipeline.merge import merge_process, merge_synth, rendered_dir
 from duetflow.pipeline.publishing import ReleaseSummary
 from duetflow.pipeline.steps import corpus_jobs, ingest_key, synth_wanted
+from duetflow.pipeline.workdir_lock import locks_workdir
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ def _found(outcome: StepOutcome) -> int:
     return outcome.found
 
 
+@locks_workdir
 def ingest_stage(
     config: RunConfig, ex: Executor, corpora: Sequence[str] | None = None
 ) -> list[StepOutcome]:
@@ -90,6 +92,7 @@ def find_intakes(config: RunConfig, corpora: Sequence[str] | None = None) -> lis
     return found
 
 
+@locks_workdir
 def process_stage(
     config: RunConfig,
     ex: Executor,
@@ -129,6 +132,7 @@ def process_window(config: RunConfig) -> int:
     return 2 * workers
 
 
+@locks_workdir
 def match_stage(
     config: RunConfig, ex: Executor, merged: Sequence[StepOutcome]
 ) -> list[StepOutcome]:
@@ -147,6 +151,7 @@ def rendered_outcomes(config: RunConfig, *, with_ph: bool) -> list[StepOutcome]:
     return found + ([ph] if ph is not None else [])
 
 
+@locks_workdir
 def synth_stage(
     config: RunConfig, ex: Executor, voices: Sequence[str]
 ) -> tuple[list[StepOutcome], StepOutcome | None]:
@@ -181,6 +186,7 @@ def synth_stage(
     return done, merged
 
 
+@locks_workdir
 def publish_stage(
     config: RunConfig, ex: Executor, workdirs: Sequence[str], release_id: str | None = None
 ) -> ReleaseSummary:
@@ -198,6 +204,7 @@ def publish_stage(
 # --- the whole run ------------------------------------------------------------------------------
 
 
+@locks_workdir
 def run_pipeline(
     config: RunConfig,
     *,

@@ -52,7 +52,7 @@ class StageSpec:
 
 INGEST = StageSpec(
     "ingest",
-    ("seed", "sample_rate", "segment", "studio", "topics", "asr"),
+    ("seed", "sample_rate", "segment", "studio", "topics", "design", "asr"),
     ("duetflow.pipeline.ingest",),
     inputs="a corpus root (adapter, options, licence)",
     outputs="intake tables (dialogues, turns, rejections) of one corpus",

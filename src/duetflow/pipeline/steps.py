@@ -245,17 +245,22 @@ def build_voices(
     config = SYNTH.scoped(config)
     voices: dict[str, Any] = {}
     problems: list[tuple[str, str, str]] = []
+    lengths: list[tuple[str, float]] = []
     for d in voices_dirs:
         pool = build_voice_pool(d, config, cache)
         for v in pool.voices:
             voices.setdefault(v.speaker_id, v)
         problems.extend(pool.rejections)
-    return VoicePool(tuple(voices[k] for k in sorted(voices)), tuple(problems))
+        lengths.extend(pool.lengths)
+    return VoicePool(
+        tuple(voices[k] for k in sorted(voices)), tuple(problems), tuple(sorted(lengths))
+    )
 
 
 def voices_fingerprint(pool: VoicePoolLike) -> str:
     """What the synthesized audio depends on: each voice's clip, transcript and measurements."""
-    payload = [dataclasses.asdict(v) for v in pool.voices]
+    payload: list[Any] = [dataclasses.asdict(v) for v in pool.voices]
+    payload.append([list(x) for x in pool.lengths])  # PH lengths drawn from
     return hashlib.sha256(manifest.dumps(payload).encode()).hexdigest()
 
 

@@ -14,8 +14,8 @@ walk instead of an index held in memory.
   ``{bytes, path}`` (the datasets ``Audio`` feature), every dialogue column of the release
   manifest but the store-internal ones (:data:`HF_DROPPED_COLUMNS`) and a ``turns`` list;
   ``<out>/README.md`` declares the splits and the licences, so ``datasets.load_dataset(str(out))``
-  works. Decoding the ``Audio`` feature inside datasets needs ``torchcodec``; without it, load
-  with ``Audio(decode=False)`` and decode the bytes with :func:`hf_decode` (soundfile).
+  works. :func:`load_hf` loads it ready to use: audio decoded through ``torchcodec`` where it
+  works, else ``Audio(decode=False)`` with :func:`hf_decode` (soundfile) to decode.
 
 A split without dialogues is left out of both exports (a 0-row file breaks the loaders). Gzip
 and Parquet output carry no timestamps: the same input gives the same bytes.
@@ -42,7 +42,14 @@ from duetflow.audio.io import audio_info
 from duetflow.errors import ManifestError
 from duetflow.licences import UNDECLARED, hf_licence, release_terms
 from duetflow.manifest import iter_column, iter_records
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow, arrow_schema
+from duetflow.records import (
+    ReleaseDialogueRow,
+    RenderedDialogueRow,
+    RenderedTurnRow,
+    TurnEventRow,
+    arrow_schema,
+)
+from duetflow.release.events import EVENTS, EventWalk
 from duetflow.release.layout import RELEASE_DIALOGUE_SCHEMA
 from duetflow.release.pull import pulled_audio_path
 from duetflow.schemas.tables import SPLITS
@@ -137,6 +144,8 @@ LHOTSE_DIALOGUE_EXCLUDED = (
     "gap_ms_min",
     "gap_ms_max",
     "provenance",
+    "stereo_path",  # the two-channel file is its own recording (issue 27)
+    "stereo_sha256",
 )
 
 
@@ -151,6 +160,22 @@ def lhotse_dialogue_custom(row: RenderedDialogueRow) -> dict[str, Any]:
     return custom
 
 
+#: Event fields a turn's ``turn_events`` entry leaves out: the dialogue (the supervision's
+#: recording), the event's number and its turn (this supervision's turn).
+EVENT_TURN_DROPPED_FIELDS = ("dialogue_id", "event_index", "turn_index")
+
+
+def turn_events(turn_index: int, events: Sequence[TurnEventRow]) -> list[dict[str, Any]]:
+    """The events whose own turn is ``turn_index`` (:class:`~duetflow.records.TurnEventRow`:
+    its class — ``turn``, ``backchannel``, an interruption... — and the ``gap`` it took the
+    floor after), as plain dicts without :data:`EVENT_TURN_DROPPED_FIELDS`."""
+    return [
+        {k: v for k, v in e.to_row().items() if k not in EVENT_TURN_DROPPED_FIELDS}
+        for e in events
+        if e.turn_index == turn_index
+    ]
+
+
 def lhotse_supervision(
     turn: RenderedTurnRow,
     dialogue_custom: Mapping[str, Any],
@@ -158,11 +183,14 @@ def lhotse_supervision(
     language: str,
     channel: int,
     duration: float,
+    events: Sequence[TurnEventRow] = (),
 ) -> dict[str, Any]:
-    """One lhotse supervision dict: the turn's native fields, its other fields and
-    ``dialogue_custom`` (:func:`lhotse_dialogue_custom`) under ``custom``; the end is clipped
+    """One lhotse supervision dict: the turn's native fields, its other fields,
+    ``dialogue_custom`` (:func:`lhotse_dialogue_custom`) and the turn's ``turn_events``
+    (:func:`turn_events` of the dialogue's ``events``) under ``custom``; the end is clipped
     to the recording's ``duration``."""
     own = {k: v for k, v in turn.to_row().items() if k not in LHOTSE_TURN_NATIVE}
+    own["turn_events"] = turn_events(int(turn.turn_index), events)
     clash = sorted(set(own) & set(dialogue_custom))
     if clash:
         raise ManifestError(f"lhotse export: {clash} are both turn and dialogue columns")
@@ -181,10 +209,23 @@ def lhotse_supervision(
     }
 
 
-def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dict[str, Any]]:
-    """Recording dicts of a split; supervision lines go to ``sup_file`` as a side stream."""
+def _lhotse_recordings(
+    src: Path, split: str, sup_file: IO[str], stereo: bool = False
+) -> Iterator[dict[str, Any]]:
+    """Recording dicts of a split; supervision lines go to ``sup_file`` as a side stream.
+
+    ``stereo``: the two-channel files instead (dialogues without one are left out), each
+    supervision on its speaker's channel (A 0, B 1)."""
+    walk = EventWalk(src / f"{EVENTS}.parquet")
     for row, turns in iter_dialogues_with_turns(src, split):
-        path = pulled_audio_path(src, row.audio_key, row.sha256)
+        events = walk.take(row.dialogue_id)
+        if stereo and row.stereo_sha256 is None:
+            continue
+        path = (
+            pulled_audio_path(src, row.stereo_path, row.stereo_sha256)
+            if stereo
+            else pulled_audio_path(src, row.audio_key, row.sha256)
+        )
         info = audio_info(path)
         duration = info.frames / info.sample_rate
         channels = list(range(info.channels))
@@ -195,7 +236,12 @@ def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dic
                 speakers.index(t.speaker) if info.channels == 2 and t.speaker in speakers else 0
             )
             sup = lhotse_supervision(
-                t, dialogue_custom, language=row.language, channel=channel, duration=duration
+                t,
+                dialogue_custom,
+                language=row.language,
+                channel=channel,
+                duration=duration,
+                events=events,
             )
             sup_file.write(json.dumps(sup, ensure_ascii=False, sort_keys=True) + "\n")
         yield {
@@ -211,23 +257,34 @@ def _lhotse_recordings(src: Path, split: str, sup_file: IO[str]) -> Iterator[dic
 def export_lhotse(
     pulled: str | Path, out_dir: str | Path, splits: Sequence[str] | None = None
 ) -> dict[str, tuple[Path, Path]]:
-    """Write lhotse recordings + supervisions manifests per split; returns their paths."""
+    """Write lhotse recordings + supervisions manifests per split; returns their paths.
+
+    A split with two-channel files (issue 27) also gets ``duetflow_{recordings,
+    supervisions}_<split>_stereo.jsonl.gz``: one two-channel recording per such dialogue,
+    each supervision on its speaker's channel; returned under ``<split>_stereo``.
+    """
     src = Path(pulled).resolve()
     out = Path(out_dir)
     result: dict[str, tuple[Path, Path]] = {}
     for split in _non_empty(src, _present_splits(src, splits)):
-        rec_path = out / f"duetflow_recordings_{split}.jsonl.gz"
-        sup_path = out / f"duetflow_supervisions_{split}.jsonl.gz"
-        tmp_sup = out / f".duetflow_supervisions_{split}.jsonl"
-        out.mkdir(parents=True, exist_ok=True)
+        has_stereo = any(
+            v is not None for v in iter_column(src / f"{split}.parquet", "stereo_sha256")
+        )
+        for name, stereo in ((split, False), (f"{split}_stereo", True)):
+            if stereo and not has_stereo:
+                continue
+            rec_path = out / f"duetflow_recordings_{name}.jsonl.gz"
+            sup_path = out / f"duetflow_supervisions_{name}.jsonl.gz"
+            tmp_sup = out / f".duetflow_supervisions_{name}.jsonl"
+            out.mkdir(parents=True, exist_ok=True)
 
-        with open(tmp_sup, "w", encoding="utf-8") as sup_file:
-            _gzip_jsonl(rec_path, _lhotse_recordings(src, split, sup_file))
-        with open(tmp_sup, encoding="utf-8") as f:
-            _gzip_jsonl(sup_path, (json.loads(line) for line in f))
-        tmp_sup.unlink()
-        result[split] = (rec_path, sup_path)
-        log.info("lhotse manifests for %s written to %s", split, out)
+            with open(tmp_sup, "w", encoding="utf-8") as sup_file:
+                _gzip_jsonl(rec_path, _lhotse_recordings(src, split, sup_file, stereo))
+            with open(tmp_sup, encoding="utf-8") as f:
+                _gzip_jsonl(sup_path, (json.loads(line) for line in f))
+            tmp_sup.unlink()
+            result[name] = (rec_path, sup_path)
+            log.info("lhotse manifests for %s written to %s", name, out)
     return result
 
 
@@ -238,16 +295,36 @@ HF_TURN_DROPPED_FIELDS = ("dialogue_id", "orig_start_s", "orig_end_s")
 _HF_TURN = pa.struct(
     [f for f in arrow_schema(RenderedTurnRow) if f.name not in HF_TURN_DROPPED_FIELDS]
 )
+#: Event fields the HF ``events`` list leaves out: the dialogue id (the row's own).
+HF_EVENT_DROPPED_FIELDS = ("dialogue_id",)
+_HF_EVENT = pa.struct(
+    [f for f in arrow_schema(TurnEventRow) if f.name not in HF_EVENT_DROPPED_FIELDS]
+)
 #: Release columns that only make sense inside a store or a pulled folder (the audio itself is
 #: embedded; the split is the file), and the bulky per-dialogue provenance JSON (in the pulled
 #: manifest). Every other dialogue column is exported as is, so a column added to the manifests
 #: reaches the HF layout without touching this module.
-HF_DROPPED_COLUMNS = ("audio_path", "audio_key", "split", "provenance")
+HF_DROPPED_COLUMNS = ("audio_path", "audio_key", "split", "provenance", "stereo_path")
+#: The HF column of the two-channel file (issue 27; null for a dialogue without one).
+HF_STEREO = "audio_stereo"
 
 
 def _hf_turn(turn: RenderedTurnRow) -> dict[str, Any]:
     values = turn.to_row()
     return {name: values[name] for name in _HF_TURN.names}
+
+
+def _hf_stereo(src: Path, row: ReleaseDialogueRow) -> dict[str, Any] | None:
+    """The ``audio_stereo`` value of a row: its two-channel FLAC, or None (mono only)."""
+    if row.stereo_sha256 is None:
+        return None
+    path = pulled_audio_path(src, row.stereo_path, row.stereo_sha256)
+    return {"bytes": path.read_bytes(), "path": path.name}
+
+
+def _hf_event(event: TurnEventRow) -> dict[str, Any]:
+    values = event.to_row()
+    return {name: values[name] for name in _HF_EVENT.names}
 
 
 def _hf_value(name: str, t: pa.DataType) -> dict[str, Any]:
@@ -269,15 +346,21 @@ def hf_schema(manifest: pa.Schema = RELEASE_DIALOGUE_SCHEMA) -> tuple[pa.Schema,
     schema = pa.schema(
         [
             ("audio", pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
+            (HF_STEREO, pa.struct([("bytes", pa.binary()), ("path", pa.string())])),
             *[(f.name, f.type) for f in columns],
             ("turns", pa.list_(_HF_TURN)),
+            ("events", pa.list_(_HF_EVENT)),
         ]
     )
-    features: dict[str, Any] = {"audio": {"_type": "Audio"}}
+    features: dict[str, Any] = {"audio": {"_type": "Audio"}, HF_STEREO: {"_type": "Audio"}}
     features.update({f.name: _hf_value(f.name, f.type) for f in columns})
     features["turns"] = {
         "_type": "List",
         "feature": {f.name: _hf_value(f.name, f.type) for f in _HF_TURN},
+    }
+    features["events"] = {
+        "_type": "List",
+        "feature": {f.name: _hf_value(f.name, f.type) for f in _HF_EVENT},
     }
     return schema, features
 
@@ -304,6 +387,42 @@ def hf_decode(audio: Mapping[str, Any]) -> tuple[np.ndarray, int]:
     return samples, int(sr)
 
 
+def torchcodec_decodes() -> bool:
+    """Whether ``datasets`` can decode audio here: ``torchcodec`` imports *and* loads its
+    native decoder (the PyPI wheel is linked against CUDA and fails to load next to a CPU
+    torch, or without FFmpeg's libraries, at first use rather than at ``import torchcodec``)."""
+    try:
+        from torchcodec.decoders import AudioDecoder
+
+        buf = io.BytesIO()
+        sf.write(buf, np.zeros(160, dtype=np.float32), 16000, format="FLAC")
+        AudioDecoder(buf.getvalue()).get_all_samples()
+    except Exception as e:  # ImportError, OSError (a missing .so), RuntimeError (FFmpeg)
+        log.debug("torchcodec cannot decode here: %s", e)
+        return False
+    return True
+
+
+def load_hf(dest: str | Path, *, decode: bool | None = None) -> Any:
+    """The HF export at ``dest`` as a ``datasets.DatasetDict`` ready to use.
+
+    ``decode=None`` (default): audio columns decode through ``torchcodec`` when it works here
+    (:func:`torchcodec_decodes`), else they are cast to ``Audio(decode=False)`` (``{"bytes",
+    "path"}`` values; decode one with :func:`hf_decode`, soundfile), so ``filter``/``map``/
+    indexing never hit torchcodec's ImportError. ``True``/``False`` force either view.
+    """
+    import datasets
+
+    ds = datasets.load_dataset(str(dest))
+    use = torchcodec_decodes() if decode is None else decode
+    if not use:
+        for split in ds:
+            for name, feature in ds[split].features.items():
+                if isinstance(feature, datasets.Audio):
+                    ds[split] = ds[split].cast_column(name, datasets.Audio(decode=False))
+    return ds
+
+
 def _hf_readme(pulled: Path, splits: Sequence[str], release_id: str | None) -> str:
     files = "\n".join(f"  - split: {s}\n    path: data/{s}-*" for s in splits)
     licences = _licence_counts(pulled, splits)
@@ -315,13 +434,19 @@ def _hf_readme(pulled: Path, splits: Sequence[str], release_id: str | None) -> s
         f"---\nlicense: {hf_licence(licences)}\nconfigs:\n- config_name: default\n"
         "  data_files:\n" + files + "\n---\n\n"
         f"# {title} (Hugging Face datasets layout)\n\n"
-        "Two-speaker dialogues: `audio` holds the FLAC bytes, `turns` the rendered turn timing, "
+        "Two-speaker dialogues: `audio` holds the FLAC bytes, `audio_stereo` the two-channel file "
+        "(speaker A left, B right; null where the source is a mono mix or the release was "
+        "rendered mono), `turns` the rendered turn timing, `events` the turn-taking events, "
         "every other column is the release manifest's (`corpus`, `category`, `licence`, "
         "`source_sample_rate`, ...). The full dataset card is `report/README.md` of the pulled "
         "release.\n\n"
-        "Decoding `audio` needs `torchcodec` (`pip install duetflow[export]`); without it, "
-        'load with `cast_column("audio", datasets.Audio(decode=False))` and decode the bytes '
-        "with `soundfile`.\n\n"
+        "Load it with `duetflow.release.export.load_hf(path)`: a `DatasetDict` whose audio "
+        "decodes through `torchcodec` where torchcodec works with your torch and FFmpeg, and "
+        "is otherwise left undecoded (`Audio(decode=False)`: `{bytes, path}`), decoded with "
+        '`soundfile` by `hf_decode(example["audio"])`. torchcodec is not part of '
+        "`duetflow[export]`: its PyPI wheel is built against CUDA and does not load next to a "
+        "CPU torch. Plain `datasets.load_dataset(path)` works too, but then reading `audio` "
+        "without torchcodec raises an ImportError; see docs/releases.md of duetflow.\n\n"
         "## Licences\n\nEach dialogue's licence is its `licence` column; dialogues per split:\n\n"
         + "\n".join(table)
         + "\n\n"
@@ -377,7 +502,8 @@ def export_hf(
         schema, features = hf_schema()
         meta = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
         schema = schema.with_metadata(meta)
-        keep = [n for n in schema.names if n not in ("audio", "turns")]
+        keep = [n for n in schema.names if n not in ("audio", HF_STEREO, "turns", "events")]
+        walk = EventWalk(src / f"{EVENTS}.parquet")
         n_shards = max(1, math.ceil(total / shard_rows))
         rows = iter_dialogues_with_turns(src, split)
         for shard in range(n_shards):
@@ -388,8 +514,10 @@ def export_hf(
                 batch.append(
                     {
                         "audio": {"bytes": path.read_bytes(), "path": Path(path).name},
+                        HF_STEREO: _hf_stereo(src, row),
                         **{k: values[k] for k in keep},
                         "turns": [_hf_turn(t) for t in turns],
+                        "events": [_hf_event(e) for e in walk.take(row.dialogue_id)],
                     }
                 )
                 if len(batch) >= shard_rows:

@@ -11,6 +11,11 @@ The default release id is derived from the staged manifests' bytes, the content 
 code version, so the same inputs + config give the same id and the same bytes wherever and
 however they were built, and re-publishing them uploads nothing.
 
+With ``release.cue_parity`` on (``warn`` / ``fail``) the dialogues' pipeline-controlled cues are
+audited per language and category pair before anything is sent (:mod:`duetflow.fairness`):
+``fail`` refuses a release whose cues tell categories apart, ``warn`` names them; the cue table
+and its summary travel as ``releases/<id>/cues/``.
+
 A release does not know how it is drawn: the orchestrator passes a ``report`` callable
 (:data:`ReportMaker`, e.g. :func:`duetflow.report.release_report`) that receives the
 :class:`StagedRelease` (its id, splits and work directories) and returns the folder uploaded
@@ -35,7 +40,10 @@ import pyarrow.parquet as pq
 
 from duetflow._version import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
+from duetflow.design import DesignReport, DesignTally, design_json, format_design_report
 from duetflow.errors import ManifestError, StorageError
+from duetflow.fairness.audit import AuditResult, audit_workdirs, write_audit
+from duetflow.fairness.gate import enforce
 from duetflow.leftovers import remove_stale_staging, staging_prefix
 from duetflow.licences import UNDECLARED
 from duetflow.manifest import (
@@ -51,6 +59,7 @@ from duetflow.manifest import (
 from duetflow.model import Rejection, Stage, safe_id
 from duetflow.progress import Progress
 from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.release.events import EVENTS, stage_events
 from duetflow.release.layout import (
     LATEST_KEY,
     MANIFEST_NAMES,
@@ -68,6 +77,7 @@ from duetflow.release.splits import (
     format_split_report,
     plan_splits,
     split_report,
+    surplus_reason,
 )
 from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
 from duetflow.schemas.tables import SPLITS
@@ -88,6 +98,11 @@ class ReleaseInfo:
     counts: Mapping[str, Any] = field(default_factory=dict)
     uploaded_objects: int = 0
     skipped_objects: int = 0
+    #: the design contract's problems (missing, short, over-full cells; opening lines), when
+    #: the config declares a design (``design.md`` / ``design.json`` of the release)
+    design_problems: tuple[str, ...] = ()
+    #: the cue-parity gate's lines (failing cues, pairs not judged); empty when it is off
+    cue_parity: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -96,7 +111,7 @@ class StagedRelease:
 
     ``workdirs`` are the validated rendered work directories in publish order, ``splits`` the
     split plan (dialogue id → split), ``staging`` a scratch folder that lives until the upload
-    is done.
+    is done, ``cue_audit`` the release's cue audit (None when ``release.cue_parity`` is off).
     """
 
     release_id: str
@@ -104,6 +119,7 @@ class StagedRelease:
     splits: Mapping[str, str]
     config: RunConfig
     staging: Path
+    cue_audit: AuditResult | None = None
 
 
 #: builds a release's report from the staged release; returns the folder to upload as report/
@@ -292,7 +308,15 @@ def _stage_manifests(
                 if key not in uploads:
                     path = os.path.join(wd, rec.audio_path)
                     uploads[key] = _Upload(key, path, rec.sha256, os.stat(path).st_size)
-                out = ReleaseDialogueRow.released(rec, splits[did], key).to_row()
+                skey = None  # issue 27: the two-channel file, content-addressed like the mix
+                if rec.stereo_path and rec.stereo_sha256:
+                    sext = PurePosixPath(rec.stereo_path).suffix.lstrip(".") or "flac"
+                    skey = audio_key(rec.stereo_sha256, sext)
+                    if skey not in uploads:
+                        spath = os.path.join(wd, rec.stereo_path)
+                        size = os.stat(spath).st_size
+                        uploads[skey] = _Upload(skey, spath, rec.stereo_sha256, size)
+                out = ReleaseDialogueRow.released(rec, splits[did], key, skey).to_row()
                 licences[(rec.licence or UNDECLARED, splits[did])] += 1
                 writers["dialogues"].write([out])
                 writers[splits[did]].write([out])
@@ -301,7 +325,7 @@ def _stage_manifests(
                 rejections.write([rejection_to_row(rej)])
         rejections.write(
             rejection_to_row(
-                Rejection(did, Stage.PUBLISH, "test_balance_surplus", detail, corpus="")
+                Rejection(did, Stage.PUBLISH, surplus_reason(detail), detail, corpus="")
             )
             for did, detail in sorted(dropped.items())
         )
@@ -401,6 +425,8 @@ def publish(
     wds = [Path(w) for w in workdirs]
     if not wds:
         raise ManifestError("publish: no work directory given")
+    st = store or open_store(store_uri, cfg.release)
+    st.check_ready()  # a missing bucket fails here, before any validation or upload
     _validate_all(wds, cfg)
     items = _split_items(wds)
     plan = plan_splits(items, cfg.release)
@@ -412,7 +438,7 @@ def publish(
         if split is not None:
             by_cat[split][it.category] = by_cat[split].get(it.category, 0) + 1
     del items
-    st = store or open_store(store_uri, cfg.release)
+    parity = _cue_parity(wds, cfg, plan.dropped)  # refuses a failing release before any upload
     pub = _Publisher(st, workers)
     st.remove_stale_temporaries()  # what a killed publish left (never a live writer's)
     remove_stale_staging(_STAGING)
@@ -421,6 +447,10 @@ def publish(
         staging = Path(tmp)
         by_licence: Counter[tuple[str, str]] = Counter()
         counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped, by_licence)
+        # trainers (issue 27): the turn-taking events of every dialogue, from its turns
+        counts[EVENTS] = stage_events(
+            staging / "turns.parquet", staging / f"{EVENTS}.parquet", cfg.turns
+        )
         digests = {
             name: sha256_file(staging / f"{name}.parquet")
             for name in ("dialogues", "turns", "rejections")
@@ -433,18 +463,25 @@ def publish(
             scratch = staging / "attachments"
             scratch.mkdir()
             splits = MappingProxyType(plan.splits)  # read-only, not a copy
-            report_dir = report(StagedRelease(rid, tuple(wds), splits, cfg, scratch))
+            report_dir = report(StagedRelease(rid, tuple(wds), splits, cfg, scratch, parity))
 
         audio_objects = len(audio)
         pub.add_uploads(audio)
         del audio
-        for name in (*SPLITS, "dialogues", "turns", "rejections"):
+        for name in (*SPLITS, "dialogues", "turns", "rejections", EVENTS):
             pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
         pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
         pub.add_bytes(prefix + "splits.md", format_split_report(report_rows).encode())
+        design = _design_report(wds, plan.dropped, cfg) if cfg.design.declared else None
+        if design is not None:
+            pub.add_bytes(prefix + "design.json", design_json(design))
+            pub.add_bytes(prefix + "design.md", format_design_report(design).encode())
         if report_dir is not None and Path(report_dir).is_dir():
             for rel, path in _iter_report_files(Path(report_dir)):
                 pub.add_file(prefix + "report/" + rel, path)
+        if parity is not None:
+            for path in write_audit(parity, staging / "cues"):
+                pub.add_file(prefix + "cues/" + path.name, path)
         for i, wd in enumerate(wds):
             stats = wd / "stats.json"
             if stats.is_file():
@@ -460,6 +497,12 @@ def publish(
             # trainers (issue 16): dialogues per licence and split
             "by_licence": licence_counts(by_licence),
         }
+        if parity is not None:
+            full_counts["cue_parity"] = {
+                "mode": parity.verdict.mode,
+                "passed": parity.verdict.passed,
+                "failing": [str(f) for f in parity.verdict.failures],
+            }
         doc = _release_json(
             {
                 "format": RELEASE_FORMAT,
@@ -471,6 +514,8 @@ def publish(
                 ),
                 "render_config": cfg.render.model_dump(mode="json"),
                 "window_config": cfg.window.model_dump(mode="json"),
+                # the settings the event table was classified with (issue 27)
+                "turns_config": cfg.turns.model_dump(mode="json"),
                 "workdirs": [wd.name for wd in wds],
                 "counts": full_counts,
                 "licences": sorted({lic for lic, _ in by_licence}),
@@ -498,4 +543,37 @@ def publish(
         pub.uploaded,
         pub.skipped,
     )
-    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped)
+    problems = tuple(design.problems) if design is not None else ()
+    for line in problems:
+        log.warning("design: %s", line)
+    lines = tuple(parity.verdict.lines()) if parity is not None else ()
+    return ReleaseInfo(rid, uri, full_counts, pub.uploaded, pub.skipped, problems, lines)
+
+
+def _design_report(
+    workdirs: Sequence[Path], dropped: Mapping[str, str], cfg: RunConfig
+) -> DesignReport:
+    """The design contract of the dialogues the release holds (one pass over their rows)."""
+    tally = DesignTally()
+    for wd in workdirs:
+        for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
+            if rec.dialogue_id not in dropped:
+                tally.add(rec.category, rec.language, rec.design)
+    return tally.report(cfg.design)
+
+
+def _cue_parity(
+    workdirs: Sequence[Path], cfg: RunConfig, dropped: Mapping[str, str]
+) -> AuditResult | None:
+    """The release's cue audit (``release.cue_parity``): None when off; the failing cues
+    logged as warnings; :class:`~duetflow.fairness.gate.CueParityError` in ``fail`` mode."""
+    mode = cfg.release.cue_parity
+    if mode == "off":
+        return None
+    result = audit_workdirs(
+        workdirs, cfg.release.cue_thresholds, seed=cfg.seed, mode=mode, skip=dropped
+    )
+    for line in result.verdict.lines():
+        log.warning("%s", line)
+    enforce(result.verdict)
+    return result

@@ -21,6 +21,10 @@ the cloned voices, not the source's). A group that mixes categories follows the 
 the most mass on test, so test-only material (PH by default) never leaks into train — and
 neither does the HH recording a PH dialogue was rewritten from (:func:`leakage_problems`).
 
+``balance_val`` does the same for val over the categories val holds (HH:HM 1:1 with PH
+test-only; reason ``val_balance_surplus``); ``release.preset: seed_study`` turns both on (the
+seed study's splits: test 1:1:1, PH test-only, val HH:HM 1:1).
+
 ``balance_test`` makes the test set 1:1:1 over the categories present, per language: in each
 language, each category keeps the test groups with the smallest hash until it has as many
 dialogues as that language's smallest category, and the surplus is left out of the release (a
@@ -218,22 +222,29 @@ def plan_splits(items: Iterable[SplitItem], config: ReleaseConfig) -> SplitPlan:
     group_split = {k: split_for(unit_hash(k), r) for k, r in group_ratio.items()}
     splits = {it.dialogue_id: group_split[keys[it.dialogue_id]] for it in items}
     dropped: dict[str, str] = {}
-    if config.balance_test:
-        dropped = _balance_test(items, keys, splits)
-        for did in dropped:
-            del splits[did]
+    for split, on in (("test", config.balance_test), ("val", config.balance_val)):
+        if on:
+            surplus = _balance_split(items, keys, splits, split)
+            for did in surplus:
+                del splits[did]
+            dropped.update(surplus)
     return SplitPlan(splits=splits, groups=keys, dropped=dropped)
 
 
-def _balance_test(
-    items: Sequence[SplitItem], keys: Mapping[str, str], splits: Mapping[str, str]
+def surplus_reason(detail: str) -> str:
+    """The rejection reason of a dialogue left out by balancing, from its detail."""
+    return "val_balance_surplus" if detail.startswith("val ") else "test_balance_surplus"
+
+
+def _balance_split(
+    items: Sequence[SplitItem], keys: Mapping[str, str], splits: Mapping[str, str], split: str
 ) -> dict[str, str]:
-    """Dialogues to leave out so test holds equal dialogue counts per category, per language."""
+    """Dialogues to leave out so ``split`` holds equal counts per category, per language."""
     per_lang: dict[str, dict[str, dict[str, list[str]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
     )
     for it in items:
-        if splits[it.dialogue_id] == "test":
+        if splits.get(it.dialogue_id) == split:
             per_lang[it.language][it.category][keys[it.dialogue_id]].append(it.dialogue_id)
     dropped: dict[str, str] = {}
     for lang in sorted(per_lang):
@@ -252,11 +263,11 @@ def _balance_test(
                     continue
                 for did in ids:
                     dropped[did] = (
-                        f"test set balanced to {target} dialogues per category for {lang}; "
+                        f"{split} set balanced to {target} dialogues per category for {lang}; "
                         f"{cat} had {counts[cat]}"
                     )
-        log.info("balance_test %s: target %d per category (%s)", lang, target, counts)
-    log.info("balance_test: %d dialogue(s) left out of test", len(dropped))
+        log.info("balance %s %s: target %d per category (%s)", split, lang, target, counts)
+    log.info("balance %s: %d dialogue(s) left out of %s", split, len(dropped), split)
     return dropped
 
 

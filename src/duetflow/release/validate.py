@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duetflow.config import ReleaseConfig, RenderConfig, RunConfig, WindowConfig
+from duetflow.config import ReleaseConfig, RenderConfig, RunConfig, TurnsConfig, WindowConfig
 from duetflow.errors import DuetflowError, StorageError
-from duetflow.manifest import iter_column, iter_records, missing_columns
+from duetflow.manifest import iter_column, iter_records, missing_columns, parquet_problem
 from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
+from duetflow.release.events import EVENTS, event_problem
 from duetflow.release.layout import (
     manifest_key,
     object_index,
@@ -166,6 +167,10 @@ def _manifest_problems(
         except DuetflowError as e:
             problems.append(Problem(key, str(e)))
             continue
+        broken = parquet_problem(dest)
+        if broken is not None:  # bytes that match the record but are no table
+            problems.append(Problem(key, broken))
+            continue
         local[name] = dest
     if {"dialogues", "turns", "rejections"} - set(local):
         return problems
@@ -204,6 +209,13 @@ def _manifest_problems(
             problems.append(Problem(row.audio_key, f"audio of {did} not listed in RELEASE.json"))
         elif obj["sha256"] != row.sha256:
             problems.append(Problem(row.audio_key, f"audio of {did}: sha256 differs"))
+        if row.stereo_path is not None or row.stereo_sha256 is not None:  # issue 27
+            sobj = objects.get(str(row.stereo_path))
+            if sobj is None or sobj["sha256"] != row.stereo_sha256:
+                problems.append(
+                    Problem(str(row.stereo_path), f"two-channel audio of {did} not listed "
+                            f"in RELEASE.json with sha256 {row.stereo_sha256}")
+                )  # fmt: skip
         items.append(SplitItem.of(row))
     problems += [Problem(dkey, f"leakage: {p}") for p in leakage_problems(items, split_of)]
     groups = group_keys(items, cfg.release.group_by)
@@ -227,11 +239,41 @@ def _manifest_problems(
             problems.append(
                 Problem(skey, f"{len(ids)} rows, RELEASE.json says {counts.get(split)}")
             )
+    problems += _event_problems(store, rid, objects, local["turns"], doc, tmp)
     if counts.get("dialogues") != len(split_of):
         problems.append(
             Problem(dkey, f"{len(split_of)} rows, RELEASE.json says {counts.get('dialogues')}")
         )
     return problems
+
+
+def _event_problems(
+    store: Store,
+    rid: str,
+    objects: dict[str, dict[str, Any]],
+    turns: Path,
+    doc: dict[str, Any],
+    tmp: Path,
+) -> list[Problem]:
+    """The event table (when the release has one) is the one its turns give, classified with
+    the ``turns_config`` RELEASE.json records (issue 27)."""
+    key = manifest_key(rid, EVENTS)
+    if key not in objects:
+        return []
+    try:
+        turns_cfg = TurnsConfig.model_validate(doc.get("turns_config", {}))
+    except ValueError as e:
+        return [Problem(release_json_key(rid), f"turns_config: {e}")]
+    dest = tmp / f"{EVENTS}.parquet"
+    try:
+        store.get_file(key, dest, objects[key]["sha256"])
+    except DuetflowError as e:
+        return [Problem(key, str(e))]
+    try:
+        found = event_problem(turns, dest, turns_cfg, tmp / f"{EVENTS}.recomputed.parquet")
+    finally:
+        dest.unlink(missing_ok=True)
+    return [] if found is None else [Problem(key, f"not the events of the turns: {found}")]
 
 
 def validate_release(

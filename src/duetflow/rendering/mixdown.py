@@ -57,6 +57,11 @@ MAX_CORRECTIONS = 3
 #: allow for the encoder and the reader. A dialogue with a gap further out is rejected
 #: (:data:`GAP_UNCONFIRMED`), never published.
 ACOUSTIC_GAP_TOL_MS = 10.0
+#: How far outside the band a gap the rows carry may lie (ms): the rows take these measured
+#: gaps, and the schema checks hold them to the band within rounding
+#: (``duetflow.schemas.tables.GAP_TOL_MS``, the same value), so a dialogue whose corrections end
+#: further out is rejected here rather than refused, with its whole release, by ``publish``.
+ROW_GAP_TOL_MS = 1.0
 #: Rejection reason of a dialogue whose gaps could not be confirmed inside the band.
 GAP_UNCONFIRMED = "gap_unconfirmed"
 #: Re-measurements from the edges found, at most, and how close two must agree to hold (s).
@@ -415,8 +420,8 @@ def _check_band(
     sr: int,
 ) -> None:
     """Raise :class:`InputError` (``gap_unconfirmed``) when a confirmed gap lies outside the band
-    by more than :data:`ACOUSTIC_GAP_TOL_MS` or could not be measured at all."""
-    tol = ACOUSTIC_GAP_TOL_MS / 1000.0
+    by more than :data:`ROW_GAP_TOL_MS` (the rows carry it) or could not be measured at all."""
+    tol = ROW_GAP_TOL_MS / 1000.0
     bad = []
     for c, m in zip(changes, measures, strict=True):
         gap = None if m is None else m.gap / sr

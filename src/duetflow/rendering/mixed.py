@@ -32,7 +32,7 @@ from duetflow.rendering.roomtone import (
     window_floor,
 )
 from duetflow.rendering.rows import Rendering, turn_row
-from duetflow.rendering.sources import CONTEXT_S, load_mixed
+from duetflow.rendering.sources import CONTEXT_S, band_limited, bandwidth_record, load_mixed
 from duetflow.rendering.trim import block_bounds, sample_span
 from duetflow.turntaking.retime import (
     edge_silence_s,
@@ -54,6 +54,9 @@ def render_mixed(
     pad_n = int(round(cfg.trim_pad_ms / 1000.0 * sr))
     fade_n = max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
     track = load_mixed(d, src, turns, sr, CONTEXT_S)
+    limit = cfg.bandwidth_for(d.language)  # one effective bandwidth per language
+    bandwidth = bandwidth_record([track], sr, limit)
+    track = band_limited(track, sr, limit)
     ids = [s.id for s in d.speakers]
     v = track_view(d, track, turns, sr)
     floor, rec = window_floor(track, v, sr)
@@ -187,8 +190,10 @@ def render_mixed(
     if cfg.stems:
         log.info("%s: stems are not available for a mixed mono source", d.id)
         tone_meta["stems"] = "unavailable for mixed mono"
+    if cfg.channels != "mono":  # issue 27: the speakers of a mono mix cannot be separated
+        tone_meta["stereo"] = "unavailable: mixed mono source"
     res = Rendering(
         mix.out, None, rows, gaps, measured_gaps_ms(mix, sr), mix.corrected, loud, gains, tone_meta,
-        dropped, mix.ceiling_db, mix.written,
+        dropped, mix.ceiling_db, mix.written, bandwidth,
     )  # fmt: skip
     return res, [src.path]

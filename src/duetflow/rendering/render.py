@@ -26,7 +26,9 @@ docs/turn-taking.md, *Gaps* and *Room tone*):
    under the ceiling, every speaker-change gap measured on the file's samples and corrected
    where it is off its draw;
 8. **write** mono audio atomically to ``out_dir/audio/<id>.flac`` (and two-channel stems if
-   configured) and return the manifest rows. At every change the turn rows carry the measured
+   configured; with ``render.channels`` stereo/both the two-channel file, A left, B right,
+   sample-aligned with the mix, to ``out_dir/stereo/<id>.flac``) and return the manifest rows.
+   At every change the turn rows carry the measured
    edges, so a row gap is the acoustic gap of the file.
 
 Turn times in a windowed :class:`~duetflow.model.Dialogue` are on the source timeline (the
@@ -97,15 +99,22 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
     # the 16-bit samples the gap confirmation measured (mixdown.as_written), written as they are
     pcm = to_pcm16(out) if res.written is None else written_pcm16(res.written)
     path = write_audio(out_dir / rel, pcm, sr, audio_format=cfg.audio_format)
-    stems_rel = None
-    if stems is not None:
+    stems_rel = stereo_rel = stereo_sha = None
+    if stems is not None and cfg.stems:
         stems_rel = f"stems/{name}.{cfg.audio_format}"
         write_audio(out_dir / stems_rel, to_pcm16(stems), sr, audio_format=cfg.audio_format)
+    if stems is not None and cfg.channels != "mono":  # issue 27: A left, B right
+        stereo_rel = f"stereo/{name}.{cfg.audio_format}"
+        spath = write_audio(
+            out_dir / stereo_rel, to_pcm16(stems), sr, audio_format=cfg.audio_format
+        )
+        stereo_sha = file_sha256(spath)
 
     rows = ordered_turn_rows(res.rows)
     row = dialogue_record(
         d, config, res, files, audio_path=rel, audio_sha256=file_sha256(path),
         duration_s=len(out) / sr, stems_path=stems_rel, n_turns=len(rows),
+        stereo=(stereo_rel, stereo_sha) if stereo_rel and stereo_sha else None,
     )  # fmt: skip
     log.debug("rendered %s: %.2f s, %d turns", d.id, row.duration_s, len(rows))
     return RenderedDialogue(row, tuple(rows))

@@ -17,6 +17,7 @@ import numpy as np
 
 from duetflow.audio import bs1770, edges, roomtone, source_acoustics
 from duetflow.audio import loudness as ld
+from duetflow.audio.bandlimit import lowpass
 from duetflow.audio.io import Audio
 from duetflow.audio.trim import rms_db
 from duetflow.config import RenderConfig, RunConfig
@@ -58,7 +59,7 @@ def window_floor(
     clear = v.clear if v.blocked is None else v.clear & ~v.blocked
     enough = np.count_nonzero(clear) * v.an.edge.hop >= 0.3 * sr
     if (floor is None or not enough) and track.recording is not None:
-        rec = recording_tone(*track.recording, sr)
+        rec = recording_tone(*track.recording, sr, track.bandwidth_hz)
         return (rec.floor or floor), rec
     return floor, None
 
@@ -125,7 +126,7 @@ def find_tone(
         if tone is not None:
             return Tone(tone, "window", who)
     else:
-        rec = rec or recording_tone(*track.recording, sr)
+        rec = rec or recording_tone(*track.recording, sr, track.bandwidth_hz)
         if rec.tone is not None:
             more = rec.tone
             if tone is not None:  # at the window's own level: the bed holds one level
@@ -136,7 +137,9 @@ def find_tone(
         if tone is not None:
             return Tone(tone, "window", who)
     synth = source_acoustics.synthesized(v, floor, extents, rng)
-    return Tone(synth, "synthesized", who) if synth is not None else None
+    if synth is None:
+        return None
+    return Tone(lowpass(synth, sr, track.bandwidth_hz), "synthesized", who)
 
 
 def describe_tone(
@@ -158,8 +161,11 @@ def describe_tone(
 
 def file_floor(cfg: RenderConfig, post: Sequence[edges.Floor], tone: Tone | None) -> float | None:
     """The rendered file's floor (dBFS before the ceiling): the loudest background after gain,
-    when room tone is laid; None when it is not (the file's pauses are then digital silence)."""
+    raised to ``render.floor_db`` under the loudness target where that is higher (one pause
+    floor for every category), when room tone is laid; None when it is not (the file's pauses
+    are then digital silence)."""
     noisy = [f.db for f in post if not f.digital]
     if not cfg.room_tone or not noisy or tone is None:
         return None
-    return max(noisy)
+    target = cfg.floor_target_dbfs
+    return max(noisy) if target is None else max(max(noisy), target)

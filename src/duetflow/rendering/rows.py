@@ -56,6 +56,8 @@ class Rendering:
     #: ``out`` at ``ceiling_db`` as 16-bit PCM holds it, when the mixdown made it
     #: (:attr:`duetflow.rendering.mixdown.Mix.written`)
     written: Audio | None = None
+    #: the source's effective bandwidth and the low-pass applied (``sources.bandwidth_record``)
+    bandwidth: dict[str, Any] | None = None
 
 
 def turn_row(d: Dialogue, index: int, hosted: bool, start: float, end: float) -> RenderedTurnRow:
@@ -103,6 +105,7 @@ def dialogue_record(
     duration_s: float,
     stems_path: str | None,
     n_turns: int,
+    stereo: tuple[str, str] | None = None,
 ) -> RenderedDialogueRow:
     """The dialogue row of a rendered window, its provenance (what was read, drawn, measured,
     gained) serialised in it. Levels and gains include the true-peak ceiling's gain."""
@@ -129,6 +132,7 @@ def dialogue_record(
         },
         "ceiling_gain_db": round(res.ceiling_db, 4),
         "room_tone": res.tone,
+        "bandwidth": res.bandwidth,
         "stems_path": stems_path,
         "seed": config.seed,
         "config_hash": config.section_hash("render", "sample_rate", "seed"),
@@ -155,4 +159,7 @@ def dialogue_record(
         # -- trainers (issue 16): licence and source sample rate per dialogue --
         licence=d.licence or UNDECLARED,
         source_sample_rate=src_rate.sample_rate,
+        # -- trainers (issue 27): the two-channel file (path, sha256), when rendered --
+        stereo_path=stereo[0] if stereo else None,
+        stereo_sha256=stereo[1] if stereo else None,
     )

@@ -34,7 +34,12 @@ from duetflow.rendering.roomtone import (
     window_floor_again,
 )
 from duetflow.rendering.rows import Rendering, turn_row
-from duetflow.rendering.sources import CONTEXT_S, load_separable
+from duetflow.rendering.sources import (
+    CONTEXT_S,
+    band_limited,
+    bandwidth_record,
+    load_separable,
+)
 from duetflow.rendering.trim import piece_mask, same_track_bounds, sample_span
 from duetflow.turntaking.retime import edge_silence_s, layout_turns
 
@@ -47,6 +52,9 @@ def render_separable(
     pad_n = int(round(cfg.trim_pad_ms / 1000.0 * sr))
     fade_n = max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
     tracks, files = load_separable(d, turns, sr, CONTEXT_S)
+    limit = cfg.bandwidth_for(d.language)  # one effective bandwidth per language
+    bandwidth = bandwidth_record(list(tracks.values()), sr, limit)
+    tracks = {s: band_limited(tr, sr, limit) for s, tr in tracks.items()}
     ids = [s.id for s in d.speakers]
     for t in turns:
         if t.speaker not in tracks:
@@ -179,7 +187,8 @@ def render_separable(
 
     # clips, each moving with its main turn (a kept backchannel with its host)
     group = {p.index: k for k, p in enumerate(tl.mains)}
-    stem_of = {s: k for k, s in enumerate(ids)} if cfg.stems else {}
+    per_speaker = cfg.stems or cfg.channels != "mono"  # a layer per speaker (issue 27)
+    stem_of = {s: k for k, s in enumerate(ids)} if per_speaker else {}
     clips: list[Clip] = []
     spans: list[tuple[int, int]] = [(0, 0)] * len(group)
     for p in tl.placements:
@@ -200,7 +209,7 @@ def render_separable(
         bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0))
     mix = mixdown(
         clips, spans, changes, tl.duration_s, sr, bed=bed, rng=tone_rng(config, d),
-        ceiling_dbtp=cfg.true_peak_ceiling_dbtp, n_stems=len(ids) if cfg.stems else 0,
+        ceiling_dbtp=cfg.true_peak_ceiling_dbtp, n_stems=len(ids) if per_speaker else 0,
         band_s=(cfg.gap_ms_min / 1000.0, cfg.gap_ms_max / 1000.0),
     )  # fmt: skip
     bounds_out = rows_at_changes(spans, changes, mix)
@@ -215,6 +224,6 @@ def render_separable(
     res = Rendering(
         mix.out, mix.stems, rows, list(tl.gaps_s), measured_gaps_ms(mix, sr), mix.corrected, loud,
         gains, describe_tone(cfg, tone, out_floor, sr), sorted({*dropped, *tl.dropped}),
-        mix.ceiling_db, mix.written,
+        mix.ceiling_db, mix.written, bandwidth,
     )  # fmt: skip
     return res, files

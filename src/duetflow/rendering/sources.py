@@ -12,9 +12,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, audio_info, read_frames, resample
 from duetflow.audio.mix import place
 from duetflow.errors import InputError
@@ -41,6 +43,8 @@ class Track:
     gaps: tuple[tuple[float, float], ...] = ()  # source-time spans with no material (per-turn)
     pieces: tuple[tuple[float, float], ...] = ()  # source-time spans of each clip (per-turn)
     recording: tuple[str, int | None] | None = None  # (file, channel) the track is read from
+    #: the low-pass applied to ``samples`` (and to whatever else is read from ``recording``)
+    bandwidth_hz: float | None = None
 
     def index(self, t: float, sr: int) -> int:
         """The sample of source time ``t`` (s) on this track."""
@@ -49,6 +53,22 @@ class Track:
     @property
     def n(self) -> int:
         return len(self.samples)
+
+
+def band_limited(track: Track, sr: int, cutoff_hz: float | None) -> Track:
+    """``track`` low-passed at ``cutoff_hz`` (zero-phase, :func:`duetflow.audio.bandlimit.lowpass`),
+    remembering the cutoff so room tone read later from its recording gets the same."""
+    if cutoff_hz is None:
+        return track
+    return replace(track, samples=lowpass(track.samples, sr, cutoff_hz), bandwidth_hz=cutoff_hz)
+
+
+def bandwidth_record(tracks: Sequence[Track], sr: int, cutoff_hz: float | None) -> dict[str, Any]:
+    """Provenance of the band-limit: the source's effective bandwidth (99 % energy, measured on
+    the tracks as read at the output rate, before the low-pass) and the cutoff applied."""
+    x = np.concatenate([t.samples for t in tracks]) if tracks else np.zeros(0, np.float32)
+    hz = energy_bandwidth_hz(x, sr)
+    return {"source_hz": None if hz is None else round(hz, 1), "limit_hz": cutoff_hz}
 
 
 def source_turns(d: Dialogue) -> tuple[Turn, ...]:

@@ -25,6 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from duetflow.audio import edges, roomtone
+from duetflow.audio.bandlimit import lowpass
 from duetflow.audio.io import Audio, audio_info, read_frames, resample
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ def _block_tone(x: Audio, sr: int) -> tuple[list[Audio], edges.Floor | None]:
     return [x[a:b] for a, b in runs], floor
 
 
-def _scan(path: str, channel: int | None, sr: int) -> RecordingTone:
+def _scan(path: str, channel: int | None, sr: int, bandwidth_hz: float | None) -> RecordingTone:
     info = audio_info(path)
     pieces: list[Audio] = []
     floors: list[edges.Floor] = []
@@ -82,7 +83,7 @@ def _scan(path: str, channel: int | None, sr: int) -> RecordingTone:
         if i1 <= i0:
             continue
         data, file_sr = read_frames(path, i0, i1, channel=channel, mono=channel is None)
-        x = resample(data, file_sr, sr)
+        x = lowpass(resample(data, file_sr, sr), sr, bandwidth_hz)
         read += (i1 - i0) / info.sample_rate
         found, block_floor = _block_tone(x, sr)
         if block_floor is not None:
@@ -104,20 +105,25 @@ def _scan(path: str, channel: int | None, sr: int) -> RecordingTone:
     return RecordingTone(tone, floor, read)
 
 
-def recording_tone(path: str, channel: int | None, sr: int) -> RecordingTone:
-    """Background of the recording ``path`` (one ``channel``, or the mix) at ``sr``, cached per
-    file, channel and rate."""
+def recording_tone(
+    path: str, channel: int | None, sr: int, bandwidth_hz: float | None = None
+) -> RecordingTone:
+    """Background of the recording ``path`` (one ``channel``, or the mix) at ``sr``, low-passed
+    at ``bandwidth_hz`` like the window's track, cached per file, channel, rate and cutoff."""
     st = os.stat(path)
-    key = (path, channel, sr, st.st_mtime_ns, st.st_size)  # a rewritten file is scanned again
+    # a rewritten file is scanned again
+    key = (path, channel, sr, bandwidth_hz, st.st_mtime_ns, st.st_size)
     hit = _CACHE.get(key)
     if hit is not None:
         _CACHE.move_to_end(key)
         return hit
-    found = _scan(path, channel, sr)
+    found = _scan(path, channel, sr, bandwidth_hz)
     _CACHE[key] = found
     while len(_CACHE) > CACHE_SIZE:
         _CACHE.popitem(last=False)
     return found
 
 
-_CACHE: OrderedDict[tuple[str, int | None, int, int, int], RecordingTone] = OrderedDict()
+_CACHE: OrderedDict[tuple[str, int | None, int, float | None, int, int], RecordingTone] = (
+    OrderedDict()
+)

@@ -33,6 +33,7 @@ from duetflow.report.sources import ReportInput, open_inputs
 from duetflow.report.tables import counts_table
 
 if TYPE_CHECKING:
+    from duetflow.fairness.audit import AuditResult
     from duetflow.release.publish import StagedRelease
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ def collect_report(
     title: str | None = None,
     splits: Mapping[str, str] | None = None,
     release_id: str | None = None,
+    cue_audit: AuditResult | None = None,
 ) -> ReportData:
     """Only the numbers (no files): for artifacts and checks."""
     with open_inputs(source, config) as inputs:
@@ -95,6 +97,7 @@ def collect_report(
             title=title,
             splits=splits,
             release_id=release_id,
+            cue_audit=cue_audit,
         )
 
 
@@ -107,6 +110,7 @@ def build_report(
     title: str | None = None,
     splits: Mapping[str, str] | None = None,
     release_id: str | None = None,
+    cue_audit: AuditResult | None = None,
 ) -> ReportPaths:
     """Write the HTML report, the Markdown card, the plots and report.json into ``out_dir``.
 
@@ -116,7 +120,8 @@ def build_report(
     and the sampling seed; by default the release's own config, else the defaults.
     ``audio_sample`` dialogues are re-measured from their audio (VAD gaps, loudness).
     ``splits`` (dialogue id → split) and ``release_id`` let publish report the release it is
-    about to write from the work directories. Same inputs and config give byte-identical files.
+    about to write from the work directories; ``cue_audit`` is its cue audit (docs/fairness.md).
+    Same inputs and config give byte-identical files.
     """
     data = collect_report(
         source,
@@ -125,6 +130,7 @@ def build_report(
         title=title,
         splits=splits,
         release_id=release_id,
+        cue_audit=cue_audit,
     )
     return write_report(data, Path(out_dir))
 
@@ -142,6 +148,7 @@ def release_report(staged: StagedRelease) -> Path:
         staged.config,
         splits=staged.splits,
         release_id=staged.release_id,
+        cue_audit=staged.cue_audit,
     )
     return out
 

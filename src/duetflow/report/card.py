@@ -4,18 +4,22 @@ Markdown summary the Prefect flows publish as an artifact.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import yaml
 
 from duetflow.licences import hf_licence
-from duetflow.report.data import ReportData
+from duetflow.report.collect import LICENCES
+from duetflow.report.data import PhStats, ReportData
+from duetflow.report.parity import d_table, pair_table, verdict_lines
 from duetflow.report.tables import (
     DIST_ORDER,
     DISTRIBUTION_FIGURES,
     backend_table,
     counts_table,
+    design_target_table,
     dist_row,
     fmt_hours,
     fmt_num,
@@ -30,11 +34,28 @@ from duetflow.report.tables import (
 )
 
 
+def _design_targets(data: ReportData) -> list[str]:
+    """The declared design's cells and problems (nothing when no design is declared)."""
+    if not data.design_cells:
+        return []
+    problems = [f"- {p}" for p in data.design_problems] or [
+        "Every cell of the design holds its target."
+    ]
+    return [
+        "Declared design, every cell against its target:",
+        "",
+        _md_table(design_target_table(data)),
+        "",
+        *problems,
+        "",
+    ]
+
+
 def summary_markdown(data: ReportData) -> str:
     """A short Markdown summary for a Prefect artifact: totals, splits, rejections, gaps."""
     hours = fmt_hours(sum(r.seconds for r in data.counts))
     lines = [
-        f"# {data.title}",
+        f"# {md_text(data.title)}",
         "",
         f"**{data.total_dialogues}** dialogues, **{hours} h**,"
         f" {data.total_turns} turns; **{data.total_rejections}** items rejected.",
@@ -45,7 +66,10 @@ def summary_markdown(data: ReportData) -> str:
     ]
     if data.rejections:
         top = sorted(data.rejections, key=lambda r: -r.count)[:5]
-        lines += ["", "Top rejection reasons: " + ", ".join(f"{r.reason} ({r.count})" for r in top)]
+        lines += [
+            "",
+            "Top rejection reasons: " + ", ".join(f"{md_text(r.reason)} ({r.count})" for r in top),
+        ]
     g = data.distributions["gap_ms"]
     band = f"{g.band[0]:.0f}–{g.band[1]:.0f}" if g.band else "–"
     if g.n:
@@ -58,8 +82,37 @@ def summary_markdown(data: ReportData) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: What Markdown (CommonMark + GFM tables, as Hugging Face renders a card) would act on inside a
+#: line: raw HTML (``<script>``, ``<img onerror=...>``), entities, links and images, code spans,
+#: emphasis by ``*``, table cells. ``_`` is left alone (intraword, as in ids, it does nothing).
+_MD_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;", '"': "&quot;"}
+_MD_BACKSLASHED = frozenset("\\`*[]|~$")
+
+
+def md_text(v: Any) -> str:
+    """``v`` as inert Markdown text: shown as written, never markup (one line)."""
+    out = []
+    for ch in str(v):
+        if ch in _MD_ENTITIES:
+            out.append(_MD_ENTITIES[ch])
+        elif ch in _MD_BACKSLASHED:
+            out.append("\\" + ch)
+        elif ch in "\r\n\t" or (ord(ch) < 32 or 0x7F <= ord(ch) < 0xA0):
+            out.append(" ")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 def _md_cell(v: Any) -> str:
-    return str(v).replace("|", "\\|").replace("\n", " ")
+    return md_text(v)
+
+
+def _fenced(text: str, info: str) -> list[str]:
+    """``text`` in a code fence longer than any backtick run inside it (it cannot close it)."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + info, text, fence]
 
 
 def _md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None) -> str:
@@ -71,11 +124,63 @@ def _md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None =
     return "\n".join(out)
 
 
+def _backend_name(key: str) -> str:
+    return LICENCES[key][0] if key in LICENCES else key
+
+
+def ph_wording(ph: PhStats) -> str:
+    """What the card calls the PH dialogues, from what the release's PH provenance says:
+    "voice-cloned" only for dialogues a cloning backend made, else the backends by name
+    (issue 27: the default eSpeak NG clones nothing)."""
+    if ph.dialogues == 0:
+        return "no pseudo-human (PH)"
+    backends = ", ".join(f"{_backend_name(k)}: {n}" for k, n in ph.backends.items())
+    cloned = ph.cloning.get("cloned", 0)
+    if cloned == ph.dialogues:
+        return f"pseudo-human voice-cloned TTS (PH; {backends})"
+    if cloned == 0:
+        return f"pseudo-human TTS (PH, not voice-cloned; {backends})"
+    return f"pseudo-human TTS (PH; {cloned} of {ph.dialogues} voice-cloned; {backends})"
+
+
+def _parity(data: ReportData, img: Callable[[str], list[str]]) -> list[str]:
+    """The card's cue-parity section (docs/fairness.md)."""
+    audit = data.cue_audit
+    verdict = verdict_lines(audit)
+    lines = [
+        "## Cue parity",
+        "",
+        "Can what the pipeline controls (bandwidth, sample rate, pause floor, lead-in and tail,"
+        " gaps, overlaps, loudness, peak, DC, duration, turn and speaking rate) tell the"
+        " categories apart? Per language and category pair: a leave-one-out nearest-centroid"
+        " classifier on these cues and the cues with the largest Cohen's d.",
+        "",
+        f"**{verdict[0]}**",
+        "",
+        *(f"- {line}" for line in verdict[1:]),
+    ]
+    if audit is not None:
+        lines += [
+            "",
+            _md_table(pair_table(audit)),
+            "",
+            "Cohen's d per cue and pair (* separates perfectly; conv.: not gated between HH"
+            " and HM):",
+            "",
+            _md_table(d_table(audit)),
+            "",
+            *img("cues"),
+        ]
+    return [*lines, ""]
+
+
 def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     """A Markdown dataset card; ``plot_files`` maps plot names to paths relative to the card."""
 
     def img(name: str) -> list[str]:
-        return [f"![{name}]({plot_files[name]})", ""] if name in plot_files else []
+        if name not in plot_files:
+            return []
+        return [f"![{name}]({plot_files[name]})", ""]  # our own plot names and paths
 
     pv = data.provenance
     front = {
@@ -90,16 +195,17 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         yaml.safe_dump(front, sort_keys=True, allow_unicode=True).rstrip(),
         "---",
         "",
-        f"# {data.title}",
+        f"# {md_text(data.title)}",
         "",
         "Two-speaker dialogue audio for spoken-dialogue systems: human-human (HH),"
-        " human-machine (HM) and pseudo-human voice-cloned TTS (PH) dialogues of 20–60 s,"
+        f" human-machine (HM) and {ph_wording(data.ph)} dialogues of 20–60 s,"
         " inter-turn gaps re-timed and both speakers loudness-balanced.",
         "",
         "- Categories: "
         + (
             ", ".join(
-                f"{r['category']} {r['dialogues']}" for r in subtotals(data.counts, "category")
+                f"{md_text(r['category'])} {r['dialogues']}"
+                for r in subtotals(data.counts, "category")
             )
             or "none"
         ),
@@ -131,6 +237,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         "",
         _md_table(backend_table(data)),
         "",
+        *_design_targets(data),
         "## Rejections",
         "",
         _md_table(rejection_rows(data)),
@@ -145,6 +252,7 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     ]
     for n in DISTRIBUTION_FIGURES:
         lines += img(n)
+    lines += _parity(data, img)
     lines += ["## Turn-taking in the sources (before filtering)", ""]
     if data.source_stats:
         lines += [_md_table([source_rows(s) for s in data.source_stats]), ""]
@@ -160,6 +268,8 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         "",
         _md_table([{"backend": k, "dialogues": v} for k, v in ph.backends.items()]),
         "",
+        _md_table([{"voice cloning": k, "dialogues": v} for k, v in ph.cloning.items()]),
+        "",
         _md_table([dist_row(ph.similarity)]),
         "",
         "Synthesis failures:",
@@ -169,10 +279,10 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         *img("ph_similarity"),
         "## Provenance and licences",
         "",
-        f"- Code version: `{pv.code_version}`",
-        f"- Config hash: `{pv.config_hash}`",
-        f"- Release: `{pv.release_id or '-'}`",
-        "- Inputs: " + ", ".join(f"{k} `{lbl}`" for k, lbl in pv.inputs),
+        f"- Code version: {md_text(pv.code_version)}",
+        f"- Config hash: {md_text(pv.config_hash)}",
+        f"- Release: {md_text(pv.release_id or '-')}",
+        "- Inputs: " + ", ".join(f"{md_text(k)} {md_text(lbl)}" for k, lbl in pv.inputs),
         "",
         _md_table([{"source": k, "name": n, "licence": lic} for k, n, lic in pv.sources]),
         "",
@@ -180,13 +290,13 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
         "",
         _md_table(licence_table(data)),
         "",
-        *(f"- {t}" for t in pv.terms),
+        *(f"- {md_text(t)}" for t in pv.terms),
         "",
         "<details><summary>Configuration</summary>",
         "",
-        "```yaml",
-        yaml.safe_dump(dict(pv.config), sort_keys=True, allow_unicode=True).rstrip(),
-        "```",
+        *_fenced(
+            yaml.safe_dump(dict(pv.config), sort_keys=True, allow_unicode=True).rstrip(), "yaml"
+        ),
         "",
         "</details>",
         "",

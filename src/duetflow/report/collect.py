@@ -29,7 +29,9 @@ from duetflow.audio.edges import change_gaps
 from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import SILENCE_LUFS, measure
 from duetflow.config import RunConfig
+from duetflow.design import DesignTally
 from duetflow.errors import DuetflowError
+from duetflow.fairness.audit import AuditResult
 from duetflow.licences import UNDECLARED, release_terms
 from duetflow.licences import terms as terms_of
 from duetflow.manifest import read_rejections
@@ -49,6 +51,7 @@ from duetflow.report.data import (
     RejectionRow,
     ReportData,
 )
+from duetflow.report.parity import release_audit
 from duetflow.report.rows import dialogues_with_turns, json_obj, num, similarities
 from duetflow.report.source_stats import parse_source_stats
 from duetflow.report.sources import ReportInput
@@ -124,6 +127,7 @@ class _Collector:
         }
         self.counts: dict[tuple[str, str, str, str], list[float]] = {}
         self.design: dict[tuple[str, str, str, str, str, str], list[float]] = {}
+        self.contract = DesignTally()  # the design contract's counts (duetflow.design)
         self.rej: dict[tuple[str, str], tuple[int, Counter[str], list[str]]] = {}
         self.ph_n = 0
         self.ph_backends: Counter[str] = Counter()
@@ -192,6 +196,7 @@ class _Collector:
         cell = self.design.setdefault(key, [0, 0.0])
         cell[0] += 1
         cell[1] += dur
+        self.contract.add(str(row.category), str(row.language), d)
 
     def _turn_stats(self, row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow]) -> None:
         spk_a = row.speaker_a
@@ -386,11 +391,13 @@ def collect(
     title: str | None = None,
     splits: Mapping[str, str] | None = None,
     release_id: str | None = None,
+    cue_audit: AuditResult | None = None,
 ) -> ReportData:
     """Compute every number of the report in one pass (plus audio of a bounded sample).
 
     ``splits`` (dialogue id → split) labels work-directory rows, which carry no split column,
-    so publish can report a release before it exists; ``release_id`` names it.
+    so publish can report a release before it exists; ``release_id`` names it. ``cue_audit``
+    is publish's cue audit; without it a local release's ``cues/cues.parquet`` is compared.
     """
     release = next((i for i in inputs if i.release), None)
     cfg = config or _config_from_release(release.release if release else None) or RunConfig()
@@ -481,6 +488,9 @@ def collect(
             f"{unmapped} dialogue(s) have topic '{cfg.topics.unmapped}': their source label maps"
             " to no taxonomy topic (see source_topic; extend topics.aliases)"
         )
+    contract = c.contract.report(cfg.design) if cfg.design.declared else None
+    if contract is not None:
+        notes.extend(f"design: {p}" for p in contract.problems)
     return ReportData(
         title=title,
         counts=counts,
@@ -494,4 +504,7 @@ def collect(
         notes=tuple(notes),
         design=design,
         unmapped_topic=cfg.topics.unmapped,
+        design_cells=contract.cells if contract is not None else (),
+        design_problems=tuple(contract.problems) if contract is not None else (),
+        cue_audit=cue_audit if cue_audit is not None else release_audit(inputs, cfg),
     )

@@ -6,12 +6,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from duetflow.design import DesignCell
+
+if TYPE_CHECKING:
+    from duetflow.fairness.audit import AuditResult
 
 NO_SPLIT = "-"
 MAX_EXAMPLES = 3
@@ -252,6 +258,11 @@ class ReportData:
     notes: tuple[str, ...] = field(default_factory=tuple)
     design: tuple[DesignRow, ...] = field(default_factory=tuple)
     unmapped_topic: str = "other"
+    #: the declared design's cells with counts and targets (empty: no design declared)
+    design_cells: tuple[DesignCell, ...] = field(default_factory=tuple)
+    design_problems: tuple[str, ...] = field(default_factory=tuple)
+    #: the cue-parity audit (docs/fairness.md); None when it was off
+    cue_audit: AuditResult | None = None
 
     @property
     def total_dialogues(self) -> int:
@@ -271,7 +282,18 @@ class ReportData:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (``report.json``)."""
-        d = asdict(self)
+        from duetflow.fairness.table import summary_dict
+
+        audit = self.cue_audit
+        d = asdict(dataclasses.replace(self, cue_audit=None))
+        d["cue_audit"] = (
+            None
+            if audit is None
+            else {
+                "dialogues": len(audit.rows),
+                **summary_dict(audit.pairs, audit.verdict, audit.errors),
+            }
+        )
         d["totals"] = {
             "dialogues": self.total_dialogues,
             "hours": self.total_hours,

@@ -15,12 +15,14 @@ from typing import Any
 import yaml
 
 from duetflow.report.data import ReportData
+from duetflow.report.parity import d_table, pair_table, verdict_lines
 from duetflow.report.plots import Plot
 from duetflow.report.tables import (
     DIST_ORDER,
     DISTRIBUTION_FIGURES,
     backend_table,
     counts_table,
+    design_target_table,
     dist_row,
     fmt_hours,
     languages,
@@ -39,6 +41,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("design", "Turing-test design: topics, systems, TTS backends"),
     ("rejections", "Rejections"),
     ("distributions", "Distributions measured on the rendered dialogues"),
+    ("cue-parity", "Cue parity: what the pipeline controls, per category pair"),
     ("turn-taking", "Turn-taking in the sources (before filtering)"),
     ("ph", "Pseudo-human (PH) synthesis"),
     ("provenance", "Provenance and licences"),
@@ -113,6 +116,29 @@ def _section(sid: str, body: Iterable[str]) -> str:
     return f'<section id="{sid}"><h2>{_esc(title)}</h2>{"".join(body)}</section>'
 
 
+def _parity(data: ReportData, plots: Mapping[str, Plot]) -> list[str]:
+    """The cue-parity section (docs/fairness.md)."""
+    audit = data.cue_audit
+    body = [
+        "<p>Per language and category pair: a leave-one-out nearest-centroid classifier on the"
+        " cues the pipeline controls (accuracy and AUC with 95 % intervals, permutation p),"
+        " the cues with the largest standardised difference (Cohen's d), and the gate's"
+        " verdict. A listener should be able to tell the categories apart by the voices and"
+        " the words only.</p>"
+    ]
+    lines = verdict_lines(audit)
+    body.append(f"<p><b>{_esc(lines[0])}</b></p>")
+    body += [f'<p class="note">{_esc(line)}</p>' for line in lines[1:]]
+    if audit is not None:
+        body += [
+            _html_table(pair_table(audit)),
+            "<h3>Cohen's d per cue and pair</h3>",
+            _html_table(d_table(audit)),
+            _figure(plots.get("cues")),
+        ]
+    return body
+
+
 def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
     """The whole report as one HTML document (no scripts, no external resources)."""
     P = {p.name: p for p in plots}
@@ -158,6 +184,13 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         "<h3>PH: per TTS backend × language</h3>",
         _html_table(backend_table(data)),
     ]
+    if data.design_cells:  # the declared design: every cell against its target
+        design += [
+            "<h3>Declared design: every cell against its target</h3>",
+            _html_table(design_target_table(data)),
+            "".join(f"<p>{_esc(p)}</p>" for p in data.design_problems)
+            or "<p>Every cell of the design holds its target.</p>",
+        ]
 
     rejections = [
         f"<p>{data.total_rejections} item(s) rejected; every rejection is kept in"
@@ -258,6 +291,7 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         "design": design,
         "rejections": rejections,
         "distributions": dists,
+        "cue-parity": _parity(data, P),
         "turn-taking": tt,
         "ph": phs,
         "provenance": prov,

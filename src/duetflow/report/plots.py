@@ -248,4 +248,7 @@ def all_plots(data: ReportData) -> list[Plot]:
             )
         )
     out.append(hist_plot("ph_similarity", [data.ph.similarity]))
+    from duetflow.report.parity import cue_plot  # parity draws with this module's helpers
+
+    out.append(cue_plot(data.cue_audit))
     return [p for p in out if p is not None]

@@ -219,6 +219,22 @@ def backend_table(data: ReportData) -> list[dict[str, Any]]:
     return out
 
 
+def design_target_table(data: ReportData) -> list[dict[str, Any]]:
+    """The declared design's cells: count against target and status (``duetflow.design``)."""
+    return [
+        {
+            "kind": c.kind,
+            "system / backend": c.system,
+            "strategy": c.strategy or "–",
+            "language": c.language,
+            "target": c.target,
+            "dialogues": c.count,
+            "status": c.status,
+        }
+        for c in data.design_cells
+    ]
+
+
 def languages(data: ReportData) -> list[str]:
     return sorted({r.language for r in data.counts})
 

@@ -183,6 +183,37 @@ class _DialogueFacts:
     b_turns: int = 0  # of them, speaker B's
 
 
+def _null(v: Any) -> bool:
+    """None, or the NaN pandas reads a null string cell as."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _check_stereo(workdir: Path, row: dict[str, Any], frames: int) -> list[Failure]:
+    """The two-channel file of a row (issue 27), when it has one: there, with its sha256, two
+    channels, the mix's rate and exactly the mix's ``frames`` (sample-aligned)."""
+    did, rel, sha = str(row["dialogue_id"]), row.get("stereo_path"), row.get("stereo_sha256")
+    if _null(rel) and _null(sha):
+        return []
+    if not isinstance(rel, str) or not rel or rel.startswith("/") or ".." in rel.split("/"):
+        return [Failure("audio", did, "stereo_path", "relative_path_inside_root", str(rel))]
+    path = workdir / rel
+    try:
+        info = audio_info(path)
+    except InputError as e:
+        return [Failure("audio", did, "stereo_path", e.reason, str(path))]
+    out = []
+    if sha != (digest := sha256_file(path)):
+        out.append(Failure("audio", did, "stereo_sha256", f"file sha256 is {digest}", str(sha)))
+    if info.channels != 2:
+        out.append(Failure("audio", did, "stereo_path", "two channels", str(info.channels)))
+    if info.sample_rate != row["sample_rate"] or info.frames != frames:
+        out.append(
+            Failure("audio", did, "stereo_path", "sample-aligned with the mix (rate, frames)",
+                    f"{info.sample_rate} Hz, {info.frames} frames")
+        )  # fmt: skip
+    return out
+
+
 def _check_audio(workdir: Path, row: dict[str, Any]) -> list[Failure]:
     did, rel = str(row["dialogue_id"]), row["audio_path"]
     if not isinstance(rel, str) or not rel or rel.startswith("/") or ".." in rel.split("/"):
@@ -220,7 +251,7 @@ def _check_audio(workdir: Path, row: dict[str, Any]) -> list[Failure]:
                 "audio", did, "duration_s", f"file lasts {info.duration_s:.4f} s", _fmt(float(dur))
             )
         )
-    return out
+    return out + _check_stereo(workdir, row, info.frames)
 
 
 def _gap_failures(

@@ -67,7 +67,12 @@ def _safe_relative(series: pd.Series) -> pd.Series:
 
 
 #: pandera dtype of each Arrow column type of the records
-_DTYPES = {pyarrow.string(): str, pyarrow.int32(): "int32", pyarrow.float64(): "float64"}
+_DTYPES = {
+    pyarrow.string(): str,
+    pyarrow.int32(): "int32",
+    pyarrow.float64(): "float64",
+    pyarrow.bool_(): "bool",
+}
 
 
 def _record_columns(
@@ -247,6 +252,7 @@ def release_index_schema(config: RunConfig | None = None) -> pa.DataFrameSchema:
         {
             "split": (False, [pa.Check.isin(list(SPLITS))]),
             "audio_key": (False, [pa.Check.str_matches(AUDIO_KEY_RE.pattern)]),
+            "voice_cloned": (False, []),
         },
     )
     checks = [

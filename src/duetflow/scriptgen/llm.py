@@ -1,28 +1,36 @@
-"""A chat-completions client for any OpenAI-compatible endpoint, with transport retries.
+"""A chat-completions client for any OpenAI-compatible endpoint, bounded and with retries.
 
-The ``openai`` package is the maintained client for the protocol that hosted APIs, vLLM, Ollama
-and llama.cpp's server all speak; it is an optional dependency (``pip install 'duetflow[llm]'``)
-imported only when a client is built, so the core install and the offline demo never need it.
+The protocol hosted APIs, vLLM, Ollama and llama.cpp's server all speak is one JSON POST
+(``{base_url}/chat/completions``); it is sent through :mod:`duetflow.bounded_http`, so every
+request has a **total deadline** (``llm.timeout_s``: connecting, sending and the whole answer;
+an answer that trickles in is cut off) and a **maximum answer size** (``llm.max_answer_bytes``).
 
-Transport failures are retried here, with exponential backoff (``llm.backoff_s`` doubling up to
+Failed attempts are retried here, with exponential backoff (``llm.backoff_s`` doubling up to
 ``llm.max_backoff_s``, or the server's ``Retry-After`` when it sends one), at most
-``llm.max_retries`` times: timeouts, connection errors, HTTP 408/409/429 and 5xx. The client's
-own retry loop is switched off so the attempts are counted and recorded. Other answers are not
-retried: 401/403/404 mean the endpoint, key or model is wrong for every request (a
+``llm.max_retries`` times: the deadline passing, an answer over the size limit, connection
+errors, HTTP 408/409/429 and 5xx, and every **malformed answer** — a 200 whose body is HTML,
+not UTF-8, truncated JSON, or JSON without ``choices[0].message.content`` as a string or null.
+Retried out, the request fails with :class:`RequestFailed` (``llm_unavailable`` for transport
+failures, ``llm_bad_answer`` for malformed answers): a rejection of that script with the last
+cause, never an exception, and not persisted, so a re-run asks for it again. Other answers are
+not retried: 401/403/404 mean the endpoint, key or model is wrong for every request (a
 :class:`~duetflow.errors.BackendError` stops the run), any other 4xx is that one request's
-problem (:class:`RequestFailed`, a rejection of that script).
+problem (:class:`RequestFailed` ``llm_error``, a rejection of that script).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from duetflow.bounded_http import HttpFailure, Limits, request
 from duetflow.config import LLMConfig
 from duetflow.errors import BackendError, ConfigError
 
@@ -39,8 +47,9 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 class RequestFailed(BackendError):
     """One request failed for good (retries exhausted, or a 4xx for this request only).
 
-    ``reason`` is the rejection code: ``llm_unavailable`` (transport, retried out) or
-    ``llm_error`` (the endpoint refused this request).
+    ``reason`` is the rejection code: ``llm_unavailable`` (transport, retried out),
+    ``llm_bad_answer`` (malformed answers, retried out) or ``llm_error`` (the endpoint refused
+    this request).
     """
 
     def __init__(self, message: str, reason: str, attempts: int) -> None:
@@ -68,25 +77,65 @@ class ChatClient(Protocol):
         ...
 
 
-def _retry_after_s(exc: Any) -> float | None:
+def _retry_after_s(headers: Mapping[str, str]) -> float | None:
     """The server's requested pause (``Retry-After`` seconds, or ``retry-after-ms``), if any."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    if headers is None:
-        return None
     for key, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(key)
         if value is None:
             continue
         try:
-            return max(0.0, float(value) * scale)
+            pause = float(value) * scale
         except ValueError:
             return None  # an HTTP date: fall back to our own backoff
+        return max(0.0, pause) if math.isfinite(pause) else None  # "inf"/"nan": our own
     return None
 
 
+class _BadAnswer(Exception):
+    """A 200 answer that is not a chat completion (HTML, not UTF-8, truncated, wrong shape)."""
+
+
+def _completion(body: bytes, default_model: str) -> tuple[str | None, str, str | None]:
+    """(content, model, finish_reason) of a chat-completion body; _BadAnswer when malformed."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _BadAnswer(f"answer is not UTF-8 (byte {e.start})") from None
+    try:
+        data = json.loads(text)
+    except ValueError as e:
+        head = text.lstrip()[:1]
+        what = "HTML or text" if head and head not in "{[" else "truncated or invalid JSON"
+        raise _BadAnswer(f"answer is {what}, not a chat completion ({e})") from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("content"), str | None):
+        raise _BadAnswer("answer JSON has no choices[0].message.content (wrong schema)")
+    model = data.get("model")
+    finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+    return (
+        message.get("content"),
+        model if isinstance(model, str) and model else default_model,
+        finish if isinstance(finish, str) else None,
+    )
+
+
+def _error_message(body: bytes) -> str:
+    """The ``error.message`` of an error answer, else its first 200 characters (escaped)."""
+    text = body[:4096].decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+        msg = data["error"]["message"]
+        if isinstance(msg, str):
+            return msg[:500]
+    except (ValueError, KeyError, TypeError):
+        pass
+    return ascii(text[:200])
+
+
 class OpenAIChat:
-    """:class:`ChatClient` over ``openai.OpenAI`` (any OpenAI-compatible base URL)."""
+    """:class:`ChatClient` for any OpenAI-compatible base URL, over :mod:`duetflow.bounded_http`."""
 
     def __init__(
         self,
@@ -97,79 +146,78 @@ class OpenAIChat:
     ) -> None:
         if not config.configured:
             raise ConfigError("llm: set llm.base_url and llm.model (or --llm-base-url/--llm-model)")
-        try:
-            import openai
-        except ImportError:
-            raise BackendError(
-                "script generation needs the 'openai' client: pip install 'duetflow[llm]'"
-            ) from None
         env = os.environ if environ is None else environ
-        # Local servers (vLLM, Ollama, llama.cpp) take any key; the client insists on one.
+        # Local servers (vLLM, Ollama, llama.cpp) take any key; send one anyway.
         key = env.get(config.api_key_env) or "no-key"
         self.config = config
-        self._openai = openai
-        self._client = openai.OpenAI(
-            base_url=config.base_url, api_key=key, timeout=config.timeout_s, max_retries=0
-        )
+        self._url = str(config.base_url).rstrip("/") + "/chat/completions"
+        self._headers = {
+            "content-type": "application/json",
+            "accept": "application/json",
+            "authorization": f"Bearer {key}",
+        }
+        self._limits = Limits(config.timeout_s, config.max_answer_bytes)
         self._sleep = sleep
         self._lock = threading.Lock()
         self.requests = 0  # HTTP requests sent by this client (all threads)
 
-    def _delay(self, attempt: int, exc: Any) -> float:
-        server = _retry_after_s(exc)
+    def _delay(self, attempt: int, server: float | None) -> float:
         cfg = self.config
         own = min(cfg.max_backoff_s, cfg.backoff_s * (2**attempt))
         return min(cfg.max_backoff_s, server) if server is not None else own
 
     def complete(self, messages: Sequence[Message], *, seed: int | None) -> ChatAnswer:
-        """One chat completion, retrying transport failures (see the module docstring)."""
-        oa = self._openai
+        """One chat completion, retrying failed attempts (see the module docstring)."""
         cfg = self.config
-        last = ""
-        failure: Any = None
+        payload = {
+            "model": str(cfg.model),
+            "messages": [dict(m) for m in messages],
+            "temperature": cfg.temperature,
+            "seed": seed,
+            "max_tokens": cfg.max_tokens,
+        }
+        body = json.dumps({k: v for k, v in payload.items() if v is not None}).encode()
+        last, reason = "", "llm_unavailable"
         for attempt in range(cfg.max_retries + 1):
             with self._lock:
                 self.requests += 1
+            server_delay: float | None = None
             try:
-                resp = self._client.chat.completions.create(
-                    model=str(cfg.model),
-                    messages=[dict(m) for m in messages],  # type: ignore[misc]
-                    temperature=cfg.temperature,
-                    seed=seed,
-                    max_tokens=cfg.max_tokens,
-                )
-            except (oa.APITimeoutError, oa.APIConnectionError) as e:
-                failure, last = e, f"{type(e).__name__}: {e}"
-            except oa.APIStatusError as e:
-                status = int(e.status_code)
-                if status in FATAL_STATUSES:
+                answer = request("POST", self._url, self._limits, body=body, headers=self._headers)
+            except HttpFailure as e:
+                last, reason = f"{e.kind}: {e.cause}", "llm_unavailable"
+            else:
+                status = answer.status
+                if status == 200:
+                    try:
+                        text, model, finish = _completion(answer.body, str(cfg.model))
+                    except _BadAnswer as e:
+                        last, reason = f"malformed answer: {e}", "llm_bad_answer"
+                    else:
+                        return ChatAnswer(text, model, finish, attempt + 1)
+                elif status in FATAL_STATUSES:
                     raise BackendError(
                         f"llm endpoint {cfg.base_url} answered HTTP {status} for model "
-                        f"{cfg.model!r}: {e.message} (check llm.base_url, llm.model and "
-                        f"${cfg.api_key_env})"
-                    ) from None
-                if status not in RETRY_STATUSES and status < 500:
+                        f"{cfg.model!r}: {_error_message(answer.body)} (check llm.base_url, "
+                        f"llm.model and ${cfg.api_key_env})"
+                    )
+                elif status not in RETRY_STATUSES and status < 500:
                     raise RequestFailed(
-                        f"llm endpoint refused the request: HTTP {status}: {e.message}",
+                        f"llm endpoint refused the request: HTTP {status}: "
+                        f"{_error_message(answer.body)}",
                         "llm_error",
                         attempt + 1,
-                    ) from None
-                failure, last = e, f"HTTP {status}: {e.message}"
-            else:
-                choice = resp.choices[0] if resp.choices else None
-                text = choice.message.content if choice is not None else None
-                return ChatAnswer(
-                    text=text,
-                    model=str(getattr(resp, "model", None) or cfg.model),
-                    finish_reason=getattr(choice, "finish_reason", None),
-                    attempts=attempt + 1,
-                )
+                    )
+                else:
+                    last = f"HTTP {status}: {_error_message(answer.body)}"
+                    reason = "llm_unavailable"
+                    server_delay = _retry_after_s(answer.headers)
             if attempt < cfg.max_retries:
-                delay = self._delay(attempt, failure)
+                delay = self._delay(attempt, server_delay)
                 log.info("llm: %s; retry %d in %.2f s", last, attempt + 1, delay)
                 self._sleep(delay)
         raise RequestFailed(
             f"llm endpoint {cfg.base_url} failed {cfg.max_retries + 1} time(s): {last}",
-            "llm_unavailable",
+            reason,
             cfg.max_retries + 1,
         )

@@ -5,7 +5,8 @@ Templates are plain text files under ``duetflow/data/prompts/`` with ``$name`` p
 
 * ``generate.txt`` — the topic-conditioned prompt: a casual 40–50 s dialogue between A and B on
   one topic, light interjections and fillers, a JSON array only;
-* ``rewrite.txt`` — the refinement prompt: the same turns, speakers and meaning, cleaner speech;
+* ``rewrite.txt`` — the seed study's refinement (App. B.5): the same turns, speakers and
+  meaning, rephrased into everyday speech with light interjections and fillers added;
 * ``repair.txt`` — the follow-up after an invalid answer, carrying the validation error.
 
 A script's provenance records the sha256 of every template that shaped it, so a changed prompt

@@ -24,7 +24,7 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -40,12 +40,13 @@ from duetflow.scriptgen.checks import (
     parse_answer,
     validate_lines,
 )
+from duetflow.scriptgen.dedup import NEAR_DUPLICATE, duplicate_rejection, find_near_duplicates
 from duetflow.scriptgen.llm import ChatClient, Message, OpenAIChat, RequestFailed
 from duetflow.scriptgen.prompts import PromptTemplate, fillers, language_name, load_template
 from duetflow.scriptgen.store import ScriptStore
 from duetflow.seeding import seed_for
 from duetflow.topics import normalise_topic
-from duetflow.tts.script import Script, ScriptLine, scripts_from_workdir
+from duetflow.tts.script import Script, ScriptLine, load_scripts, scripts_from_workdir
 from duetflow.tts.speaking_rate import rate_for
 
 log = logging.getLogger(__name__)
@@ -81,10 +82,11 @@ class ScriptGenReport:
     reasons: dict[str, int]
     requests: int
     rejections: tuple[Rejection, ...] = field(default_factory=tuple)
+    merged: int = 0  # near-duplicates merged after answering (counted in rejected)
 
     @property
     def kept(self) -> int:
-        return self.written + self.reused
+        return self.written + self.reused - self.merged
 
 
 def request_seed(config: RunConfig, script_id: str) -> int:
@@ -365,8 +367,42 @@ def generate_scripts(
     if per_topic < 1:
         raise ConfigError(f"per_topic must be at least 1, got {per_topic}")
     chosen = resolve_topics(topics, config)
-    reqs = generate_requests(chosen, per_topic, language, config)
-    return run_requests(reqs, out_dir, config, "generate", client)
+    reqs = list(generate_requests(chosen, per_topic, language, config))
+    report = run_requests(reqs, out_dir, config, "generate", client)
+    if config.scripts.dedup_threshold is None:
+        return report
+    return merge_near_duplicates(report, {r.script_id for r in reqs}, config)
+
+
+def merge_near_duplicates(
+    report: ScriptGenReport, ids: set[str], config: RunConfig
+) -> ScriptGenReport:
+    """Merge the near-duplicates among the scripts ``ids`` of a run (:mod:`.dedup`): their
+    files removed, a ``near_duplicate`` rejection each, the report's counts updated."""
+    threshold = config.scripts.dedup_threshold
+    if threshold is None:
+        return report
+    store = ScriptStore(report.out_dir)
+    scripts = [s for s in load_scripts(report.out_dir) if isinstance(s, Script) and s.id in ids]
+    dups = find_near_duplicates(scripts, threshold, config.scripts.dedup_method)
+    if not dups:
+        return report
+    new = [duplicate_rejection(d, threshold, CORPUS, f"{d.script_id}.json") for d in dups]
+    for rej in new:
+        store.remove_script(rej.item_id)
+        store.write_rejection(rej)
+        log.info("%s: %s", rej.item_id, rej.detail)
+    rejections = tuple(sorted([*report.rejections, *new], key=lambda r: r.item_id))
+    store.write_rejections(rejections)
+    reasons = Counter(report.reasons)
+    reasons[NEAR_DUPLICATE] += len(new)
+    return replace(
+        report,
+        rejected=report.rejected + len(new),
+        reasons=dict(sorted(reasons.items())),
+        rejections=rejections,
+        merged=report.merged + len(new),
+    )
 
 
 # --- rewrite ------------------------------------------------------------------------------------
@@ -425,6 +461,7 @@ __all__ = [
     "ask",
     "generate_requests",
     "generate_scripts",
+    "merge_near_duplicates",
     "read_topics_file",
     "resolve_topics",
     "rewrite_requests",

@@ -8,13 +8,16 @@
 
 Every file is written to a temporary name and renamed, so a run killed midway leaves only
 complete scripts; the next run asks the LLM only for ids with neither a script nor a final
-rejection. Transient failures (``llm_unavailable``: the endpoint was down) are not persisted, so
-they are asked again. Rejection files do not end in ``.json``, so the scripts loader skips them.
+rejection. Transient failures (``llm_unavailable``: the endpoint was down or too slow;
+``llm_bad_answer``: it answered malformed bodies) are not persisted, so they are asked again. A
+rejection file of the wrong shape is ignored with a warning (the script is asked again).
+Rejection files do not end in ``.json``, so the scripts loader skips them.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -23,8 +26,12 @@ from duetflow.manifest import REJECTION_SCHEMA, REJECTIONS, dumps, rejection_to_
 from duetflow.model import Rejection, Stage
 from duetflow.tts.script import Script
 
+log = logging.getLogger(__name__)
+
 #: Rejection reasons that a re-run would only repeat: persisted, never asked again.
-FINAL_REASONS = frozenset({"llm_invalid", "llm_error", "script_imbalanced", "bad_script"})
+FINAL_REASONS = frozenset(
+    {"llm_invalid", "llm_error", "script_imbalanced", "bad_script", "near_duplicate"}
+)
 REJECTED_DIR = "rejected"
 _REJECTED_SUFFIX = ".json.rejected"
 
@@ -57,15 +64,25 @@ class ScriptStore:
         path = self.rejection_path(script_id)
         if not path.is_file():
             return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return Rejection(
-            item_id=data["item_id"],
-            stage=Stage(data["stage"]),
-            reason=data["reason"],
-            detail=data.get("detail", ""),
-            corpus=data.get("corpus", ""),
-            source_path=data.get("source_path", ""),
-        )
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise TypeError(f"a JSON {type(data).__name__}, not an object")
+            fields = {k: data.get(k, "") for k in ("detail", "corpus", "source_path")}
+            if not all(isinstance(data.get(k), str) for k in ("item_id", "reason")) or not all(
+                isinstance(v, str) for v in fields.values()
+            ):
+                raise TypeError("item_id, reason, detail, corpus, source_path must be strings")
+            return Rejection(
+                item_id=data["item_id"],
+                stage=Stage(data["stage"]),
+                reason=data["reason"],
+                **fields,
+            )
+        except (OSError, KeyError, TypeError, ValueError) as e:
+            # a record of the wrong shape is dropped: the script is asked for again
+            log.warning("ignoring %s (%s); the script will be generated again", path, e)
+            return None
 
     def write_script(self, script: Script) -> Path:
         """Write one finished script (pretty JSON, sorted keys: equal scripts, equal bytes)."""
@@ -81,6 +98,10 @@ class ScriptStore:
             _atomic_write(
                 self.rejection_path(rejection.item_id), dumps(rejection_to_row(rejection))
             )
+
+    def remove_script(self, script_id: str) -> None:
+        """Remove a finished script (a merged near-duplicate; its rejection is written apart)."""
+        self.script_path(script_id).unlink(missing_ok=True)
 
     def iter_scripts(self) -> Iterator[Path]:
         """The finished script files, sorted by name."""

@@ -131,6 +131,11 @@ class Store(ABC):
     def exists(self, key: str) -> bool:
         return self.head(key) is not None
 
+    def check_ready(self) -> None:
+        """Raise StorageError when the store itself is not there (an S3 bucket that does not
+        exist or cannot be reached), before anything is read or written; nothing by default."""
+        return None
+
     def remove_stale_temporaries(self) -> int:
         """Remove what killed writers left in the store; returns how many (none by default)."""
         return 0

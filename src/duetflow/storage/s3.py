@@ -182,6 +182,30 @@ class S3Store(Store):
 
     # --- Store -----------------------------------------------------------------------------
 
+    def check_ready(self) -> None:
+        """HEAD the bucket: a missing one or one refused is a StorageError naming it (a HEAD of
+        an object in a missing bucket answers a bare 404, which would read as "no object")."""
+        endpoint = self.client.meta.endpoint_url
+
+        def call() -> None:
+            try:
+                self.client.head_bucket(Bucket=self.bucket)
+            except ClientError as e:
+                code = str(e.response.get("Error", {}).get("Code", ""))
+                if code in ("404", "NoSuchBucket", "NotFound"):
+                    raise StorageError(
+                        f"{self.uri}: bucket {self.bucket!r} does not exist (at {endpoint}); "
+                        "create it or fix the store URI"
+                    ) from None
+                if code in ("403", "AccessDenied", "Forbidden"):
+                    raise StorageError(
+                        f"{self.uri}: access to bucket {self.bucket!r} denied (at {endpoint}); "
+                        "check the credentials and the bucket's policy"
+                    ) from None
+                raise
+
+        self._retry(f"head bucket {self.bucket}", call)
+
     def head(self, key: str) -> ObjectInfo | None:
         k = self._key(key)
 

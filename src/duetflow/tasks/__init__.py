@@ -23,7 +23,14 @@ from prefect.client.schemas.objects import State
 from prefect.tasks import exponential_backoff
 
 from duetflow.config import RunConfig
-from duetflow.errors import BackendError, ConfigError, InputError, ManifestError
+from duetflow.errors import (
+    BackendError,
+    ConfigError,
+    DiskFullError,
+    InputError,
+    ManifestError,
+    WorkdirInUseError,
+)
 from duetflow.pipeline import publishing, steps
 from duetflow.pipeline.cache import StepOutcome
 from duetflow.pipeline.publishing import ReleaseSummary
@@ -37,8 +44,11 @@ TTS_TAG = "duetflow-tts"
 #: tag of tasks that read or write storage (retried with backoff)
 IO_TAG = "duetflow-io"
 
-#: failures a retry cannot fix: the same input and config fail the same way again
-DETERMINISTIC = (ManifestError, ConfigError, InputError, BackendError)
+#: failures a retry cannot fix: the same input and config fail the same way again (a full disk
+#: stays full, another run keeps its work directory, until a person acts)
+DETERMINISTIC = (
+    ManifestError, ConfigError, InputError, BackendError, DiskFullError, WorkdirInUseError
+)  # fmt: skip
 
 
 def transient_only(task: Any, task_run: Any, state: State[Any]) -> bool:

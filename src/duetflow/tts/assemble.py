@@ -2,7 +2,9 @@
 
 Order of operations (each step exists because a listener would otherwise hear a tell):
 
-1. resample every utterance to the run's rate and trim it to its acoustic extent
+1. resample every utterance to the run's rate, low-pass it to the language's effective bandwidth
+   (``render.bandwidth_hz``, the renderer's low-pass, :mod:`duetflow.audio.bandlimit`; the
+   ambience too), and trim it to its acoustic extent
    (:func:`duetflow.audio.trim.acoustic_extent`), with short fades, so the planned pause is the
    pause heard;
 2. per-speaker loudness balance: each speaker's speech is gained to ``render.loudness_target_lufs``;
@@ -37,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, read_frames, resample, write_audio
 from duetflow.audio.loudness import apply_gain, gain_to_target, measure
 from duetflow.audio.trim import acoustic_extent
@@ -53,10 +56,9 @@ from duetflow.tts.base import Synthesis, Voice
 from duetflow.tts.clip_measures import speech_power
 from duetflow.tts.script import Script
 from duetflow.turntaking.rendered_length import length_problem
+from duetflow.turntaking.retime import edge_silence_s
 
 log = logging.getLogger(__name__)
-
-LEAD_S = 0.3  # ambience before the first and after the last utterance
 
 
 @dataclass(frozen=True)
@@ -124,12 +126,16 @@ def assemble(
     spk_index = {"A": 0, "B": 1}
 
     native = tuple(sorted({int(syn.sample_rate) for syn in syntheses}))
-    # 1. resample + trim
+    # 1. resample, band-limit to the language's bandwidth (the same low-pass as the renderer's),
+    # trim
+    limit = r.bandwidth_for(script.language)
     raw_pos = 0.0
     trimmed: list[Audio] = []
     orig: list[tuple[float, float]] = []
-    for i, (line, syn) in enumerate(zip(script.lines, syntheses, strict=True)):
-        x = resample(syn.audio.astype(np.float32), syn.sample_rate, sr)
+    resampled = [resample(syn.audio.astype(np.float32), syn.sample_rate, sr) for syn in syntheses]
+    source_hz = energy_bandwidth_hz(np.concatenate(resampled), sr) if resampled else None
+    for i, (line, x0) in enumerate(zip(script.lines, resampled, strict=True)):
+        x = lowpass(x0, sr, limit)
         ext = acoustic_extent(x, sr)
         if ext is None:
             raise InputError(
@@ -161,11 +167,13 @@ def assemble(
     noise_pow = 0.0
     if config.synth.ambience and amb_voice is not None and amb_voice.noise_path:
         t, tone_sr = read_frames(amb_voice.noise_path, mono=True)
-        t = resample(t, tone_sr, sr)
+        t = lowpass(resample(t, tone_sr, sr), sr, limit)
         sp, _ = speech_power(np.concatenate(gained), sr)
         assert amb_voice.snr_db is not None
         if t.size > 8 * fade_n and sp > 0:
             tone, noise_pow = t, sp / 10 ** (amb_voice.snr_db / 10)
+            if r.floor_target_dbfs is not None:  # one pause floor for every category
+                noise_pow = 10 ** (r.floor_target_dbfs / 10)
             floor_db = 10 * math.log10(noise_pow)
             for i, u in enumerate(gained):
                 ext2 = acoustic_extent(u, sr, floor_db)
@@ -177,7 +185,8 @@ def assemble(
     # 4. timeline with seeded pauses between acoustic extents; the ambience bed under
     # everything at the reference's floor, every pause confirmed on the audio
     rng = rng_for(config.seed, draws_key(script.id))
-    lead = int(round(LEAD_S * sr))
+    # the same edge silence as a rendered HH/HM window (one rule, turntaking.retime)
+    lead = int(round(edge_silence_s(r) * sr))
     starts: list[int] = []
     pauses: list[float] = []
     pos = lead
@@ -197,10 +206,12 @@ def assemble(
             f"[{config.window.min_s}, {config.window.max_s}] s ({len(gained)} lines)",
             reason=reason,
         )
+    two = r.channels != "mono"  # issue 27: a layer per speaker for the two-channel file
     clips = [
-        Clip(i, None, u, _fade(np.ones(len(u), dtype=np.float32), fade_n), s0, 0, len(u))
-        for i, (s0, u) in enumerate(zip(starts, gained, strict=True))
-    ]
+        Clip(i, spk_index[line.speaker] if two else None, u,
+             _fade(np.ones(len(u), dtype=np.float32), fade_n), s0, 0, len(u))
+        for i, (line, s0, u) in enumerate(zip(script.lines, starts, gained, strict=True))
+    ]  # fmt: skip
     spans = [(s0, s0 + len(u)) for s0, u in zip(starts, gained, strict=True)]
     bed: Bed | None = None
     amb_snr: float | None = None
@@ -216,6 +227,7 @@ def assemble(
         rng=rng_for(config.seed, draws_key(script.id), "ambience"),
         ceiling_dbtp=r.true_peak_ceiling_dbtp,
         band_s=(r.gap_ms_min / 1000.0, r.gap_ms_max / 1000.0),
+        n_stems=2 if two else 0,
     )
 
     # 5. true-peak ceiling
@@ -234,6 +246,13 @@ def assemble(
 
     rel = f"audio/{did}.{r.audio_format}"
     path = write_audio(out_dir / rel, mix, sr, audio_format=r.audio_format)
+    stereo_rel = stereo_sha = None
+    if mixed.stems is not None:  # A left, B right, at the mix's ceiling gain
+        stereo = apply_gain(mixed.stems, ceil) if ceil < 0 else mixed.stems
+        stereo_rel = f"stereo/{did}.{r.audio_format}"
+        stereo_sha = _sha256(
+            write_audio(out_dir / stereo_rel, stereo, sr, audio_format=r.audio_format)
+        )
 
     turns: list[RenderedTurnRow] = []
     per_spk: list[list[Audio]] = [[], []]
@@ -294,6 +313,10 @@ def assemble(
         ],
         "gap_corrections": mixed.corrected,
         "resampling": resampling_record(native, sr),
+        "bandwidth": {
+            "source_hz": None if source_hz is None else round(source_hz, 1),
+            "limit_hz": limit,
+        },
     }
     topic = config.topics.mapper("scripts").map(script.topic)
     design = DesignFields(
@@ -326,6 +349,8 @@ def assemble(
         # -- trainers (issue 16): licence and source sample rate per dialogue --
         licence=ph_licence(provenance, voices),
         source_sample_rate=max(native, default=sr),
+        stereo_path=stereo_rel,
+        stereo_sha256=stereo_sha,
     )
     return AssembledDialogue(row, tuple(turns), path, tuple(gained), sr, amb_snr)
 

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.manifest import (
@@ -25,12 +28,14 @@ from duetflow.manifest import (
 )
 from duetflow.model import Rejection, Stage
 from duetflow.records import RenderedDialogueRow, RenderedTurnRow
-from duetflow.seeding import seed_for
+from duetflow.seeding import rng_for, seed_for
 from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
 from duetflow.tts.base import Synthesis, SynthesisError, TTSBackend, load_backend
+from duetflow.tts.length_match import LengthPlan, draw_target_s, lines_for_target
 from duetflow.tts.qa import SpeakerEncoder, clone_qa
 from duetflow.tts.script import Script
 from duetflow.tts.voices import VoicePool, choose_voices
+from duetflow.turntaking.retime import edge_silence_s
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +79,33 @@ def _synthesize_lines(
     return [r for r in out if r is not None]
 
 
+def _match_length(
+    script: Script, syn: list[Synthesis], voices: VoicePool, config: RunConfig
+) -> tuple[Script, list[Synthesis], LengthPlan | None]:
+    """``script`` and its syntheses cut to a length drawn from the human dialogues of its
+    language (:mod:`duetflow.tts.length_match`); unchanged when off or none are known."""
+    if not config.synth.match_human_length:
+        return script, syn, None
+    rng = rng_for(config.seed, draws_key(script.id), "length")
+    target = draw_target_s(voices.lengths_for(script.language), rng)
+    if target is None:
+        return script, syn, None
+    speech = []
+    for s in syn:
+        ext = acoustic_extent(s.audio.astype(np.float32), s.sample_rate)
+        speech.append(0.0 if ext is None else (ext[1] - ext[0]) / s.sample_rate)
+    r = config.render
+    plan = lines_for_target(
+        speech,
+        [ln.speaker for ln in script.lines],
+        target,
+        (r.gap_ms_min + r.gap_ms_max) / 2000.0,
+        edge_silence_s(r),
+        config.window.select_range,
+    )
+    return replace(script, lines=script.lines[: plan.lines]), syn[: plan.lines], plan
+
+
 def synthesize_scripts(
     scripts: Sequence[Script],
     voices: VoicePool,
@@ -108,6 +140,7 @@ def synthesize_scripts(
             t0 = time.perf_counter()
             syn = _synthesize_lines(script, pair, be, config)
             synth_s = time.perf_counter() - t0
+            script, syn, plan = _match_length(script, syn, voices, config)
             done = assemble(script, pair, syn, config, out_dir, be.provenance(), be.name)
         except InputError as e:
             rejections.append(_reject(did, e.reason, str(e), script.path))
@@ -128,10 +161,13 @@ def synthesize_scripts(
         failure = report.failure(config.synth)
         if failure is not None:
             done.audio_path.unlink(missing_ok=True)
+            if done.record.stereo_path:  # issue 27: its two-channel file goes with it
+                (done.audio_path.parents[1] / done.record.stereo_path).unlink(missing_ok=True)
             rejections.append(_reject(did, failure[0], failure[1], script.path))
             continue
         prov = json.loads(done.record.provenance)
         prov.update(report.provenance())
+        prov["length_match"] = None if plan is None else plan.provenance()
         row = replace(done.record, provenance=dumps(prov))
         dialogues.append(row)
         turn_rows.append(done.turn_records)

@@ -337,10 +337,20 @@ def references_for_dialogue(
         entry = cache_dir / key
         meta_path = entry / "meta.json"
         if meta_path.exists():
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if meta.get("voice") is not None:
-                out.append((float(meta["score"]), _voice_from_meta(meta["voice"])))
-            continue
+            try:
+                meta = json.loads(meta_path.read_text(encoding="utf-8"))
+                cached = (
+                    (float(meta["score"]), _voice_from_meta(meta["voice"]))
+                    if meta.get("voice") is not None
+                    else None
+                )
+            except (OSError, ValueError, TypeError, KeyError, AttributeError) as e:
+                # a cache entry of the wrong shape is rebuilt, never a crash
+                log.warning("ignoring voice cache %s (%s); selecting again", meta_path, e)
+            else:
+                if cached is not None:
+                    out.append(cached)
+                continue
         result = _select(row, speaker, spans, workdir, config, entry, key)
         entry.mkdir(parents=True, exist_ok=True)
         payload = {"score": result[0], "voice": asdict(result[1])} if result else {"voice": None}
@@ -414,6 +424,14 @@ class VoicePool:
 
     voices: tuple[Voice, ...]
     rejections: tuple[tuple[str, str, str], ...] = ()  # (dialogue id, reason, detail)
+    #: (language, rendered duration s) of every human (HH, HM) dialogue of the work directory,
+    #: sorted: what PH lengths are drawn from (:mod:`duetflow.tts.length_match`)
+    lengths: tuple[tuple[str, float], ...] = ()
+
+    def lengths_for(self, language: str) -> list[float]:
+        """Rendered durations (s) of the human dialogues of ``language`` (``zh-CN`` → zh)."""
+        lang = _lang(language)
+        return [s for code, s in self.lengths if code == lang]
 
     def for_language(self, language: str) -> list[Voice]:
         lang = _lang(language)
@@ -436,7 +454,10 @@ def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Pa
     best: dict[str, tuple[float, Voice]] = {}
     problems: list[tuple[str, str, str]] = []
     lenders = set(config.synth.voice_categories)  # never PH: never clone a clone
+    lengths: list[tuple[str, float]] = []
     for row, turns in iter_work_records(wd):
+        if row.category in ("HH", "HM"):
+            lengths.append((_lang(row.language), round(float(row.duration_s), 6)))
         if row.category not in lenders:
             continue
         try:
@@ -453,7 +474,7 @@ def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Pa
                 best[voice.person] = (score, voice)
     voices = tuple(v for _, v in sorted(best.values(), key=lambda sv: sv[1].person))
     log.info("voice pool: %d speakers from %s", len(voices), wd)
-    return VoicePool(voices, tuple(problems))
+    return VoicePool(voices, tuple(problems), tuple(sorted(lengths)))
 
 
 def choose_voices(script: Script, pool: VoicePool, config: RunConfig) -> tuple[Voice, Voice]:

@@ -12,6 +12,14 @@ it decides:
   (``I thi-``). Only the end counts: DailyDialog-style text uses ``--`` mid-sentence as a dash
   ("it's our biggest -- sixteen'"), and bracketed tags are ignored (MagicData-RAMC's ``[+]`` marks
   overlapping speech, not a cut-off; ``[LAUGHTER]`` after the break does not hide it).
+* :func:`stops_mid_clause`: the text stops on a conjunction or connective that opens a clause
+  it never reaches ("... and", "... but", "... so", "……然后", "但是", "所以", "那个时候"; RAMC's
+  ``[+]`` and other tags after it ignored): the speaker was going on, so a host turn that ends
+  this way under the next speaker's onset was cut off, however short the overlap. One list per
+  language (:data:`ENGLISH_TRAILING_CONNECTIVES`, :data:`MANDARIN_TRAILING_CONNECTIVES`); words
+  that also close a clause ("I think so", "see you then", "I'd love to") are left out or
+  guarded (:data:`ENGLISH_SO_CLOSERS`), and a turn ending in a question mark asked something
+  ("and?", "or?") and yielded.
 * :func:`lexical_class`: whether the words are all backchannel tokens (English and Mandarin
   lists below), carry other content, or cannot be judged (no words, tags only, another script).
 
@@ -29,10 +37,14 @@ from duetflow.model import Turn
 __all__ = [
     "CUT_OFF_LABEL",
     "ENGLISH_BACKCHANNEL_WORDS",
+    "ENGLISH_SO_CLOSERS",
+    "ENGLISH_TRAILING_CONNECTIVES",
     "MANDARIN_BACKCHANNEL_UNITS",
+    "MANDARIN_TRAILING_CONNECTIVES",
     "Lexical",
     "is_cut_off",
     "lexical_class",
+    "stops_mid_clause",
 ]
 
 #: Turn label an adapter (or a studio transcript) sets on a turn the speaker broke off.
@@ -42,6 +54,96 @@ _TRUE = {"1", "true", "yes", "y"}
 _TAG = re.compile(r"\[[^\]]*\]|<[^>]*>")  # [LAUGHTER], [+], [*], <noise>
 _CLOSERS = " \t\r\n\"'”’」』)）]"
 _CUT_OFF_END = re.compile(r"(?:--|[—–]|…|\.\.\.|(?<=\w)-)$")
+
+#: English words that open a clause and cannot end one: a turn whose last word is one of these
+#: stopped mid-clause. Left out on purpose: "then", "too", "though", "that", "to", "like" (each
+#: ends complete clauses: "see you then", "it's fine though", "I'd love to").
+ENGLISH_TRAILING_CONNECTIVES = frozenset(
+    (
+        "and",
+        "but",
+        "so",
+        "or",
+        "because",
+        "cause",
+        "'cause",
+        "although",
+        "whereas",
+        "unless",
+        "if",
+        "nor",
+        "plus",
+    )
+)
+#: Words before a final "so" that make it a complete pro-form ("I think so", "I told you so",
+#: "or so", "even so"): with one of these the turn is not read as stopping mid-clause.
+ENGLISH_SO_CLOSERS = frozenset(
+    (
+        "think",
+        "thought",
+        "guess",
+        "hope",
+        "believe",
+        "suppose",
+        "expect",
+        "imagine",
+        "fear",
+        "say",
+        "said",
+        "says",
+        "told",
+        "afraid",
+        "seems",
+        "seem",
+        "appears",
+        "do",
+        "did",
+        "not",
+        "even",
+        "more",
+        "or",
+        "so",
+        "just",
+        "why",
+        "is",
+        "very",
+        "you",
+        "me",
+        "him",
+        "her",
+        "them",
+        "us",
+    )
+)
+#: Mandarin connectives a clause goes on after (然后 "and then", 但是 "but", 所以 "so",
+#: 那个时候 "at that time", 因为 "because" ...): a turn ending on one stopped mid-clause.
+#: Left out: 就是 (also "exactly", a backchannel) and 然后呢 (a question, it ends in 呢).
+MANDARIN_TRAILING_CONNECTIVES = (
+    "那个时候",
+    "的时候",
+    "然后",
+    "但是",
+    "可是",
+    "所以",
+    "因为",
+    "而且",
+    "并且",
+    "不过",
+    "如果",
+    "要是",
+    "虽然",
+    "或者",
+    "还是说",
+    "就是说",
+    "比如说",
+    "比如",
+    "于是",
+    "那么",
+    "还有",
+    "然而",
+    "以及",
+    "的话",
+)
 
 #: Continuers, acknowledgements and reactive tokens (Yngve 1970; Schegloff 1982); lower case,
 #: compared after repeated letters are collapsed ("mmm" = "mm" = "m", "yeahhh" = "yeah").
@@ -190,6 +292,31 @@ def is_cut_off(turn: Turn) -> bool:
 @functools.lru_cache(maxsize=8192)
 def _ends_broken_off(text: str) -> bool:
     return bool(_CUT_OFF_END.search(_TAG.sub(" ", text).rstrip(_CLOSERS)))
+
+
+_TRAILING_PUNCT = " \t\r\n\"'”’」』)）],，、。.!！;；:："
+_ZH_TRAILING = re.compile("(?:" + "|".join(MANDARIN_TRAILING_CONNECTIVES) + ")$")
+
+
+def stops_mid_clause(turn: Turn) -> bool:
+    """``turn``'s text stops on a connective that opens a clause (see the module docstring)."""
+    return _stops_mid_clause(turn.text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _stops_mid_clause(raw: str) -> bool:
+    text = _TAG.sub(" ", raw).lower().replace("’", "'").rstrip(_TRAILING_PUNCT)
+    if not text or text.endswith(("?", "？")):
+        return False
+    if _CJK.search(text[-1]):
+        return bool(_ZH_TRAILING.search(text))
+    words = _LATIN_WORD.findall(text)
+    if not words or not text.endswith(words[-1]):
+        return False
+    last = words[-1]
+    if last not in ENGLISH_TRAILING_CONNECTIVES:
+        return False
+    return not (last == "so" and len(words) > 1 and words[-2] in ENGLISH_SO_CLOSERS)
 
 
 def lexical_class(turn: Turn) -> Lexical:

@@ -7,8 +7,8 @@ failure's reason code. A plugin adds a filter with :func:`register_filter` or th
 ``duetflow.filters`` entry-point group.
 
 Reason codes: ``collection_header``, ``unintelligible``, ``too_short``, ``too_long``,
-``too_few_turns``, ``interruption``, ``non_floor_interruption``, ``imbalanced``, ``language``,
-``topic``.
+``too_few_turns``, ``interruption``, ``non_floor_interruption``, ``mono_overlap``,
+``imbalanced``, ``language``, ``topic``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
-from duetflow.model import Dialogue, Turn, TurnKind
+from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind
 from duetflow.turntaking.overlaps import (
     BalanceStats,
     OverlapClass,
@@ -49,6 +49,26 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "duetflow.filters"
+
+#: The run-config knobs that decide each reason code of the window and filter stages (and the
+#: renderer's length check), declared once, next to the filters that emit them: ``duetflow
+#: rejections`` names them with the values the run used (each reason's detail records them).
+#: Ingest reasons are facts about the input, decided by no knob.
+REASON_KNOBS: dict[str, tuple[str, ...]] = {
+    "collection_header": ("filters.collection_header_patterns",),
+    "unintelligible": ("filters.unintelligible_max_share",),
+    "too_short": ("window.min_s", "window.margin_s"),
+    "too_long": ("window.max_s", "window.margin_s"),
+    "too_few_turns": ("filters.min_turns_per_speaker",),
+    "interruption": ("filters.max_interruptions", "turns.terminal_overlap_s"),
+    "non_floor_interruption": ("filters.max_non_floor_interruptions",),
+    # the filter itself: leave ``mono_overlaps`` out of the order to keep such windows
+    "mono_overlap": ("filters.order", "turns.min_overlap_s"),
+    "imbalanced": ("filters.balance_min", "filters.balance_max"),
+    "language": ("filters.languages",),
+    "topic": ("filters.topics",),
+    "no_window": ("window.min_s", "window.max_s", "window.policy"),
+}
 
 
 @dataclass(frozen=True)
@@ -267,6 +287,8 @@ def interruptions(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
                 "count": len(floor),
                 "max": fc.max_interruptions,
                 "at_s": [round(e.start, 3) for e in floor[:10]],
+                "events": [_event_detail(dialogue, e) for e in floor[:10]],
+                "terminal_overlap_s": ctx.config.turns.terminal_overlap_s,
             },
         )
     if fc.max_non_floor_interruptions is not None:
@@ -280,6 +302,45 @@ def interruptions(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
                     "at_s": [round(e.start, 3) for e in nf[:10]],
                 },
             )
+    return KEEP
+
+
+def _event_detail(dialogue: Dialogue, e: OverlapEvent) -> dict[str, Any]:
+    """Who came in on whom, when, and how long before the host's turn ended."""
+    turns = dialogue.turns
+    host_end = turns[e.host_turn_index].end if 0 <= e.host_turn_index < len(turns) else e.end
+    return {
+        "at_s": round(e.start, 3),
+        "listener": e.listener,
+        "host": e.speaker,
+        "before_host_end_s": round(host_end - e.start, 3),
+    }
+
+
+@register_filter("mono_overlaps")
+def mono_overlaps(dialogue: Dialogue, ctx: FilterContext) -> Outcome:
+    """Reject a mixed-mono window holding an overlapped speaker change (a terminal overlap) or
+    a talked-over bid (a non-floor-taking interruption).
+
+    On a mono mix neither can be re-timed (both voices are in one channel, the renderer keeps
+    them as recorded), while a separable source lays both end to end and every change of every
+    category is a 180–230 ms gap: one overlap would tell the window's category apart
+    (docs/equalisation.md). Backchannels ride inside their host turn in every layout
+    (``render.backchannels``) and pass. Separable sources always pass."""
+    if not isinstance(dialogue.source, MixedMonoSource):
+        return KEEP
+    marks = (OverlapClass.TERMINAL_OVERLAP, OverlapClass.NON_FLOOR_INTERRUPTION)
+    found = [e for e in ctx.events if e.klass in marks]
+    if found:
+        return Reject(
+            "mono_overlap",
+            {
+                "count": len(found),
+                "at_s": [round(e.start, 3) for e in found[:10]],
+                "overlap_s": [round(e.end - e.start, 3) for e in found[:10]],
+                "events": [_event_detail(dialogue, e) for e in found[:10]],
+            },
+        )
     return KEEP
 
 

@@ -156,13 +156,16 @@ def apply_match(workdir: Path, out_dir: Path, dropped: Mapping[str, str]) -> tup
             kept += 1
             dw.write([row.to_row()])
             tw.write([t.to_row() for t in turns])
-            src = workdir / row.audio_path
-            dst = partial / row.audio_path
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                os.link(src, dst)
-            except OSError:
-                shutil.copy2(src, dst)
+            for rel in (row.audio_path, row.stereo_path):  # the mix, its two-channel file
+                if rel is None:
+                    continue
+                src = workdir / rel
+                dst = partial / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(src, dst)
+                except OSError:
+                    shutil.copy2(src, dst)
     with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as rw:
         rw.write(manifest.rejection_to_row(r) for r in manifest.iter_rejections(workdir))
         rw.write(manifest.rejection_to_row(r) for r in rejections)

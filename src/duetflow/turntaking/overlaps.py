@@ -33,17 +33,19 @@ from enum import StrEnum
 
 from duetflow.config import TurnsConfig
 from duetflow.model import Turn, TurnKind
-from duetflow.turntaking.cues import Lexical, is_cut_off, lexical_class
+from duetflow.turntaking.cues import Lexical, is_cut_off, lexical_class, stops_mid_clause
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "BalanceStats",
+    "FloorTransfer",
     "OverlapClass",
     "OverlapEvent",
     "balance",
     "classify_overlaps",
     "floor_transfer_offsets",
+    "floor_transfers",
     "listener_indices",
     "mark_backchannels",
 ]
@@ -201,7 +203,8 @@ def _classify(
     ):
         return OverlapClass.BACKCHANNEL  # a continuer that ran past the host, who carries on
     # the listener has the floor after the host: where did it come in?
-    host_cut_off = cfg.transcript_cues and is_cut_off(host_last)
+    # a host whose words stop mid-clause ("... and", "……然后") was going on: cut off too
+    host_cut_off = cfg.transcript_cues and (is_cut_off(host_last) or stops_mid_clause(host_last))
     if host_end - lt.start <= cfg.terminal_overlap_s + 1e-9 and not host_cut_off:
         return OverlapClass.TERMINAL_OVERLAP
     return OverlapClass.INTERRUPTION
@@ -274,6 +277,41 @@ def _floor_turns(
     return out
 
 
+@dataclass(frozen=True)
+class FloorTransfer:
+    """One speaker change of the floor: turn ``after`` follows the floor turn ``before``.
+
+    ``offset`` (seconds) = ``after``'s start - the end of ``before``'s speaker's run: negative
+    is overlap, positive is gap. Indices point into the turn sequence given.
+    """
+
+    before: int
+    after: int
+    offset: float
+
+
+def floor_transfers(
+    turns: Sequence[Turn], cfg: TurnsConfig, events: Sequence[OverlapEvent] | None = None
+) -> list[FloorTransfer]:
+    """Every speaker change of the floor, in timeline order (see
+    :func:`floor_transfer_offsets`; ``before`` is the turn of the previous run that ends last)."""
+    floor = _floor_turns(turns, cfg, events)
+    out: list[FloorTransfer] = []
+    prev: int | None = None
+    for i in floor:
+        t = turns[i]
+        if prev is None:
+            prev = i
+            continue
+        if t.speaker == turns[prev].speaker:
+            if t.end > turns[prev].end:
+                prev = i
+            continue
+        out.append(FloorTransfer(prev, i, t.start - turns[prev].end))
+        prev = i
+    return out
+
+
 def floor_transfer_offsets(
     turns: Sequence[Turn], cfg: TurnsConfig, events: Sequence[OverlapEvent] | None = None
 ) -> list[float]:
@@ -284,21 +322,7 @@ def floor_transfer_offsets(
     skipped; a run of one speaker's turns ends at the latest end in the run. ``events``: the
     turns' classification when already computed (:func:`classify_overlaps` of the same turns).
     """
-    floor = _floor_turns(turns, cfg, events)
-    out: list[float] = []
-    prev_speaker: str | None = None
-    prev_end = 0.0
-    for i in floor:
-        t = turns[i]
-        if prev_speaker is None:
-            prev_speaker, prev_end = t.speaker, t.end
-            continue
-        if t.speaker == prev_speaker:
-            prev_end = max(prev_end, t.end)
-            continue
-        out.append(t.start - prev_end)
-        prev_speaker, prev_end = t.speaker, t.end
-    return out
+    return [f.offset for f in floor_transfers(turns, cfg, events)]
 
 
 def _union_length(intervals: list[tuple[float, float]]) -> float:

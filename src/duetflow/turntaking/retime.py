@@ -42,9 +42,12 @@ def edge_silence_s(cfg: RenderConfig) -> float:
     """Silence before the first and after the last speech of a rendered dialogue (seconds).
 
     Whatever slack the source has before its first and after its last turn is trimmed away;
-    this much is laid back (the shortest speaker-change gap, so no pause is shorter).
+    this much is laid back: ``render.edge_silence_ms``, by default the shortest speaker-change
+    gap, so no pause is shorter. One rule for every category: the renderer (HH, HM) and PH
+    assembly (:mod:`duetflow.tts.assemble`) both lay this value (docs/equalisation.md).
     """
-    return cfg.gap_ms_min / 1000.0
+    ms = cfg.gap_ms_min if cfg.edge_silence_ms is None else cfg.edge_silence_ms
+    return ms / 1000.0
 
 
 def gap_between(

@@ -24,7 +24,7 @@ from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.locations import dialogue_roots, relative_rejection
 from duetflow.manifest import dumps
-from duetflow.model import Dialogue, Rejection, Stage
+from duetflow.model import Dialogue, Rejection, Stage, Turn, TurnKind
 from duetflow.turntaking.filters import FilterContext, apply_filters
 from duetflow.turntaking.overlaps import (
     OverlapEvent,
@@ -85,6 +85,15 @@ def _rejection(d: Dialogue, stage: Stage, reason: str, detail: dict[str, Any]) -
     return relative_rejection(rej, dialogue_roots(d))
 
 
+def _opening_turn(dialogue: Dialogue) -> Turn | None:
+    """An HM session's first turn (its opening line), which its one HM window starts with;
+    None for other dialogues and HM dialogues without a declared opening line."""
+    if str(dialogue.category) != "HM" or not dialogue.design.opening_line or not dialogue.turns:
+        return None
+    talk = [t for t in dialogue.turns if t.kind is TurnKind.TURN] or list(dialogue.turns)
+    return min(talk, key=lambda t: (t.start, t.end))
+
+
 def select(dialogue: Dialogue, config: RunConfig) -> Selection:
     """Cut ``dialogue`` into windows and filter them; every window is kept or rejected."""
     tc = config.turns
@@ -133,7 +142,13 @@ def select(dialogue: Dialogue, config: RunConfig) -> Selection:
                 },
             )
         )
+    opening = _opening_turn(dialogue)
     for w in windows:
+        if opening is not None and (not w.turns or w.turns[0] != opening):
+            # an HM item starts from the design's opening line (duetflow.design)
+            detail = {"window": list(w.window or ()), "first_turn_start_s": opening.start}
+            rejected.append(_rejection(w, Stage.WINDOW, "hm_not_opening", detail))
+            continue
         w_events = classify_overlaps(w.turns, tc)
         marked = replace(w, turns=mark_backchannels(w.turns, tc, w_events))
         ctx = FilterContext(marked, config, w_events)

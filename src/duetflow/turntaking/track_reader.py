@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from duetflow.audio.io import Audio, audio_info, read_frames, resample
+from duetflow.audio.levels import file_dc_offsets, minus_offset
 from duetflow.errors import InputError
 from duetflow.model import MixedMonoSource, MultichannelSource, PerSpeakerSource
 
@@ -82,8 +83,20 @@ def file_range(path: str, a: float, b: float) -> tuple[int, int, int]:
     return start, max(start, stop), info.sample_rate
 
 
+def _offset(path: str, channel: int | None) -> float:
+    """The DC offset to subtract from a channel of ``path`` (None: the channels' mean)."""
+    offsets = file_dc_offsets(path)
+    if not offsets:
+        return 0.0
+    if channel is None:
+        return float(np.mean(offsets)) if any(offsets) else 0.0
+    return offsets[channel] if 0 <= channel < len(offsets) else 0.0
+
+
 def multichannel_reader(src: MultichannelSource, ids: Sequence[str]) -> Reader:
     """Each speaker's channel of one file; a channel the file lacks is an ``InputError``."""
+
+    offsets = file_dc_offsets(src.path)  # a DC offset never reaches a level decision
 
     def read(a: float, b: float) -> Span:
         start, stop, sr = file_range(src.path, a, b)
@@ -97,7 +110,8 @@ def multichannel_reader(src: MultichannelSource, ids: Sequence[str]) -> Reader:
                     src.path, f"speaker {s} on channel {ch}, file has {data2.shape[1]}",
                     reason="bad_channels",
                 )  # fmt: skip
-            out[s] = np.ascontiguousarray(data2[:, ch])
+            off = offsets[ch] if ch < len(offsets) else 0.0
+            out[s] = minus_offset(np.ascontiguousarray(data2[:, ch]), off)
         return Span(out, sr, start / sr)
 
     return read
@@ -107,13 +121,14 @@ def per_speaker_reader(src: PerSpeakerSource, ids: Sequence[str]) -> Reader:
     """Each speaker's file over the same seconds; files at different rates (a 16 kHz mic, a
     24 kHz system line-out) are brought to the highest, so their frames line up for crosstalk."""
     rate = max(audio_info(src.paths[s]).sample_rate for s in ids)
+    offset = {s: _offset(src.paths[s], src.channels.get(s)) for s in ids}
 
     def read(a: float, b: float) -> Span:
         out: dict[str, Audio] = {}
         for s in ids:
             start, stop, sr = file_range(src.paths[s], a, b)
             x, sr = read_frames(src.paths[s], start, stop, channel=src.channels.get(s), mono=True)
-            out[s] = resample(x, sr, rate)
+            out[s] = resample(minus_offset(x, offset[s]), sr, rate)
         n = min(len(x) for x in out.values())
         t0 = math.floor(a * rate) / rate
         return Span({s: x[:n] for s, x in out.items()}, rate, t0)
@@ -124,9 +139,11 @@ def per_speaker_reader(src: PerSpeakerSource, ids: Sequence[str]) -> Reader:
 def mixed_reader(src: MixedMonoSource) -> Reader:
     """The one mono mix (a channel of the file, or its downmix) as track ``"mix"``."""
 
+    offset = _offset(src.path, src.channel)
+
     def read(a: float, b: float) -> Span:
         start, stop, sr = file_range(src.path, a, b)
         x, sr = read_frames(src.path, start, stop, channel=src.channel, mono=src.channel is None)
-        return Span({"mix": x}, sr, start / sr)
+        return Span({"mix": minus_offset(x, offset)}, sr, start / sr)
 
     return read

@@ -53,7 +53,8 @@ from duetflow.corpora.studio.transcript import (
     load_transcript,
 )
 from duetflow.corpora.studio.turns import session_turns
-from duetflow.errors import BackendError, InputError, cap_text
+from duetflow.design import SYSTEM_LANGUAGE, system_language_problem
+from duetflow.errors import BackendError, InputError, cap_text, is_utf8
 from duetflow.model import (
     PARTICIPANTS,
     Category,
@@ -139,7 +140,7 @@ class StudioAdapter(CorpusAdapter):
         self._asr: AsrClient | None = None
         # the resolved root is part of the key: dialogues record absolute audio paths
         root_key = hashlib.sha256(str(self.real_root).encode()).hexdigest()[:12]
-        sections = self.config.section_hash("segment", "studio", "topics", "asr")
+        sections = self.config.section_hash("segment", "studio", "topics", "design", "asr")
         self._config_hash = f"v{STATE_VERSION}-{code_hash()}-{sections}-{root_key}"
 
     def default_licence(self) -> str | None:
@@ -225,6 +226,14 @@ class StudioAdapter(CorpusAdapter):
             return self.reject(
                 s.rel, InputError(s.folder, f"cannot list: {e}", reason="missing_file"), s.folder
             )
+        bad = next((name for name, _, _ in fp if not is_utf8(name)), None)
+        if bad is not None:  # its name cannot be hashed, recorded or shown as UTF-8 text
+            err = InputError(
+                s.folder / bad,
+                "file name is not valid UTF-8 (undecodable bytes shown as \\xNN); rename it",
+                reason="bad_name",
+            )
+            return self.reject(s.rel, err)
         record = self.state.get(s.rel) if self.state is not None else None
         force = bool(self.options.get("force"))
         fresh = record is not None and record.config_hash == self._config_hash and not force
@@ -378,7 +387,12 @@ class StudioAdapter(CorpusAdapter):
         if digest is not None:
             provenance["content_hash"] = digest
 
-        # HM checks need only the transcript: decide before the turns are found
+        # the design's language limits and the HM checks need no audio: decide before the
+        # turns are found (the ASR hook, when on, decodes the tracks it sends)
+        system = meta.system.name if meta.system is not None else None
+        problem = system_language_problem(self.config.design, meta.category, system, meta.language)
+        if problem is not None:
+            raise InputError(folder / SIDECAR, problem, reason=SYSTEM_LANGUAGE)
         heard, asr_why = self._asr_transcript(meta, files, transcript)
         checks = hm_checks(meta, transcript if transcript else heard, scfg)
         provenance["hm_checks"] = checks["status"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from duetflow.corpora.studio.sidecar import AUDIO_SUFFIXES, SIDECAR
-from duetflow.errors import ConfigError, InputError
+from duetflow.errors import ConfigError, InputError, is_utf8, printable
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,9 @@ def walk_sessions(root: Path, corpus: str) -> Iterator[Session | Unusable]:
         folder = Path(dirpath)
         rel = folder.relative_to(root).as_posix()
         visible = sorted(d for d in dirnames if not d.startswith("."))
+        for d in [d for d in visible if not is_utf8(d)]:  # never entered: its paths cannot be
+            visible.remove(d)  # recorded in UTF-8 tables; one rejection naming it instead
+            yield _bad_name(folder / d, root)
         links = [d for d in visible if (folder / d).is_symlink()]
         dirnames[:] = [d for d in visible if d not in links]
         if SIDECAR in filenames:
@@ -64,6 +67,17 @@ def walk_sessions(root: Path, corpus: str) -> Iterator[Session | Unusable]:
             )
             yield Unusable(rel, err, folder)
     yield from _unlisted(unlisted, root, corpus)
+
+
+def _bad_name(path: Path, root: Path) -> Unusable:
+    """A folder whose name is not valid UTF-8: a ``bad_name`` rejection showing it escaped."""
+    rel = printable(path.relative_to(root).as_posix())
+    err = InputError(
+        path,
+        "folder name is not valid UTF-8 (undecodable bytes shown as \\xNN); rename it",
+        reason="bad_name",
+    )
+    return Unusable(rel, err, Path(printable(str(path))))
 
 
 def _unlisted(errors: list[OSError], root: Path, corpus: str) -> Iterator[Unusable]:

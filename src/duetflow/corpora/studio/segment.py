@@ -36,12 +36,14 @@ import numpy as np
 import numpy.typing as npt
 
 from duetflow.audio.io import Audio, audio_info, to_mono
+from duetflow.audio.levels import DcTracker, Headroom
 from duetflow.audio.silero import WINDOW as SILERO_WINDOW
 from duetflow.audio.silero import SileroStream
 from duetflow.audio.stream import BLOCK_FRAMES, StreamResampler, iter_blocks
 from duetflow.audio.vad import webrtcvad
 from duetflow.config import SegmentConfig
 from duetflow.corpora.studio.echo import EchoReturn, echo_leak_db, fit_echo_return
+from duetflow.errors import InputError
 from duetflow.model import Turn
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,10 @@ _ACTIVITY_FLOOR_DB = -80.0  # a floor below this is digital silence, not a room'
 _BREATH_GAP_FRAMES = 8  # a pause of 80 ms or more separates a breath from the words
 _BREATH_MAX_FRAMES = 60  # a breath lasts at most 0.6 s
 _BREATH_DB = 12.0  # its loudest frame stays this far below the turn's median level
+_FULL_SCALE = 32767.0 / 32768.0  # a sample here or beyond in an integer file is clipped
+#: A track clipped on more than this share of its samples (and never over full scale, so not
+#: a hot float track) cannot be measured: rejected ``unusable_track``, naming the cause.
+MAX_CLIPPED_SHARE = 0.05
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -180,12 +186,22 @@ class TrackFeatures:
         self._energies: list[FloatArray] = []
         self._flags: list[BoolArray] = []
         self.samples = 0
+        # levels as recorded: a DC offset is removed before any level decision, a float track
+        # over full scale is scaled (not clipped) for the VAD (duetflow.audio.levels)
+        self.dc = DcTracker(ANALYSIS_RATE)
+        self.headroom = Headroom()
+        self.clipped = 0  # samples at integer full scale (a hard-clipped recording)
+        self.raw_peak = 0.0  # largest |sample| as recorded (before the DC removal)
 
     def feed(self, x: Audio) -> None:
         """Add the next block of samples (mono, float32, at :data:`ANALYSIS_RATE`)."""
         if len(x) == 0:
             return
         self.samples += len(x)
+        mag = np.abs(x)
+        self.clipped += int(np.count_nonzero(mag >= _FULL_SCALE))
+        self.raw_peak = max(self.raw_peak, float(mag.max()))
+        x = self.dc(x)
         e = np.concatenate((self._e_rest, x)) if len(self._e_rest) else x
         n = len(e) // self._hop
         self._energies.append(_frame_energy_db(e, self._hop))
@@ -196,7 +212,7 @@ class TrackFeatures:
         v = np.concatenate((self._v_rest, x)) if len(self._v_rest) else x
         count = len(v) // self._vad_n
         if count:
-            pcm = (np.clip(v[: count * self._vad_n], -1.0, 1.0) * 32767.0).astype("<i2").tobytes()
+            pcm = self.headroom.pcm16(v[: count * self._vad_n])
             step = 2 * self._vad_n
             self._flags.append(
                 np.fromiter(
@@ -334,6 +350,15 @@ def detect_turns_in_files(
                 open_.discard(s)
             else:
                 feats[s].feed(resampler(block))
+    for s, f in feats.items():
+        share = f.clipped / max(1, f.samples)
+        if share > MAX_CLIPPED_SHARE and f.raw_peak <= 1.0:
+            raise InputError(
+                sources[s].path,
+                f"track of speaker {s!r} is clipped at full scale on {100 * share:.0f}% of its "
+                f"samples (DC offset {f.dc.max_offset:+.2f} FS); its levels cannot be measured",
+                reason="unusable_track",
+            )
     return turns_from_features(feats, cfg, echo)
 
 
@@ -357,7 +382,12 @@ def turns_from_features(
     hop = int(round(HOP_S * ANALYSIS_RATE))
     n = length // hop
 
-    energies = [features[s].energies() for s in speakers]
+    # a float track over full scale is a level, not noise: measured as if normalised to full
+    # scale (its peak), so a hot track does not take the other's turns for its leakage
+    energies = [
+        features[s].energies() - 20.0 * math.log10(max(1.0, features[s].headroom.peak))
+        for s in speakers
+    ]
     smoothed = [_moving_average(e, _SMOOTH_FRAMES) for e in energies]
     floors = [
         float(np.percentile(e, _FLOOR_PERCENTILE)) if len(e) else _SILENT_DB for e in energies

@@ -14,11 +14,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from duetflow.bounded_yaml import load_yaml
 from duetflow.corpora.base import read_bounded, read_text
 from duetflow.errors import InputError, brief_repr
+from duetflow.langtag import language_tag_problem
 from duetflow.model import AudioSource, MixedMonoSource, MultichannelSource, PerSpeakerSource
 
 SIDECAR = "session.yaml"
@@ -29,7 +37,7 @@ AUDIO_SUFFIXES = frozenset({".wav", ".flac", ".ogg", ".mp3", ".opus", ".m4a", ".
 class StrictModel(BaseModel):
     """A frozen model that rejects unknown fields (the sidecar and transcript entries)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class SpeakerEntry(StrictModel):
@@ -88,6 +96,14 @@ class SessionSidecar(StrictModel):
     )
     transcript: str | None = Field(None, description="JSON transcript, see docs")
     rttm: str | None = Field(None, description="RTTM file with turn timings")
+
+    @field_validator("language")
+    @classmethod
+    def _language_tag(cls, value: str) -> str:
+        problem = language_tag_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> SessionSidecar:

@@ -184,6 +184,18 @@ def result_of(item: Dialogue | Rejection) -> dict[str, Any]:
     return {"kind": "dialogue", "row": row, "turns": turns}
 
 
+def _text(value: object) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _field(data: object, name: str) -> object:
+    """``data[name]`` when ``data`` is a JSON object, else None (a state file of the wrong
+    shape is ignored, never a crash)."""
+    return data.get(name) if isinstance(data, dict) else None
+
+
 class StudioState:
     """The per-session records of one studio root, stored under ``directory``."""
 
@@ -194,7 +206,8 @@ class StudioState:
         return self.directory / f"{safe_id(key)}.json"
 
     def get(self, key: str) -> SessionRecord | None:
-        """The record of session ``key``; None when absent, unreadable or of another version."""
+        """The record of session ``key``; None when absent, unreadable, of another version or
+        of the wrong shape (valid JSON that is not a record: logged, the session is rebuilt)."""
         path = self._path(key)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -203,15 +216,29 @@ class StudioState:
         except (OSError, ValueError) as e:
             log.warning("ignoring unreadable studio state %s: %s", path, e)
             return None
+        if not isinstance(data, dict):
+            log.warning("ignoring studio state %s: not a JSON object; rebuilding it", path)
+            return None
         if data.get("version") != STATE_VERSION or data.get("key") != key:
             return None
-        return SessionRecord(
-            key=key,
-            content_hash=data["content_hash"],
-            config_hash=data["config_hash"],
-            fingerprint=tuple((str(a), int(b), int(c)) for a, b, c in data["fingerprint"]),
-            result=data["result"],
-        )
+        try:
+            record = SessionRecord(
+                key=key,
+                content_hash=_text(data["content_hash"]),
+                config_hash=_text(data["config_hash"]),
+                fingerprint=tuple((str(a), int(b), int(c)) for a, b, c in data["fingerprint"]),
+                result=dict(data["result"]),
+            )
+            record.item()  # a result that does not rebuild is no record
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            log.warning(
+                "ignoring studio state %s: wrong shape (%s: %s); rebuilding it",
+                path,
+                type(e).__name__,
+                e,
+            )
+            return None
+        return record
 
     def put(self, record: SessionRecord) -> None:
         """Write a record atomically (temp file + rename)."""
@@ -235,7 +262,7 @@ class StudioState:
             return
         for p in sorted(self.directory.glob("*.json")):
             try:
-                key = json.loads(p.read_text(encoding="utf-8")).get("key")
+                key = _field(json.loads(p.read_text(encoding="utf-8")), "key")
             except (OSError, ValueError):
                 continue
             if isinstance(key, str):
@@ -255,7 +282,7 @@ class StudioState:
         if ids.is_dir():
             for p in sorted(ids.iterdir()):
                 try:
-                    owner = json.loads(p.read_text(encoding="utf-8")).get("owner")
+                    owner = _field(json.loads(p.read_text(encoding="utf-8")), "owner")
                 except (OSError, ValueError):
                     owner = None
                 if owner not in live:
@@ -280,7 +307,7 @@ class StudioState:
         except (OSError, ValueError) as e:
             log.warning("ignoring unreadable id claim of %s: %s", item_id, e)
             return None
-        owner = data.get("owner") if data.get("id") == item_id else None
+        owner = _field(data, "owner") if _field(data, "id") == item_id else None
         return owner if isinstance(owner, str) else None
 
     def claim(self, item_id: str, key: str) -> None:

@@ -1,0 +1,164 @@
+"""A second method for three cues of the audit, to show the audit measures what it says.
+
+    python bench/cue_check.py SOURCE [--cues CUES_PARQUET]
+
+SOURCE is what ``duetflow audit`` reads (a release folder, a store root, work directories).
+The audit's values (``cues.parquet`` from ``duetflow audit SOURCE --out DIR``, or measured
+here when not given) are compared per dialogue with independent estimates:
+
+* **speech bandwidth** without an FFT: the cut-off of a Butterworth high-pass (order 10),
+  found by bisection, above which 1 % of the speech turns' energy lies (each turn filtered on
+  its own, no joins; the first :data:`SPEECH_S` seconds of speech of each dialogue);
+* **lead-in and tail** without the turn rows: the first and last 10 ms frame of the mix more
+  than 15 dB above the file's quiet level (its 10th-percentile frame), from the audio alone.
+
+Printed: per cue the Pearson r and the median |difference| over dialogues, then Cohen's d per
+language and category pair by both methods. docs/fairness.md quotes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy import signal
+
+from duetflow.audio.io import read_frames
+from duetflow.config.release import CueThresholds
+from duetflow.fairness.compare import cohens_d
+from duetflow.fairness.cues import (
+    BANDWIDTH_SHARE,
+    DialogueCues,
+    TurnSpan,
+    measure_file,
+    speech_spans,
+)
+from duetflow.fairness.table import read_cues
+from duetflow.report.rows import dialogues_with_turns
+from duetflow.report.sources import open_inputs
+
+FRAME_S = 0.01
+#: Seconds of speech per dialogue the filter method reads (it filters them ~12 times).
+SPEECH_S = 12.0
+ONSET_DB = 15.0
+
+
+def _highpass_share(segments: list[np.ndarray], sr: int, f: float) -> float:
+    sos = signal.butter(10, f, btype="highpass", fs=sr, output="sos")
+    above = total = 0.0
+    for seg in segments:
+        if seg.size < 200:
+            continue
+        cut = seg[min(seg.size // 4, int(0.01 * sr)) :]
+        total += float(np.dot(cut, cut))
+        y = signal.sosfilt(sos, seg)[min(seg.size // 4, int(0.01 * sr)) :]  # skip the onset
+        above += float(np.dot(y, y))
+    return above / total if total > 0 else math.nan
+
+
+def bandwidth_by_filters(x: np.ndarray, sr: int, turns: list[TurnSpan]) -> float:
+    """Cut-off above which (1 - BANDWIDTH_SHARE) of the speech energy lies, by bisection."""
+    segs, held = [], 0.0
+    for s, e in speech_spans(turns):
+        if held >= SPEECH_S:
+            break
+        e = min(e, s + SPEECH_S - held)
+        segs.append(x[round(s * sr) : round(e * sr)].astype(np.float64))
+        held += e - s
+    lo, hi = 50.0, sr / 2 * 0.98
+    target = 1.0 - BANDWIDTH_SHARE
+    for _ in range(12):
+        mid = math.sqrt(lo * hi)
+        if _highpass_share(segs, sr, mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi)
+
+
+def edges_by_level(x: np.ndarray, sr: int) -> tuple[float, float]:
+    """(lead-in, tail) in seconds from the audio alone: frames 15 dB over the quiet level."""
+    hop = int(FRAME_S * sr)
+    n = x.size // hop
+    frames = x[: n * hop].reshape(n, hop).astype(np.float64)
+    level = 10 * np.log10(np.mean(frames**2, axis=1) + 1e-20)
+    loud = np.flatnonzero(level > np.percentile(level, 10) + ONSET_DB)
+    if not loud.size:
+        return math.nan, math.nan
+    return loud[0] * FRAME_S, x.size / sr - (loud[-1] + 1) * FRAME_S
+
+
+def _items(source: str) -> Iterator[tuple[Any, Any, Path]]:
+    with open_inputs([source]) as inputs:
+        for inp in inputs:
+            for row, turns in dialogues_with_turns(inp):
+                yield row, turns, inp.audio(row)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("source")
+    ap.add_argument("--cues", type=Path, default=None, help="cues.parquet of duetflow audit")
+    args = ap.parse_args(argv)
+    audit: dict[str, DialogueCues] = (
+        {r.dialogue_id: r for r in read_cues(args.cues)} if args.cues else {}
+    )
+    ours: dict[str, tuple[float, float, float]] = {}
+    for row, turns, path in _items(args.source):
+        if row.dialogue_id not in audit:
+            audit[row.dialogue_id] = measure_file(row, turns, path)
+        x, sr = read_frames(path, mono=True)
+        spans = [TurnSpan.of(t) for t in turns]
+        lead, tail = edges_by_level(x, sr)
+        ours[row.dialogue_id] = (bandwidth_by_filters(x, sr, spans), lead, tail)
+        if len(ours) % 20 == 0:
+            print(f"{len(ours)} dialogues re-measured", file=sys.stderr, flush=True)
+    ids = sorted(ours)
+    names = ("bandwidth_speech_hz", "lead_in_s", "tail_s")
+    print(f"{len(ids)} dialogues\n")
+    print("| cue | Pearson r | median abs diff | audit mean | second method mean |")
+    print("| --- | --- | --- | --- | --- |")
+    for j, cue in enumerate(names):
+        a = np.array([audit[i].value(cue) for i in ids])
+        b = np.array([ours[i][j] for i in ids])
+        ok = np.isfinite(a) & np.isfinite(b)
+        r = float(np.corrcoef(a[ok], b[ok])[0, 1])
+        print(
+            f"| {cue} | {r:.3f} | {np.median(np.abs(a[ok] - b[ok])):.4g} |"
+            f" {a[ok].mean():.4g} | {b[ok].mean():.4g} |"
+        )
+    groups: dict[tuple[str, str], list[str]] = {}
+    for i in ids:
+        groups.setdefault((audit[i].language, audit[i].category), []).append(i)
+    min_n = CueThresholds().min_per_side
+    print("\nCohen's d per pair, audit / second method:\n")
+    print("| language | pair | " + " | ".join(names) + " |")
+    print("| --- | --- | " + " | ".join("---" for _ in names) + " |")
+    for lang in sorted({g[0] for g in groups}):
+        cats = sorted(c for lg, c in groups if lg == lang)
+        for ia, ca in enumerate(cats):
+            for cb in cats[ia + 1 :]:
+                sa, sb = groups[(lang, ca)], groups[(lang, cb)]
+                if min(len(sa), len(sb)) < min_n:
+                    continue
+                cells = []
+                for j, cue in enumerate(names):
+                    d1 = cohens_d(
+                        np.array([audit[i].value(cue) for i in sa]),
+                        np.array([audit[i].value(cue) for i in sb]),
+                    )
+                    d2 = cohens_d(
+                        np.array([ours[i][j] for i in sa]), np.array([ours[i][j] for i in sb])
+                    )
+                    cells.append(f"{d1:+.2f} / {d2:+.2f}")
+                print(f"| {lang} | {ca}-{cb} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

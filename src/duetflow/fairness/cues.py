@@ -1,0 +1,395 @@
+"""Per-dialogue cues the pipeline controls, measured from the rendered audio and the turn rows.
+
+One dialogue at a time (:func:`measure_dialogue` on samples, :func:`measure_file` on a file,
+:func:`measure_all` over a stream): nothing is kept but one small :class:`DialogueCues` record
+per dialogue. Every cue is declared once in :data:`CUES` (name, unit, meaning, and whether it
+is a property of the conversation rather than of the pipeline between HH and HM); the record's
+float fields are exactly those names (checked at import).
+
+Regions on the dialogue timeline come from the turn rows (``kind`` turn or backchannel is
+speech): *speech* is the union of the turns, *pauses* are the stretches between them inside
+``[first start, last end]`` with :data:`EDGE_MARGIN_S` cut off at both ends (a turn row's edge
+is a speech edge, so the margin keeps decays and onsets out), kept when at least
+:data:`MIN_PAUSE_S` long. Spectra are averaged Hann-windowed power spectra
+(:data:`FRAME` samples, half overlap) over the frames lying wholly inside a region of the mono
+mix (what a listener hears). Bandwidths are the frequency under which :data:`BANDWIDTH_SHARE`
+of the region's energy lies; the pause roll-off uses :data:`ROLLOFF_SHARE`; the pause tilt is
+the slope of the pause spectrum in dB per octave between :data:`TILT_BAND_HZ`, each octave
+weighted alike. A cue that a dialogue cannot have (no pause, one speaker change) is NaN.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import logging
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from duetflow.audio.bs1770 import SILENCE_LUFS, measure
+from duetflow.audio.io import read_frames
+from duetflow.errors import DuetflowError
+from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+
+log = logging.getLogger(__name__)
+
+FloatArray = np.ndarray[Any, np.dtype[np.float64]]
+
+#: Seconds cut off each end of a pause before its floor and spectrum are measured.
+EDGE_MARGIN_S = 0.03
+#: Shortest pause (after the margins) that counts as floor material, seconds.
+MIN_PAUSE_S = 0.06
+#: Samples per spectrum frame at any rate (hop: half of it).
+FRAME = 1024
+#: Share of a region's spectral energy under its effective bandwidth.
+BANDWIDTH_SHARE = 0.99
+#: Share of the pause's spectral energy under its roll-off frequency.
+ROLLOFF_SHARE = 0.85
+#: Band of the pause tilt fit, Hz (the upper end is capped at 0.45 × the sample rate).
+TILT_BAND_HZ = (100.0, 8000.0)
+#: Level of digital silence, dBFS (a power of exactly 0).
+SILENT_DB = -150.0
+#: A transcript tag (``[+]``, ``[LAUGH]``, ``<noise>``) is not a spoken character.
+_TAG = re.compile(r"\[[^\]]*\]|<[^>]*>")
+
+
+@dataclass(frozen=True)
+class Cue:
+    """One cue: its column, unit and meaning.
+
+    ``conversation``: between HH and HM the cue belongs to the conversation (a machine answers
+    at length), so it is reported there but not gated; wherever PH takes part it comes from the
+    scripts and the pipeline, and counts.
+    """
+
+    name: str
+    unit: str
+    meaning: str
+    conversation: bool = False
+
+
+#: Every cue, in table order: the one declaration (fields of :class:`DialogueCues`, columns of
+#: ``cues.parquet``, rows of the per-pair summary, the report's plots).
+CUES: tuple[Cue, ...] = (
+    Cue("sample_rate", "Hz", "output sample rate"),
+    Cue("bandwidth_speech_hz", "Hz", "99 % spectral-energy frequency of the speech"),
+    Cue("bandwidth_pause_hz", "Hz", "99 % spectral-energy frequency of the pauses"),
+    Cue("pause_rolloff_hz", "Hz", "85 % spectral-energy frequency of the pauses"),
+    Cue("pause_tilt_db_oct", "dB/oct", "slope of the pause spectrum, 100 Hz-8 kHz"),
+    Cue("floor_dbfs", "dBFS", "mean power of the pauses (room tone level)"),
+    Cue("snr_db", "dB", "mean power of the speech over that of the pauses"),
+    Cue("lead_in_s", "s", "silence before the first turn"),
+    Cue("tail_s", "s", "silence after the last turn"),
+    Cue("gap_mean_ms", "ms", "mean gap at speaker changes (negative: overlap)"),
+    Cue("gap_sd_ms", "ms", "standard deviation of the gaps at speaker changes"),
+    Cue("gap_min_ms", "ms", "smallest gap at a speaker change"),
+    Cue("overlaps_per_min", "1/min", "speaker changes where the next turn starts early"),
+    Cue("loudness_lufs", "LUFS", "integrated loudness of the mix (BS.1770)"),
+    Cue("loudness_ab_lu", "LU", "|A - B| loudness of the two speakers' solo speech"),
+    Cue("peak_dbfs", "dBFS", "sample peak"),
+    Cue("dc", "FS", "mean sample value of the mix"),
+    Cue("duration_s", "s", "dialogue duration"),
+    Cue("n_turns", "turns", "turns (backchannels not counted)", conversation=True),
+    Cue("turns_per_min", "1/min", "turns per minute", conversation=True),
+    Cue("speech_rate_cps", "chars/s", "spoken characters per second of speech", conversation=True),
+)
+
+CUE_NAMES: tuple[str, ...] = tuple(c.name for c in CUES)
+CUE_BY_NAME: dict[str, Cue] = {c.name: c for c in CUES}
+
+
+@dataclass(frozen=True)
+class DialogueCues:
+    """The cues of one dialogue (a row of ``cues.parquet``); NaN where a cue does not apply."""
+
+    dialogue_id: str
+    corpus: str
+    category: str
+    language: str
+    sample_rate: float
+    bandwidth_speech_hz: float
+    bandwidth_pause_hz: float
+    pause_rolloff_hz: float
+    pause_tilt_db_oct: float
+    floor_dbfs: float
+    snr_db: float
+    lead_in_s: float
+    tail_s: float
+    gap_mean_ms: float
+    gap_sd_ms: float
+    gap_min_ms: float
+    overlaps_per_min: float
+    loudness_lufs: float
+    loudness_ab_lu: float
+    peak_dbfs: float
+    dc: float
+    duration_s: float
+    n_turns: float
+    turns_per_min: float
+    speech_rate_cps: float
+
+    def value(self, cue: str) -> float:
+        """The value of one cue by name."""
+        return float(getattr(self, cue))
+
+    def to_row(self) -> dict[str, Any]:
+        """The record as a table row."""
+        return dataclasses.asdict(self)
+
+
+#: The leading (identifying) columns of :class:`DialogueCues`.
+ID_COLUMNS = ("dialogue_id", "corpus", "category", "language")
+_FIELDS = tuple(f.name for f in dataclasses.fields(DialogueCues))
+if _FIELDS != ID_COLUMNS + CUE_NAMES:  # pragma: no cover - a declaration error
+    raise AssertionError(f"DialogueCues fields {_FIELDS} do not match CUES {CUE_NAMES}")
+
+
+@dataclass(frozen=True)
+class TurnSpan:
+    """What the cues need of a turn row: whose, what kind, when, what was said."""
+
+    speaker: str
+    kind: str
+    start_s: float
+    end_s: float
+    text: str = ""
+
+    @classmethod
+    def of(cls, t: RenderedTurnRow) -> TurnSpan:
+        return cls(str(t.speaker), str(t.kind), float(t.start_s), float(t.end_s), str(t.text))
+
+
+# --- regions and spectra ------------------------------------------------------------------------
+
+
+def _merge(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for s, e in sorted(spans):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def speech_spans(turns: Sequence[TurnSpan]) -> list[tuple[float, float]]:
+    """The union of the speech turns (turns and backchannels), seconds, sorted."""
+    return _merge((t.start_s, t.end_s) for t in turns if t.kind != "nonspeech")
+
+
+def pause_spans(speech: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The stretches between speech spans, each shortened by the margin at both ends."""
+    out = []
+    for (_, e0), (s1, _) in itertools.pairwise(speech):
+        s, e = e0 + EDGE_MARGIN_S, s1 - EDGE_MARGIN_S
+        if e - s >= MIN_PAUSE_S:
+            out.append((s, e))
+    return out
+
+
+def _frames(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> Iterator[FloatArray]:
+    hop = FRAME // 2
+    for s, e in spans:
+        a, b = max(0, round(s * sr)), min(len(x), round(e * sr))
+        for i in range(a, b - FRAME + 1, hop):
+            yield x[i : i + FRAME]
+
+
+def power_spectrum(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> FloatArray:
+    """Mean Hann-windowed power spectrum of the frames wholly inside ``spans`` (empty: none)."""
+    frames = list(_frames(x, sr, spans))
+    if not frames:
+        return np.zeros(0)
+    win = np.hanning(FRAME)
+    total = np.zeros(FRAME // 2 + 1)
+    for i in range(0, len(frames), 256):  # bounded memory for long regions
+        block = np.stack(frames[i : i + 256]) * win
+        total += (np.abs(np.fft.rfft(block, axis=1)) ** 2).sum(axis=0)
+    return total / len(frames)
+
+
+def energy_frequency(psd: FloatArray, sr: int, share: float) -> float:
+    """The frequency under which ``share`` of the spectrum's energy lies (NaN: no energy)."""
+    if psd.size == 0:
+        return math.nan
+    cum = np.cumsum(psd)
+    if cum[-1] <= 0:
+        return math.nan
+    idx = int(np.searchsorted(cum, share * cum[-1]))
+    return float(idx * sr / FRAME)
+
+
+def spectral_tilt(psd: FloatArray, sr: int) -> float:
+    """Slope of the spectrum in dB per octave over :data:`TILT_BAND_HZ` (NaN: no energy)."""
+    if psd.size == 0:
+        return math.nan
+    f = np.arange(psd.size) * sr / FRAME
+    lo, hi = TILT_BAND_HZ[0], min(TILT_BAND_HZ[1], 0.45 * sr)
+    sel = (f >= lo) & (f <= hi) & (psd > 0)
+    if sel.sum() < 3:
+        return math.nan
+    octaves = np.log2(f[sel])
+    level = 10.0 * np.log10(psd[sel])
+    # linear bins crowd the high octaves: weight each bin by 1/f so every octave counts alike
+    slope = np.polyfit(octaves, level, 1, w=1.0 / np.sqrt(f[sel]))[0]
+    return float(slope)
+
+
+def _power_db(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> float:
+    total, n = 0.0, 0
+    for s, e in spans:
+        seg = x[max(0, round(s * sr)) : min(len(x), round(e * sr))]
+        total += float(np.dot(seg, seg))
+        n += seg.size
+    if n == 0:
+        return math.nan
+    return SILENT_DB if total <= 0 else max(SILENT_DB, 10.0 * math.log10(total / n))
+
+
+# --- timing, loudness, text ---------------------------------------------------------------------
+
+
+def change_gaps_s(turns: Sequence[TurnSpan]) -> list[float]:
+    """Gaps (seconds; negative: overlap) at the speaker changes between consecutive turns.
+
+    Turns of kind ``turn`` only, in start order: a backchannel does not take the floor.
+    """
+    floor = sorted((t for t in turns if t.kind == "turn"), key=lambda t: (t.start_s, t.end_s))
+    return [b.start_s - a.end_s for a, b in itertools.pairwise(floor) if a.speaker != b.speaker]
+
+
+def spoken_characters(text: str) -> int:
+    """Letters, digits and ideographs of a turn's text (tags and punctuation left out)."""
+    return sum(ch.isalnum() for ch in _TAG.sub(" ", text))
+
+
+def _speaker_lufs(
+    tracks: FloatArray, sr: int, turns: Sequence[TurnSpan], speakers: tuple[str, str], who: int
+) -> float:
+    """BS.1770 loudness of one speaker's speech: own channel, or their solo parts of a mix."""
+    own = tracks.shape[1] >= 2
+    x = tracks[:, who] if own else tracks.mean(axis=1)
+    name = speakers[who]
+    others = [(t.start_s, t.end_s) for t in turns if t.speaker != name and t.kind != "nonspeech"]
+    parts = []
+    for t in turns:
+        if t.speaker != name or t.kind == "nonspeech":
+            continue
+        if not own and any(o0 < t.end_s and t.start_s < o1 for o0, o1 in others):
+            continue
+        parts.append(x[max(0, round(t.start_s * sr)) : min(len(x), round(t.end_s * sr))])
+    if not parts:
+        return math.nan
+    lufs = measure(np.concatenate(parts).astype(np.float32), sr).lufs
+    return lufs if lufs > SILENCE_LUFS else math.nan
+
+
+# --- one dialogue -------------------------------------------------------------------------------
+
+
+def measure_dialogue(
+    samples: np.ndarray[Any, Any],
+    sr: int,
+    turns: Sequence[TurnSpan],
+    *,
+    dialogue_id: str,
+    corpus: str,
+    category: str,
+    language: str,
+    speakers: tuple[str, str],
+) -> DialogueCues:
+    """The cues of one dialogue from its samples (frames × channels, or mono) and turns.
+
+    ``speakers`` are (A, B); with two or more channels channel *i* is speaker *i*'s track.
+    """
+    tracks = np.asarray(samples, dtype=np.float64)
+    if tracks.ndim == 1:
+        tracks = tracks[:, None]
+    mix = tracks.mean(axis=1)
+    dur = mix.size / sr
+    speech = speech_spans(turns)
+    pauses = pause_spans(speech)
+    sp_psd = power_spectrum(mix, sr, speech)
+    pa_psd = power_spectrum(mix, sr, pauses)
+    floor = _power_db(mix, sr, pauses)
+    speech_db = _power_db(mix, sr, speech)
+    gaps = np.asarray(change_gaps_s(turns)) * 1000.0
+    floor_turns = [t for t in turns if t.kind == "turn"]
+    speech_s = sum(e - s for s, e in speech)
+    chars = sum(spoken_characters(t.text) for t in turns if t.kind != "nonspeech")
+    lufs = measure(mix.astype(np.float32), sr).lufs
+    la = _speaker_lufs(tracks, sr, turns, speakers, 0)
+    lb = _speaker_lufs(tracks, sr, turns, speakers, 1)
+    peak = float(np.max(np.abs(tracks))) if tracks.size else 0.0
+    minutes = dur / 60.0 if dur > 0 else math.nan
+    return DialogueCues(
+        dialogue_id=dialogue_id,
+        corpus=corpus,
+        category=category,
+        language=language,
+        sample_rate=float(sr),
+        bandwidth_speech_hz=energy_frequency(sp_psd, sr, BANDWIDTH_SHARE),
+        bandwidth_pause_hz=energy_frequency(pa_psd, sr, BANDWIDTH_SHARE),
+        pause_rolloff_hz=energy_frequency(pa_psd, sr, ROLLOFF_SHARE),
+        pause_tilt_db_oct=spectral_tilt(pa_psd, sr),
+        floor_dbfs=floor,
+        snr_db=speech_db - floor,
+        lead_in_s=speech[0][0] if speech else math.nan,
+        tail_s=dur - speech[-1][1] if speech else math.nan,
+        gap_mean_ms=float(gaps.mean()) if gaps.size else math.nan,
+        gap_sd_ms=float(gaps.std(ddof=1)) if gaps.size > 1 else math.nan,
+        gap_min_ms=float(gaps.min()) if gaps.size else math.nan,
+        overlaps_per_min=float((gaps < 0).sum()) / minutes,
+        loudness_lufs=lufs if lufs > SILENCE_LUFS else math.nan,
+        loudness_ab_lu=abs(la - lb),
+        peak_dbfs=20.0 * math.log10(peak) if peak > 0 else SILENT_DB,
+        dc=float(mix.mean()) if mix.size else math.nan,
+        duration_s=dur,
+        n_turns=float(len(floor_turns)),
+        turns_per_min=len(floor_turns) / minutes,
+        # no words (VAD-detected turns without a transcript): no rate, rather than 0
+        speech_rate_cps=chars / speech_s if speech_s > 0 and chars > 0 else math.nan,
+    )
+
+
+def measure_file(
+    row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow], path: Path | str
+) -> DialogueCues:
+    """The cues of one rendered dialogue from its audio file and turn rows."""
+    samples, sr = read_frames(path)
+    return measure_dialogue(
+        samples,
+        sr,
+        [TurnSpan.of(t) for t in turns],
+        dialogue_id=str(row.dialogue_id),
+        corpus=str(row.corpus),
+        category=str(row.category),
+        language=str(row.language),
+        speakers=(str(row.speaker_a), str(row.speaker_b)),
+    )
+
+
+def measure_all(
+    items: Iterable[tuple[RenderedDialogueRow, Sequence[RenderedTurnRow], Path | str]],
+    errors: list[str] | None = None,
+) -> Iterator[DialogueCues]:
+    """The cues of a stream of (dialogue row, its turns, its audio file), one file at a time.
+
+    A dialogue whose audio cannot be read is left out with its reason appended to ``errors``
+    (logged); the rest go on.
+    """
+    for row, turns, path in items:
+        try:
+            yield measure_file(row, turns, path)
+        except DuetflowError as e:
+            log.warning("cue audit: %s not measured: %s", row.dialogue_id, e)
+            if errors is not None:
+                errors.append(f"{row.dialogue_id}: {e}")
