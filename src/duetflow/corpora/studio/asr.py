@@ -14,14 +14,13 @@ that is not the expected JSON is an :class:`AsrError`, never a crash. Results ar
 the WAV's SHA-256, model and endpoint under the adapter's state directory, so a run that
 stopped half way resumes without transcribing a track twice.
 
-The HTTP exchange is one function, :func:`post_bounded`, so it can share one bounded-HTTP
-primitive with the LLM client.
+The HTTP exchange is one function, :func:`post_bounded`, on the project's bounded-HTTP
+primitive (:mod:`duetflow.bounded_http`, which the LLM client uses too).
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import io
 import json
 import logging
@@ -33,12 +32,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 
 from duetflow.audio.io import audio_info
 from duetflow.audio.stream import StreamResampler, iter_blocks
+from duetflow.bounded_http import HttpFailure, Limits, request
 from duetflow.config import AsrConfig
 from duetflow.corpora.studio.sidecar import SessionSidecar
 from duetflow.corpora.studio.transcript import TranscriptTurn
@@ -66,51 +65,24 @@ def post_bounded(
     deadline: float,
     max_response_bytes: int,
 ) -> tuple[int, bytes]:
-    """POST ``body`` to ``url``; return (status, answer). Bounded in time and size.
+    """POST ``body`` to ``url`` through :func:`duetflow.bounded_http.request`; (status, body).
 
-    ``deadline`` is a :func:`time.monotonic` instant: connecting, sending and every read get
-    only the time left (a server that drips bytes cannot stretch it); an answer longer than
-    ``max_response_bytes`` raises AsrError. Timeouts and connection errors raise
+    ``deadline`` is a :func:`time.monotonic` instant (the track's total deadline: the request
+    gets only the time left). An answer over ``max_response_bytes`` raises AsrError (retrying
+    would get the same); a missed deadline, a failed connection or a broken answer raise
     ``_Retryable``.
     """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise AsrError(f"asr.base_url must be an http(s) URL, got {url!r}")
-
-    def left() -> float:
-        t = deadline - time.monotonic()
-        if t <= 0:
-            raise _Retryable("deadline passed")
-        return t
-
-    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-    conn = cls(parts.hostname, parts.port, timeout=left())
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _Retryable("deadline passed")
+    limits = Limits(deadline_s=left, max_bytes=max_response_bytes)
     try:
-        path = parts.path + (f"?{parts.query}" if parts.query else "")
-        conn.request("POST", path, body=body, headers=dict(headers))
-        if conn.sock is not None:
-            conn.sock.settimeout(left())
-        resp = conn.getresponse()
-        declared = resp.getheader("Content-Length")
-        if declared is not None and declared.isdigit() and int(declared) > max_response_bytes:
-            raise AsrError(f"answer of {declared} bytes exceeds {max_response_bytes}")
-        chunks: list[bytes] = []
-        got = 0
-        while True:
-            if conn.sock is not None:
-                conn.sock.settimeout(left())
-            chunk = resp.read1(65536) if hasattr(resp, "read1") else resp.read(65536)
-            if not chunk:
-                break
-            got += len(chunk)
-            if got > max_response_bytes:
-                raise AsrError(f"answer exceeds {max_response_bytes} bytes")
-            chunks.append(chunk)
-        return resp.status, b"".join(chunks)
-    except (TimeoutError, OSError, http.client.HTTPException) as e:
-        raise _Retryable(f"{type(e).__name__}: {e}") from None
-    finally:
-        conn.close()
+        answer = request("POST", url, limits, body=body, headers=headers)
+    except HttpFailure as e:
+        if e.kind == "too_large":
+            raise AsrError(f"answer exceeds {max_response_bytes} bytes: {e}") from None
+        raise _Retryable(f"{e.kind}: {e}") from None
+    return answer.status, answer.body
 
 
 def _multipart(fields: Mapping[str, str], filename: str, audio: bytes) -> tuple[bytes, str]:
