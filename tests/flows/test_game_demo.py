@@ -1,9 +1,10 @@
 """A Turing-test game of the demo pipeline's own release: ``game export`` → ``game score``.
 
 The sample pipeline (DailyTalk + studio sessions + scripts → HH, HM and PH, published) is
-small: one HH, three HM and two PH dialogues. Its PH dialogues are 50-55 s, the rest 30-40 s,
-so with the default duration bins no bin holds every category and the export refuses (the
-lengths alone would give the answer); with one bin a round of three plays one of each.
+small: one HH, three HM and two PH dialogues, PH lengths drawn from the human ones
+(synth.match_human_length). A default round of five cannot be balanced by category and
+duration bin from one HH dialogue, so the export refuses and names the short cell; with one
+bin a round of three plays one of each.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def test_demo_release_round_trip(tmp_path: Path, flow_samples: Path) -> None:
             "--split", "all", "--seed", "5"]  # fmt: skip
     refused = CliRunner().invoke(main, [*base, "--rounds", "1", "--out", str(tmp_path / "g0")])
     assert refused.exit_code != 0
-    assert "no duration bin holds dialogues of every category" in str(refused.exception)
+    assert "cannot balance 1 round(s) of 5: HH" in str(refused.exception)
     out = tmp_path / "g"
     args = [*base, "--rounds", "1", "--per-round", "3", "--bins", "", "--out", str(out)]
     done = CliRunner().invoke(main, args)

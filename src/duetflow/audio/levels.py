@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import soundfile as sf
-from scipy.signal import lfilter
 
 from duetflow.audio.io import Audio
 
@@ -52,6 +51,8 @@ class DcTracker:
             # is removed from the first sample on (blocks of a second or more: same result)
             head = x[: self._init_n]
             self._state = np.array([(1.0 - a) * float(np.mean(head, dtype=np.float64))])
+        from scipy.signal import lfilter  # lazily: a reused ingest step loads no scipy.signal
+
         m, self._state = lfilter([a], [1.0, -(1.0 - a)], x.astype(np.float64), zi=self._state)
         big = np.abs(m) > DC_THRESHOLD
         if not big.any():

@@ -210,7 +210,9 @@ def _load_per_turn(
         for inf in infos:
             starts.append(pos)
             pos += inf.duration_s
-    ids = {s.id for s in d.speakers}
+    # the speakers in dialogue order, never a set's: the tracks' order reaches measurements
+    # over all of them (bandwidth_record), which must not change with the process's hash seed
+    ids = list(dict.fromkeys(s.id for s in d.speakers))
     buf = {s: np.zeros(n, dtype=np.float32) for s in ids}
     material: dict[str, list[tuple[float, float]]] = {s: [] for s in ids}
     t_b = t_a + n / sr

@@ -44,7 +44,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.signal import lfilter
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +114,8 @@ def echo_power(p_dil: FloatArray, rt60_s: float, hop_s: float) -> FloatArray:
     if rt60_s <= 0 or len(p_dil) == 0:
         return p_dil
     a = math.exp(-_LN_1E6 * hop_s / rt60_s)
+    from scipy.signal import lfilter  # lazily: a reused ingest step loads no scipy.signal
+
     out: FloatArray = np.asarray(lfilter([1.0 - a], [1.0, -a], p_dil), dtype=np.float64)
     return out
 
