@@ -17,7 +17,7 @@ $(VENV)/.core: pyproject.toml
 
 $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	$(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[dev,tts,dask,export,llm]"
+	$(PIP) install -q -e ".[dev,tts,dask,export,llm,fast]"
 	touch $@
 
 install: $(VENV)/.core
