@@ -87,6 +87,13 @@ def _compiled() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
                 x_cur = x_new
             x[k] = x_cur
 
+    try:  # compile (or load from numba's cache) the signatures the measures use, once
+        for dtype in (np.float32, np.float64):
+            one = np.ones(3, dtype=dtype)
+            df2t(one, one, one, np.zeros(2, dtype=dtype), np.empty(3, dtype=dtype))
+        sections(np.ones((1, 6)), np.ones(3), np.zeros((1, 2)))
+    except Exception:  # a numba that cannot compile here: scipy, the same output
+        return None
     return df2t, sections
 
 
