@@ -25,6 +25,7 @@ SCRIPTS = (
     "studio_memory.py",
     "render.py",
     "loudness.py",
+    "kernels.py",
     "synthesize.py",
     "release.py",
     "report.py",
