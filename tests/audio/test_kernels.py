@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -157,3 +158,43 @@ def test_scipy_fallback_is_selected_by_the_environment() -> None:
     )
     env = {**os.environ, kernels.KERNELS_ENV: "scipy"}
     assert subprocess.run([sys.executable, "-c", code], env=env, timeout=120).returncode == 0
+
+
+MEASURES = r"""
+import sys
+import numpy as np
+from duetflow.audio import bs1770, edges
+rng = np.random.default_rng(7)
+out = {}
+for sr in (16_000, 44_100):
+    n = sr * 20  # 20 s: the K-weighting's chunked path as well
+    t = np.arange(n) / sr
+    x = (rng.standard_normal(n) * 0.003 + 0.3 * np.sin(2 * np.pi * 180 * t) * (t % 2 < 1.2))
+    x = x.astype(np.float32)
+    a = edges.analyse(x, sr)
+    k = bs1770.k_weighted_energy(x, sr)
+    out[f"edge{sr}"], out[f"level{sr}"] = a.edge.db, a.level.db
+    out[f"hops{sr}"], out[f"total{sr}"] = k.hops, np.array([k.total])
+    out[f"around{sr}"] = edges.analyse_around(x, sr, 5.0 * sr, 6.0 * sr).edge.db
+np.savez(sys.argv[1], **out)
+"""
+
+
+def test_measures_equal_with_the_scipy_fallback(tmp_path: Path) -> None:
+    """The edge envelopes and K-weighted energies the renderer reads are the same bits with
+    the kernels and with scipy (``DUETFLOW_KERNELS=scipy``), each in its own interpreter."""
+    results = {}
+    for mode in ("scipy", "compiled"):
+        env = {k: v for k, v in os.environ.items() if k != kernels.KERNELS_ENV}
+        if mode == "scipy":
+            env[kernels.KERNELS_ENV] = "scipy"
+        path = tmp_path / f"{mode}.npz"
+        subprocess.run(
+            [sys.executable, "-c", MEASURES, str(path)], env=env, check=True, timeout=300
+        )
+        with np.load(path) as z:
+            results[mode] = {k: z[k] for k in z.files}
+    assert results["scipy"].keys() == results["compiled"].keys()
+    for key, want in results["scipy"].items():
+        assert len(want) > 0, key
+        _same(results["compiled"][key], want)
