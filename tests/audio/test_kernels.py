@@ -54,6 +54,21 @@ def _signals(dtype: type[np.floating]) -> Iterator[tuple[str, npt.NDArray[np.flo
         "denormal tail",
         np.concatenate([rng.standard_normal(500), np.zeros(20_000)]).astype(dtype),
     )
+    burst = rng.standard_normal(800) * 0.3
+    yield "speech then digital silence", np.concatenate([burst, np.zeros(50_000)]).astype(dtype)
+    yield (
+        "silence, speech, silence, -0.0",
+        np.concatenate(
+            [np.zeros(3000), burst, np.zeros(40_000), -np.zeros(5000), burst, np.zeros(9000)]
+        ).astype(dtype),
+    )
+    yield "speech then a constant", np.concatenate([burst, np.full(30_000, 0.25)]).astype(dtype)
+    yield (
+        "constant then tiny steps",
+        np.concatenate(
+            [np.full(20_000, 1e-3), np.full(20_000, 1e-3 + 1e-9), np.full(5000, tiny)]
+        ).astype(dtype),
+    )
     t = np.arange(16_000 * 3) / 16_000
     yield (
         "hum + speechlike",
