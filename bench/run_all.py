@@ -3,8 +3,10 @@
 Each script prints its own figures, ratios side by side within one run; this wrapper only runs
 them in sequence and prints each one's last line with the machine's load average (1 / 5 / 15
 minutes) when it ended, so the summary fits on a screen and says how busy the machine was.
-``--only render.py cli_import.py`` runs a subset (the issue-30 figures: render with its peers,
-and the CLI's fixed cost). The figures and how to read them are in docs/performance.md.
+``--only render.py kernels.py cli_import.py`` runs a subset (the issue-30 figures: render with
+its peers, the kernels, the CLI's fixed cost); ``--baseline SRC`` gives render.py a tree to run
+as *before* (e.g. an archive of main's ``src``). The figures and how to read them are in
+docs/performance.md.
 """
 
 from __future__ import annotations
@@ -40,14 +42,18 @@ SCRIPTS = (
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", nargs="+", choices=SCRIPTS, help="run these scripts only")
+    ap.add_argument(
+        "--baseline", help="a source tree whose duetflow render.py also runs, as 'before'"
+    )
     args = ap.parse_args()
     summary: list[str] = []
     failed = 0
     for name in args.only or SCRIPTS:
         print(f"== bench/{name}", flush=True)
         t0 = time.perf_counter()
+        extra = ["--baseline", args.baseline] if args.baseline and name == "render.py" else []
         proc = subprocess.run(
-            [sys.executable, str(HERE / name)],
+            [sys.executable, str(HERE / name), *extra],
             capture_output=True,
             text=True,
             check=False,
