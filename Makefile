@@ -18,7 +18,7 @@ $(VENV)/.core: pyproject.toml
 
 $(VENV)/.dev: pyproject.toml $(VENV)/.core
 	$(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[dev,tts,dask,export,llm,quality]"
+	$(PIP) install -q -e ".[dev,tts,dask,export,llm,quality,fast]"
 	touch $@
 
 install: $(VENV)/.core

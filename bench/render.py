@@ -1,4 +1,4 @@
-"""Rendering throughput: duetflow vs the same work done with pydub, and the machine's floor.
+"""Rendering throughput: duetflow vs the same job in pydub and in lhotse, and the machine's floor.
 
 One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a cProfile of our path).
 
@@ -7,15 +7,15 @@ One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a cProfile
   ``--dialogues`` per scale (1x), and 10x as many for the memory check;
 * **ours**: ``duetflow.rendering.render.render_dialogue`` per dialogue (seeked reads, trim, re-time,
   room tone, per-speaker BS.1770, true-peak ceiling, FLAC write, sha256);
-* **pydub**: what a user would write with pydub: ``AudioSegment.from_file`` of the whole file,
-  ``split_to_mono``, slicing by milliseconds, ``apply_gain``, ``fade_in/fade_out``, ``+`` joins
-  with ``AudioSegment.silent`` gaps, then export. pydub has neither VAD nor loudness, so the
-  same trimmer and the same BS.1770 measurement (``duetflow.audio.bs1770``) are called on the
-  slices' samples, the same gap confirmation (``duetflow.rendering.mixdown.measure_change``: the
-  acoustic edge measure on the 16-bit mix, silences moved by the difference, moved ones
-  measured again) times the gaps, and the same true-peak check runs on the result. ffmpeg is
-  not installed here, so the FLAC encode of the joined segment goes through soundfile (the same
-  libsndfile encoder ours uses); pydub's own export would add an ffmpeg process per file;
+* **pydub** (+ pyloudnorm) and **lhotse** (+ pyloudnorm): the same job written the way their
+  users would, sharing no duetflow code (no trimmer, edge measure, BS.1770 or true peak of
+  ours): turns cut from their channel, silence trimmed at -50 dBFS in 10 ms steps (pydub's
+  ``detect_leading_silence``; a few numpy lines on ``cut.load_audio()`` for lhotse, which has
+  no trimmer), each speaker matched to -23 LUFS with pyloudnorm, joined with 200 ms pauses
+  (pydub ``+`` with ``AudioSegment.silent``; lhotse ``pad`` + ``append``, a ``MixedCut``), the
+  sample peak kept under -1 dBFS, FLAC written with soundfile (ffmpeg is not installed, and
+  pydub's export would add an ffmpeg process per file). They do less than ours: no gap
+  confirmation on the written mix, no room tone, a sample-peak limit;
 * **floor**: reading the window frames and writing the same duration of FLAC, nothing else
   (the two channels averaged in float, encoded from float, as ours mixes);
 * **floor pcm16**: the bare codec floor: the window's frames read as 16-bit integers and one
@@ -25,15 +25,16 @@ One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a cProfile
   ``duetflow`` package, e.g. an ``git archive`` of main's ``src``), to compare a change before
   and after in one interleaved run.
 
-Ours and pydub are compared at 10x, run ``--repeat`` times interleaved (ours, pydub, floor,
-ours, ...), and the best run of each counts: on a shared machine the least disturbed run is
-the closest to the code's own cost. Each path runs in a fresh child process (with the native
-thread defaults of the ``duetflow`` command, :mod:`duetflow.native_threads`: one OpenMP/BLAS
-thread unless the environment sets another count), timed by its own
+Ours and the peers are compared at 10x, run ``--repeat`` times interleaved (ours, before,
+pydub, lhotse, floor, ...), and the best run of each counts: on a shared machine the least
+disturbed run is the closest to the code's own cost. Each path runs in a fresh child process
+(with the native thread defaults of the ``duetflow`` command, :mod:`duetflow.native_threads`:
+one OpenMP/BLAS thread unless the environment sets another count), timed by its own
 CPU clock (``time.process_time``), so the figures are per core. Peak RSS is the child's
 ``ru_maxrss`` (the largest over the 10x runs of ours).
-Last line: ``render: <x> x realtime per core; peak_rss_mb <m>; vs_pydub <r>x; floor <f> x;
-floor_pcm16 <g> x``.
+Last line: ``render: <x> x realtime per core; peak_rss_mb <m>; vs_pydub+pyloudnorm <r>x;
+vs_lhotse <l>x; floor <f> x; floor_pcm16 <g> x (ours <c>x its CPU)[; vs_before <b>x]; load
+<1-minute load average>``.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def _dialogues(recs: list[tuple[Path, list[Turn]]], count: int, dur_s: float) ->
     return out
 
 
-# --- the three paths ----------------------------------------------------------------------------
+# --- the paths ----------------------------------------------------------------------------------
 
 
 def run_ours(ds: list[Dialogue], out: Path) -> float:
@@ -124,96 +125,106 @@ def run_ours(ds: list[Dialogue], out: Path) -> float:
     return audio
 
 
-def _pydub_build(
-    faded: list[Any], gaps: list[float], moves: list[float]
-) -> tuple[Any, list[tuple[int, int]]]:
-    """Join the clips with silences (pydub ``+``): extents the planned gaps (+ moves) apart."""
-    from pydub import AudioSegment
+# --- peers: the same job as their users would write it, sharing no duetflow code ----------------
+#
+# The job: each turn cut from its speaker's channel, its silence trimmed, each speaker matched to
+# -23 LUFS (pyloudnorm, BS.1770), the turns joined with 200 ms pauses, the peak kept under
+# -1 dBFS (sample peak: neither library has a true-peak meter), FLAC written. No gap
+# confirmation and no room tone: those are what duetflow does more. ffmpeg is not installed
+# here, so both write FLAC with soundfile (libsndfile, the encoder duetflow uses too; pydub's
+# own export would add an ffmpeg process per file).
 
-    pad = 20 * SR // 1000
-    mix = AudioSegment.silent(duration=200, frame_rate=SR)
-    spans = []
-    for k, c in enumerate(faded):
-        at = int(mix.frame_count())
-        spans.append((at + pad, at + int(c.frame_count()) - pad))
-        mix += c
-        if k < len(gaps):
-            silence = max(0.0, gaps[k] * 1000 - 40 + moves[k])
-            mix += AudioSegment.silent(duration=silence, frame_rate=SR)
-    return mix, spans
+PEER_TARGET_LUFS = -23.0
+PEER_PAUSE_MS = 200
+PEER_PEAK_DBFS = -1.0
+PEER_SILENCE_DBFS = -50.0  # the trim threshold (pydub's silence helpers take one)
 
 
 def run_pydub(ds: list[Dialogue], out: Path) -> float:
+    import pyloudnorm
     from pydub import AudioSegment
+    from pydub.silence import detect_leading_silence
 
-    from duetflow.audio import bs1770
-    from duetflow.audio import loudness as ld
-    from duetflow.audio.trim import acoustic_extent
-    from duetflow.rendering.mixdown import GAP_TOLERANCE_S, as_written, measure_change
-    from duetflow.seeding import rng_for
-    from duetflow.turntaking.retime import plan_gaps
-
-    cfg = build_config({})
-    audio = 0.0
     out.mkdir(parents=True, exist_ok=True)
+    meter = pyloudnorm.Meter(SR)
+    audio = 0.0
 
     def samples(seg: Any) -> np.ndarray:
-        return np.array(seg.get_array_of_samples(), dtype=np.float32) / np.float32(32768.0)
+        return np.array(seg.get_array_of_samples(), dtype=np.float64) / 32768.0
 
     for d in ds:
         src = d.source
         assert isinstance(src, MultichannelSource)
-        seg = AudioSegment.from_file(src.path, format="wav")
-        chans = seg.split_to_mono()
-        clips: list[tuple[str, Any, int, int]] = []  # speaker, faded clip, extent start/end ms
+        chans = AudioSegment.from_file(src.path, format="wav").split_to_mono()
+        clips: list[tuple[str, Any]] = []
         for t in d.turns:
-            ch = chans[src.channels[t.speaker]]
-            start_ms = int(t.start * 1000)
-            clip = ch[start_ms : int(t.end * 1000)]
-            ext = acoustic_extent(samples(clip), SR, -58.0)
-            if ext is None:
-                continue
-            a_ms, b_ms = ext[0] * 1000 // SR, ext[1] * 1000 // SR
-            trimmed = clip[max(0, a_ms - 20) : b_ms + 20]
-            clips.append((t.speaker, trimmed, start_ms + a_ms, start_ms + b_ms))
-        gains = {}
-        for s in ("A", "B"):
-            x = np.concatenate([samples(c) for who, c, *_ in clips if who == s])
-            gains[s] = ld.gain_to_target(
-                bs1770.measure(x, SR).lufs, cfg.render.loudness_target_lufs
-            )
-        faded = [c.apply_gain(gains[who]).fade_in(5).fade_out(5) for who, c, _, _ in clips]
-        timed = [Turn(who, a / 1000, b / 1000) for who, _, a, b in clips]
-        gaps = plan_gaps(timed, cfg.render, rng_for(cfg.seed, d.id))
-        changes = [k for k in range(len(gaps)) if clips[k][0] != clips[k + 1][0]]
-        moves = [0.0] * len(gaps)  # ms added to each silence by the gap loop
-
-        # the same confirmation as ours: every change measured on the 16-bit mix with the
-        # acoustic edge measure, moved by the difference, the moved ones measured again
-        mix, spans = _pydub_build(faded, gaps, moves)
-        ceiling = bs1770.ceiling_gain_db(samples(mix), SR, cfg.render.true_peak_ceiling_dbtp)
-        todo = changes
-        for _ in range(2):
-            y = as_written(samples(mix), min(0.0, ceiling))
-            moved = []
-            for k in todo:
-                m = measure_change(y, SR, spans[k], spans[k + 1], None)
-                err = 0.0 if m is None else gaps[k] * SR - m.gap
-                if abs(err) > GAP_TOLERANCE_S * SR:
-                    moves[k] += err * 1000 / SR
-                    moved.append(k)
-            if not moved:
-                break
-            todo = moved
-            mix, spans = _pydub_build(faded, gaps, moves)
-        ceiling = min(0.0, ceiling)
-        y = samples(mix.apply_gain(ceiling))
-        extra = bs1770.ceiling_gain_db(y, SR, cfg.render.true_peak_ceiling_dbtp)
-        if extra < 0:
-            mix = mix.apply_gain(ceiling + extra)
-            y = samples(mix)
-        sf.write(out / f"{d.id}.flac", y, SR, subtype="PCM_16", format="FLAC")
+            clip = chans[src.channels[t.speaker]][int(t.start * 1000) : int(t.end * 1000)]
+            head = detect_leading_silence(clip, PEER_SILENCE_DBFS, 10)
+            tail = detect_leading_silence(clip.reverse(), PEER_SILENCE_DBFS, 10)
+            if head + tail < len(clip):
+                clips.append((t.speaker, clip[head : len(clip) - tail]))
+        gains = {
+            s: PEER_TARGET_LUFS
+            - meter.integrated_loudness(np.concatenate([samples(c) for w, c in clips if w == s]))
+            for s in {w for w, _ in clips}
+        }
+        pause = AudioSegment.silent(duration=PEER_PAUSE_MS, frame_rate=SR)
+        mix = AudioSegment.empty()
+        for k, (who, c) in enumerate(clips):
+            mix += (pause if k else AudioSegment.empty()) + c.apply_gain(gains[who])
+        if mix.max_dBFS > PEER_PEAK_DBFS:
+            mix = mix.apply_gain(PEER_PEAK_DBFS - mix.max_dBFS)
+        sf.write(out / f"{d.id}.flac", samples(mix), SR, subtype="PCM_16", format="FLAC")
         audio += len(mix) / 1000.0
+    return audio
+
+
+def run_lhotse(ds: list[Dialogue], out: Path) -> float:
+    import pyloudnorm
+    from lhotse import Recording
+
+    out.mkdir(parents=True, exist_ok=True)
+    meter = pyloudnorm.Meter(SR)
+    audio = 0.0
+    for d in ds:
+        src = d.source
+        assert isinstance(src, MultichannelSource)
+        recording = Recording.from_file(src.path, recording_id=d.id)
+        channels = recording.to_cut().to_mono()  # one MonoCut per channel
+        cuts = []
+        for t in d.turns:
+            cut = channels[src.channels[t.speaker]].truncate(
+                offset=t.start, duration=t.end - t.start
+            )
+            x = cut.load_audio()[0]
+            # trim: 10 ms frames under the threshold at either end
+            hop = SR // 100
+            frames = x[: len(x) // hop * hop].reshape(-1, hop)
+            loud = np.flatnonzero(
+                10 * np.log10(np.mean(frames**2, axis=1) + 1e-20) > PEER_SILENCE_DBFS
+            )
+            if len(loud):
+                a, b = loud[0] * hop / SR, (loud[-1] + 1) * hop / SR
+                cuts.append((t.speaker, cut.truncate(offset=a, duration=b - a)))
+        gains = {}
+        for s in {w for w, _ in cuts}:
+            x = np.concatenate([c.load_audio()[0] for w, c in cuts if w == s]).astype(np.float64)
+            gains[s] = 10 ** ((PEER_TARGET_LUFS - meter.integrated_loudness(x)) / 20)
+        joined = None
+        for who, c in cuts:
+            c = c.perturb_volume(factor=gains[who])
+            joined = (
+                c
+                if joined is None
+                else joined.pad(duration=joined.duration + PEER_PAUSE_MS / 1000).append(c)
+            )
+        assert joined is not None
+        y = joined.load_audio()[0]
+        peak = float(np.max(np.abs(y)))
+        if peak > 10 ** (PEER_PEAK_DBFS / 20):
+            y = y * (10 ** (PEER_PEAK_DBFS / 20) / peak)
+        sf.write(out / f"{d.id}.flac", y, SR, subtype="PCM_16", format="FLAC")
+        audio += len(y) / SR
     return audio
 
 
@@ -253,6 +264,7 @@ def run_floor_pcm16(ds: list[Dialogue], out: Path) -> float:
 PATHS = {
     "ours": run_ours,
     "pydub": run_pydub,
+    "lhotse": run_lhotse,
     "floor": run_floor,
     "floor_pcm16": run_floor_pcm16,
 }
@@ -266,13 +278,20 @@ def child(args: argparse.Namespace) -> None:
     ds = _dialogues(recs, args.dialogues * args.scale, args.dur)
     out = Path(tempfile.mkdtemp(dir=root))
     fn = PATHS[args.child]
-    # imports (scipy via pyloudnorm, pydub) are paid once per process: not part of the figures
-    import pydub  # noqa: F401
+    # imports are paid once per process: not part of the figures (each path imports its own
+    # stack, so the peers' processes load no duetflow audio code)
+    if args.child in ("pydub", "lhotse"):
+        import pydub  # noqa: F401
+        import pyloudnorm
 
-    import duetflow.audio.loudness
-    import duetflow.rendering.render
+        if args.child == "lhotse":
+            import lhotse  # noqa: F401
+        pyloudnorm.Meter(SR).integrated_loudness(np.zeros(SR) + 0.1)
+    else:
+        import duetflow.audio.loudness
+        import duetflow.rendering.render
 
-    duetflow.audio.loudness.measure(np.zeros(SR, np.float32) + 0.1, SR)
+        duetflow.audio.loudness.measure(np.zeros(SR, np.float32) + 0.1, SR)
     prof = cProfile.Profile() if args.profile else None
     t0 = time.process_time()
     if prof:
@@ -348,11 +367,12 @@ def main() -> None:
             if args.baseline:
                 runs["before"].append(_spawn(root, "ours", 10, args, src=args.baseline))
             runs["pydub"].append(_spawn(root, "pydub", 10, args))
+            runs["lhotse"].append(_spawn(root, "lhotse", 10, args))
             runs["floor"].append(_spawn(root, "floor", 1, args))
             runs["floor_pcm16"].append(_spawn(root, "floor_pcm16", 1, args))
-        ours10, pyd, floor, floor16 = (
+        ours10, pyd, lho, floor, floor16 = (
             min(runs[k], key=lambda r: r["cpu_s"])
-            for k in ("ours", "pydub", "floor", "floor_pcm16")
+            for k in ("ours", "pydub", "lhotse", "floor", "floor_pcm16")
         )
         before = min(runs["before"], key=lambda r: r["cpu_s"]) if runs["before"] else None
         ours10 = {**ours10, "rss_mb": max(r["rss_mb"] for r in runs["ours"])}
@@ -369,6 +389,7 @@ def main() -> None:
         ("ours 1x", ours),
         ("ours 10x", ours10),
         ("pydub 10x", pyd),
+        ("lhotse 10x", lho),
         ("floor 1x", floor),
         ("pcm16 1x", floor16),
     ]
@@ -386,8 +407,9 @@ def main() -> None:
     vs_before = f"; vs_before {x / rtf(before):.2f}x" if before is not None else ""
     print(
         f"render: {x:.0f} x realtime per core; peak_rss_mb {ours10['rss_mb']:.0f}; "
-        f"vs_pydub {x / rtf(pyd):.2f}x; floor {rtf(floor):.0f} x; "
-        f"floor_pcm16 {rtf(floor16):.0f} x{vs_before}"
+        f"vs_pydub+pyloudnorm {x / rtf(pyd):.2f}x; vs_lhotse {x / rtf(lho):.2f}x; "
+        f"floor {rtf(floor):.0f} x; floor_pcm16 {rtf(floor16):.0f} x "
+        f"(ours {rtf(floor16) / x:.2f}x its CPU){vs_before}; load {os.getloadavg()[0]:.1f}"
     )
 
 

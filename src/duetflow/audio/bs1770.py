@@ -52,9 +52,9 @@ from typing import Final, Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy.signal import sosfilt
 
 from duetflow.audio.io import resample
+from duetflow.audio.kernels import sosfilt
 
 Samples = npt.NDArray[np.floating]
 Floats = npt.NDArray[np.float64]
@@ -252,7 +252,7 @@ def _filtered(x: Samples, grid: _HopGrid) -> Iterator[Floats]:
     if len(x) <= grid.chunk:
         yield np.asarray(sosfilt(grid.sos, x + guard[: len(x)]), dtype=np.float64)
         return
-    zi = np.zeros((len(grid.sos), 2), dtype=np.float64)
+    zi: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
     for start in range(0, len(x), grid.chunk):
         piece = x[start : start + grid.chunk]
         y, zi = sosfilt(grid.sos, piece + guard[: len(piece)], zi=zi)

@@ -57,8 +57,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 from scipy.ndimage import median_filter
-from scipy.signal import butter, lfilter
+from scipy.signal import butter
 
+from duetflow.audio import kernels
 from duetflow.audio.io import Audio, to_mono
 
 FloatArray = npt.NDArray[np.float64]
@@ -235,7 +236,7 @@ def analyse(samples: Audio, sample_rate: int, start: int = 0, stop: int | None =
     warm = min(start, int(_WARMUP_S * sample_rate))
     b, a = _highpass_ba(sample_rate)
     seg = np.asarray(x[start - warm : stop], dtype=np.float32)
-    hp = np.asarray(lfilter(b, a, seg), dtype=np.float32)[warm:]
+    hp = np.asarray(kernels.lfilter(b, a, seg), dtype=np.float32)[warm:]
     return Analysis(
         _envelope(hp, sample_rate, start, hop), _envelope(seg[warm:], sample_rate, start, hop)
     )
