@@ -63,15 +63,17 @@ def assemble_ph(
     n: int = 12,
     tts_bandwidth_hz: float | None = None,
     snr_db: float = 30.0,
+    dc: float = 0.0,
 ) -> np.ndarray:
     """A PH dialogue assembled from speech at the TTS's native rate over reference ambience;
-    ``tts_bandwidth_hz``: the TTS's own (narrower) bandwidth."""
+    ``tts_bandwidth_hz``: the TTS's own (narrower) bandwidth; ``dc``: an offset the engine
+    adds to every synthesis (as eSpeak NG does)."""
     rng = np.random.default_rng(seed)
     lines = tuple(ScriptLine("AB"[k % 2], f"line {k}") for k in range(n))
     syn = [
         Synthesis(lowpass(speech(float(rng.uniform(1.2, 2.4)), PH_RATE,
                                  MALE if k % 2 == 0 else FEMALE, rng, -20.0),
-                          PH_RATE, tts_bandwidth_hz), PH_RATE, seed=k)
+                          PH_RATE, tts_bandwidth_hz) + np.float32(dc), PH_RATE, seed=k)
         for k in range(n)
     ]  # fmt: skip
     tmp.mkdir(parents=True, exist_ok=True)
@@ -284,3 +286,23 @@ def test_a_gap_the_rows_would_carry_outside_the_band_is_rejected(
     with pytest.raises(InputError) as err:
         _mix(x, truth, seen, [0.2, 0.19, 0.225], Bed(tone, 10 ** (-6.2)), positions=False)
     assert err.value.reason == mixdown_mod.GAP_UNCONFIRMED
+
+
+def test_a_tts_dc_offset_does_not_reach_the_file(tmp_path: Path) -> None:
+    """eSpeak NG's output carries ~1e-3 FS of DC; the corpora's recordings do not. A synthesis
+    with a planted offset (10x the HH level read by the cue audit) is laid DC-free."""
+    cfg = build_config({})
+    clean = assemble_ph(tmp_path / "clean", cfg)
+    planted = assemble_ph(tmp_path / "dc", cfg, dc=1.5e-3)
+    hh = render_hh(tmp_path, cfg)
+    dc = {k: float(np.mean(y, dtype=np.float64)) for k, y in
+          (("clean", clean), ("planted", planted), ("hh", hh))}  # fmt: skip
+    assert abs(dc["clean"]) < 6e-5, dc
+    assert abs(dc["planted"]) < 6e-5, dc  # without the DC removal: ~+1e-3
+    assert abs(dc["planted"] - dc["hh"]) < 1e-4, dc
+    # the offset is gone, the speech is not: same length, same loudness within 0.1 dB
+    assert len(planted) == len(clean)
+    rms = [float(np.sqrt(np.mean(np.square(y, dtype=np.float64)))) for y in (clean, planted)]
+    assert abs(20 * np.log10(rms[1] / rms[0])) < 0.1, rms
+    again = assemble_ph(tmp_path / "again", cfg, dc=1.5e-3)
+    assert np.array_equal(again, planted)

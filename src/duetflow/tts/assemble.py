@@ -5,7 +5,8 @@ Order of operations (each step exists because a listener would otherwise hear a 
 1. resample every utterance to the run's rate, low-pass it to the language's effective bandwidth
    (``render.bandwidth_hz``, the renderer's low-pass, :mod:`duetflow.audio.bandlimit`; the
    ambience too), and trim it to its acoustic extent
-   (:func:`duetflow.audio.trim.acoustic_extent`), with short fades, so the planned pause is the
+   (:func:`duetflow.audio.trim.acoustic_extent`), remove its DC offset (:func:`remove_dc`: a
+   TTS engine's offset would tell PH apart), with short fades, so the planned pause is the
    pause heard;
 2. per-speaker loudness balance: each speaker's speech is gained to ``render.loudness_target_lufs``;
 3. ambience: room tone from the reference recording's non-speech (its pauses between words
@@ -84,6 +85,19 @@ def ph_dialogue_id(script_id: str, backend: str) -> str:
     return f"ph__{safe_id(backend)}__{script_id}"
 
 
+def remove_dc(x: Audio) -> Audio:
+    """``x`` less its mean (computed in float64): a TTS engine's DC offset removed.
+
+    eSpeak NG's formant output carries +0.2…1.4e-3 FS of DC per utterance (its glottal source),
+    which no human recording of the build holds (the renderer's sources sit within ±6e-5 FS);
+    the cue audit read it as a perfect PH separator. Applied to each utterance's acoustic extent
+    before the fades, so the utterance laid in the file sums to (nearly) zero.
+    """
+    if x.size == 0:
+        return x
+    return (x.astype(np.float64) - float(np.mean(x, dtype=np.float64))).astype(np.float32)
+
+
 def _fade(x: Audio, n: int) -> Audio:
     n = min(n, len(x) // 2)
     if n <= 0:
@@ -145,7 +159,7 @@ def assemble(
                 field=f"lines[{i}]",
             )
         i0, i1 = ext
-        trimmed.append(_fade(x[i0:i1], fade_n))
+        trimmed.append(_fade(remove_dc(x[i0:i1]), fade_n))
         orig.append((raw_pos + i0 / sr, raw_pos + i1 / sr))
         raw_pos += len(x) / sr
 
