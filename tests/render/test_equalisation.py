@@ -306,3 +306,39 @@ def test_a_tts_dc_offset_does_not_reach_the_file(tmp_path: Path) -> None:
     assert abs(20 * np.log10(rms[1] / rms[0])) < 0.1, rms
     again = assemble_ph(tmp_path / "again", cfg, dc=1.5e-3)
     assert np.array_equal(again, planted)
+
+
+def _murmured(rng: np.random.Generator, k: int) -> np.ndarray:
+    """A TTS utterance whose voicing opens with 60 ms of a 40 Hz murmur (-36 dBFS), as
+    eSpeak NG's low male Chinese voices do: speech on the level envelope, not on the edge
+    envelope (high-passed at 100 Hz, :mod:`duetflow.audio.edges`) that the file's gaps are
+    read on."""
+    voiced = speech(float(rng.uniform(1.2, 1.8)), PH_RATE, MALE if k % 2 == 0 else FEMALE,
+                    rng, -20.0)  # fmt: skip
+    t = np.arange(int(0.06 * PH_RATE)) / PH_RATE
+    murmur = (10 ** (-36 / 20) * np.sin(2 * np.pi * 40.0 * t)).astype(np.float32)
+    silence = np.zeros(int(0.05 * PH_RATE), dtype=np.float32)
+    return np.concatenate([silence, murmur, voiced, silence])
+
+
+def test_pauses_hold_no_part_of_an_utterance(tmp_path: Path) -> None:
+    """A PH utterance is trimmed as the file's gaps are read: over the bed. Trimmed on the clean
+    clip, a murmur before the voicing stayed in the clip while the file's edges left it out of
+    the turn: it sat in the pause, where the cue audit read a louder PH floor (zh floor d -2.0,
+    SNR d +2.8 on the scale-16 demo)."""
+    cfg = build_config({"render": {"floor_db": -33.0}, "window": {"min_s": 2.0}})  # bed -56 dBFS
+    rng = np.random.default_rng(3)
+    n = 8
+    syn = [Synthesis(_murmured(rng, k), PH_RATE, seed=k) for k in range(n)]
+    noise = _noise_file(tmp_path / "tone.wav", 16000, 0)
+    voices = (_voice("a", noise, 30.0), _voice("b", noise, 30.0))
+    sc = Script("mur", "en", tuple(ScriptLine("AB"[k % 2], f"line {k}") for k in range(n)))
+    out = assemble(sc, voices, syn, cfg, tmp_path / "ph", {"output_licence": "CC0-1.0"}, "t")
+    y, sr = sf.read(out.audio_path, dtype="float64")
+    floor = cfg.render.loudness_target_lufs - 33.0
+    pauses = []
+    for a, b in itertools.pairwise(out.turn_records):
+        assert 0.18 - 1e-3 <= b.start_s - a.end_s <= 0.23 + 1e-3
+        whole = y[int(a.end_s * sr) : int(b.start_s * sr)]  # the pause the rows declare
+        pauses.append(10 * np.log10(np.mean(np.square(whole))))
+    assert max(pauses) < floor + 1.0, (floor, [round(p, 1) for p in pauses])
