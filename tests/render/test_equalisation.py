@@ -31,9 +31,9 @@ from duetflow.tts.script import Script, ScriptLine
 PH_RATE = 24000  # a TTS backend's native rate, unlike the sources'
 
 
-def _noise_file(path: Path, sr: int, seed: int, db: float = -55.0) -> str:
+def _noise_file(path: Path, sr: int, seed: int, db: float = -55.0, dc: float = 0.0) -> str:
     rng = np.random.default_rng(seed)
-    x = rng.normal(0, 10 ** (db / 20), sr * 3).astype(np.float32)
+    x = (rng.normal(0, 10 ** (db / 20), sr * 3) + dc).astype(np.float32)
     sf.write(path, x, sr, subtype="PCM_16")
     return str(path)
 
@@ -64,6 +64,7 @@ def assemble_ph(
     tts_bandwidth_hz: float | None = None,
     snr_db: float = 30.0,
     dc: float = 0.0,
+    tone_dc: float = 0.0,
 ) -> np.ndarray:
     """A PH dialogue assembled from speech at the TTS's native rate over reference ambience;
     ``tts_bandwidth_hz``: the TTS's own (narrower) bandwidth; ``dc``: an offset the engine
@@ -77,7 +78,7 @@ def assemble_ph(
         for k in range(n)
     ]  # fmt: skip
     tmp.mkdir(parents=True, exist_ok=True)
-    noise = _noise_file(tmp / f"tone{seed}.wav", 16000, seed)
+    noise = _noise_file(tmp / f"tone{seed}.wav", 16000, seed, dc=tone_dc)
     voices = (_voice("a", noise, snr_db), _voice("b", noise, snr_db))
     sc = Script(f"eq{seed}", "en", lines)
     out = assemble(sc, voices, syn, cfg, tmp / "ph", {"output_licence": "CC0-1.0"}, "test")
@@ -306,6 +307,10 @@ def test_a_tts_dc_offset_does_not_reach_the_file(tmp_path: Path) -> None:
     assert abs(20 * np.log10(rms[1] / rms[0])) < 0.1, rms
     again = assemble_ph(tmp_path / "again", cfg, dc=1.5e-3)
     assert np.array_equal(again, planted)
+    # the reference's room tone too (a mean of half its RMS), laid under the whole file
+    bed = assemble_ph(tmp_path / "bed", build_config({"render": {"floor_db": -33.0}}),
+                      dc=1.5e-3, tone_dc=8e-4)  # fmt: skip
+    assert abs(float(np.mean(bed, dtype=np.float64))) < 6e-5
 
 
 def _murmured(rng: np.random.Generator, k: int) -> np.ndarray:

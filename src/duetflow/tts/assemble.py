@@ -212,7 +212,8 @@ def assemble(
     noise_pow = 0.0
     if config.synth.ambience and amb_voice is not None and amb_voice.noise_path:
         t, tone_sr = read_frames(amb_voice.noise_path, mono=True)
-        t = lowpass(resample(t, tone_sr, sr), sr, limit)
+        # the bed's DC too: a reference's room tone can hold a few 1e-4 FS (its mean)
+        t = remove_dc(lowpass(resample(t, tone_sr, sr), sr, limit))
         sp, _ = speech_power(np.concatenate(gained), sr)
         assert amb_voice.snr_db is not None
         if t.size > 8 * fade_n and sp > 0:
