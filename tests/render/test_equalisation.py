@@ -347,3 +347,7 @@ def test_pauses_hold_no_part_of_an_utterance(tmp_path: Path) -> None:
         whole = y[int(a.end_s * sr) : int(b.start_s * sr)]  # the pause the rows declare
         pauses.append(10 * np.log10(np.mean(np.square(whole))))
     assert max(pauses) < floor + 1.0, (floor, [round(p, 1) for p in pauses])
+    # what the trim cut does not move the speakers off the loudness target
+    rec = out.record
+    for lufs in (rec.loudness_lufs_a, rec.loudness_lufs_b):
+        assert abs(lufs - cfg.render.loudness_target_lufs) <= 0.05, rec

@@ -227,6 +227,16 @@ def assemble(
                     gained[i] = _fade(u[ext2[0] : ext2[1]], fade_n)
                     o0 = orig[i][0]
                     orig[i] = (o0 + ext2[0] / sr, o0 + ext2[1] / sr)
+            # what the re-trim cut changed each speaker's loudness a little: back to the target
+            for k in (0, 1):
+                idx = [i for i, ln in enumerate(script.lines) if spk_index[ln.speaker] == k]
+                if not idx:
+                    continue
+                m = measure(np.concatenate([gained[i] for i in idx]), sr)
+                delta = gain_to_target(m.lufs, r.loudness_target_lufs)
+                gains[k] += delta
+                for i in idx:
+                    gained[i] = apply_gain(gained[i], delta)
 
     # 4. timeline with seeded pauses between acoustic extents; the ambience bed under
     # everything at the reference's floor, every pause confirmed on the audio
