@@ -31,9 +31,9 @@ from duetflow.tts.script import Script, ScriptLine
 PH_RATE = 24000  # a TTS backend's native rate, unlike the sources'
 
 
-def _noise_file(path: Path, sr: int, seed: int, db: float = -55.0) -> str:
+def _noise_file(path: Path, sr: int, seed: int, db: float = -55.0, dc: float = 0.0) -> str:
     rng = np.random.default_rng(seed)
-    x = rng.normal(0, 10 ** (db / 20), sr * 3).astype(np.float32)
+    x = (rng.normal(0, 10 ** (db / 20), sr * 3) + dc).astype(np.float32)
     sf.write(path, x, sr, subtype="PCM_16")
     return str(path)
 
@@ -63,19 +63,22 @@ def assemble_ph(
     n: int = 12,
     tts_bandwidth_hz: float | None = None,
     snr_db: float = 30.0,
+    dc: float = 0.0,
+    tone_dc: float = 0.0,
 ) -> np.ndarray:
     """A PH dialogue assembled from speech at the TTS's native rate over reference ambience;
-    ``tts_bandwidth_hz``: the TTS's own (narrower) bandwidth."""
+    ``tts_bandwidth_hz``: the TTS's own (narrower) bandwidth; ``dc``: an offset the engine
+    adds to every synthesis (as eSpeak NG does)."""
     rng = np.random.default_rng(seed)
     lines = tuple(ScriptLine("AB"[k % 2], f"line {k}") for k in range(n))
     syn = [
         Synthesis(lowpass(speech(float(rng.uniform(1.2, 2.4)), PH_RATE,
                                  MALE if k % 2 == 0 else FEMALE, rng, -20.0),
-                          PH_RATE, tts_bandwidth_hz), PH_RATE, seed=k)
+                          PH_RATE, tts_bandwidth_hz) + np.float32(dc), PH_RATE, seed=k)
         for k in range(n)
     ]  # fmt: skip
     tmp.mkdir(parents=True, exist_ok=True)
-    noise = _noise_file(tmp / f"tone{seed}.wav", 16000, seed)
+    noise = _noise_file(tmp / f"tone{seed}.wav", 16000, seed, dc=tone_dc)
     voices = (_voice("a", noise, snr_db), _voice("b", noise, snr_db))
     sc = Script(f"eq{seed}", "en", lines)
     out = assemble(sc, voices, syn, cfg, tmp / "ph", {"output_licence": "CC0-1.0"}, "test")
@@ -284,3 +287,67 @@ def test_a_gap_the_rows_would_carry_outside_the_band_is_rejected(
     with pytest.raises(InputError) as err:
         _mix(x, truth, seen, [0.2, 0.19, 0.225], Bed(tone, 10 ** (-6.2)), positions=False)
     assert err.value.reason == mixdown_mod.GAP_UNCONFIRMED
+
+
+def test_a_tts_dc_offset_does_not_reach_the_file(tmp_path: Path) -> None:
+    """eSpeak NG's output carries ~1e-3 FS of DC; the corpora's recordings do not. A synthesis
+    with a planted offset (10x the HH level read by the cue audit) is laid DC-free."""
+    cfg = build_config({})
+    clean = assemble_ph(tmp_path / "clean", cfg)
+    planted = assemble_ph(tmp_path / "dc", cfg, dc=1.5e-3)
+    hh = render_hh(tmp_path, cfg)
+    dc = {k: float(np.mean(y, dtype=np.float64)) for k, y in
+          (("clean", clean), ("planted", planted), ("hh", hh))}  # fmt: skip
+    assert abs(dc["clean"]) < 6e-5, dc
+    assert abs(dc["planted"]) < 6e-5, dc  # without the DC removal: ~+1e-3
+    assert abs(dc["planted"] - dc["hh"]) < 1e-4, dc
+    # the offset is gone, the speech is not: same length, same loudness within 0.1 dB
+    assert len(planted) == len(clean)
+    rms = [float(np.sqrt(np.mean(np.square(y, dtype=np.float64)))) for y in (clean, planted)]
+    assert abs(20 * np.log10(rms[1] / rms[0])) < 0.1, rms
+    again = assemble_ph(tmp_path / "again", cfg, dc=1.5e-3)
+    assert np.array_equal(again, planted)
+    # the reference's room tone too (a mean of half its RMS), laid under the whole file
+    bed = assemble_ph(tmp_path / "bed", build_config({"render": {"floor_db": -33.0}}),
+                      dc=1.5e-3, tone_dc=8e-4)  # fmt: skip
+    assert abs(float(np.mean(bed, dtype=np.float64))) < 6e-5
+
+
+def _murmured(rng: np.random.Generator, k: int) -> np.ndarray:
+    """A TTS utterance whose voicing opens with 60 ms of a 40 Hz murmur (-36 dBFS), as
+    eSpeak NG's low male Chinese voices do: speech on the level envelope, not on the edge
+    envelope (high-passed at 100 Hz, :mod:`duetflow.audio.edges`) that the file's gaps are
+    read on."""
+    voiced = speech(float(rng.uniform(1.2, 1.8)), PH_RATE, MALE if k % 2 == 0 else FEMALE,
+                    rng, -20.0)  # fmt: skip
+    t = np.arange(int(0.06 * PH_RATE)) / PH_RATE
+    murmur = (10 ** (-36 / 20) * np.sin(2 * np.pi * 40.0 * t)).astype(np.float32)
+    silence = np.zeros(int(0.05 * PH_RATE), dtype=np.float32)
+    return np.concatenate([silence, murmur, voiced, silence])
+
+
+def test_pauses_hold_no_part_of_an_utterance(tmp_path: Path) -> None:
+    """A PH utterance is trimmed as the file's gaps are read: over the bed. Trimmed on the clean
+    clip, a murmur before the voicing stayed in the clip while the file's edges left it out of
+    the turn: it sat in the pause, where the cue audit read a louder PH floor (zh floor d -2.0,
+    SNR d +2.8 on the scale-16 demo)."""
+    cfg = build_config({"render": {"floor_db": -33.0}, "window": {"min_s": 2.0}})  # bed -56 dBFS
+    rng = np.random.default_rng(3)
+    n = 8
+    syn = [Synthesis(_murmured(rng, k), PH_RATE, seed=k) for k in range(n)]
+    noise = _noise_file(tmp_path / "tone.wav", 16000, 0)
+    voices = (_voice("a", noise, 30.0), _voice("b", noise, 30.0))
+    sc = Script("mur", "en", tuple(ScriptLine("AB"[k % 2], f"line {k}") for k in range(n)))
+    out = assemble(sc, voices, syn, cfg, tmp_path / "ph", {"output_licence": "CC0-1.0"}, "t")
+    y, sr = sf.read(out.audio_path, dtype="float64")
+    floor = cfg.render.loudness_target_lufs - 33.0
+    pauses = []
+    for a, b in itertools.pairwise(out.turn_records):
+        assert 0.18 - 1e-3 <= b.start_s - a.end_s <= 0.23 + 1e-3
+        whole = y[int(a.end_s * sr) : int(b.start_s * sr)]  # the pause the rows declare
+        pauses.append(10 * np.log10(np.mean(np.square(whole))))
+    assert max(pauses) < floor + 1.0, (floor, [round(p, 1) for p in pauses])
+    # what the trim cut does not move the speakers off the loudness target
+    rec = out.record
+    for lufs in (rec.loudness_lufs_a, rec.loudness_lufs_b):
+        assert abs(lufs - cfg.render.loudness_target_lufs) <= 0.05, rec

@@ -5,7 +5,8 @@ Order of operations (each step exists because a listener would otherwise hear a 
 1. resample every utterance to the run's rate, low-pass it to the language's effective bandwidth
    (``render.bandwidth_hz``, the renderer's low-pass, :mod:`duetflow.audio.bandlimit`; the
    ambience too), and trim it to its acoustic extent
-   (:func:`duetflow.audio.trim.acoustic_extent`), with short fades, so the planned pause is the
+   (:func:`duetflow.audio.trim.acoustic_extent`), remove its DC offset (:func:`remove_dc`: a
+   TTS engine's offset would tell PH apart), with short fades, so the planned pause is the
    pause heard;
 2. per-speaker loudness balance: each speaker's speech is gained to ``render.loudness_target_lufs``;
 3. ambience: room tone from the reference recording's non-speech (its pauses between words
@@ -42,6 +43,7 @@ import numpy as np
 from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, read_frames, resample, write_audio
 from duetflow.audio.loudness import apply_gain, gain_to_target, measure
+from duetflow.audio.roomtone import fill
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
@@ -82,6 +84,49 @@ def draws_key(script_id: str) -> str:
 def ph_dialogue_id(script_id: str, backend: str) -> str:
     """Id of a PH dialogue: the backend is part of it, so one script can be voiced by several."""
     return f"ph__{safe_id(backend)}__{script_id}"
+
+
+def remove_dc(x: Audio) -> Audio:
+    """``x`` less its mean (computed in float64): a TTS engine's DC offset removed.
+
+    eSpeak NG's formant output carries +0.2…1.4e-3 FS of DC per utterance (its glottal source),
+    which no human recording of the build holds (the renderer's sources sit within ±6e-5 FS);
+    the cue audit read it as a perfect PH separator. Applied to each utterance's acoustic extent
+    before the fades, so the utterance laid in the file sums to (nearly) zero.
+    """
+    if x.size == 0:
+        return x
+    return (x.astype(np.float64) - float(np.mean(x, dtype=np.float64))).astype(np.float32)
+
+
+#: Room tone laid before and after an utterance when its extent over the bed is measured, s.
+TRIM_PAD_S = 0.25
+
+
+def extent_over_bed(
+    u: Audio, sr: int, tone: Audio, noise_pow: float, rng: np.random.Generator
+) -> tuple[int, int] | None:
+    """The acoustic extent of utterance ``u`` as it will be heard: over the ambience bed.
+
+    ``u`` is laid on :data:`TRIM_PAD_S` of room tone at ``noise_pow`` either side and its
+    extent read by :func:`duetflow.audio.trim.acoustic_extent` with the bed as its floor, as the
+    file's gaps are read (:func:`duetflow.audio.edges.measure_gap`). Measured on the clean clip
+    with only a target level, a soft sound before the voicing (eSpeak NG's aspirated onsets
+    in Chinese) joined the speech across a dip that the bed fills; the file's edges then left
+    it in the pause, where the audit read it as a louder, brighter floor.
+    """
+    pad = int(round(TRIM_PAD_S * sr))
+    bed = fill(tone, len(u) + 2 * pad, rng, max(1, int(0.01 * sr)))
+    p = float(np.mean(np.square(tone, dtype=np.float64)))
+    if p <= 0:
+        return acoustic_extent(u, sr, 10 * math.log10(noise_pow))
+    y = (bed * np.float32(math.sqrt(noise_pow / p))).astype(np.float32)
+    y[pad : pad + len(u)] += u
+    ext = acoustic_extent(y, sr)
+    if ext is None:
+        return None
+    i0, i1 = max(0, ext[0] - pad), min(len(u), ext[1] - pad)
+    return (i0, i1) if i1 > i0 else None
 
 
 def _fade(x: Audio, n: int) -> Audio:
@@ -145,7 +190,7 @@ def assemble(
                 field=f"lines[{i}]",
             )
         i0, i1 = ext
-        trimmed.append(_fade(x[i0:i1], fade_n))
+        trimmed.append(_fade(remove_dc(x[i0:i1]), fade_n))
         orig.append((raw_pos + i0 / sr, raw_pos + i1 / sr))
         raw_pos += len(x) / sr
 
@@ -167,20 +212,31 @@ def assemble(
     noise_pow = 0.0
     if config.synth.ambience and amb_voice is not None and amb_voice.noise_path:
         t, tone_sr = read_frames(amb_voice.noise_path, mono=True)
-        t = lowpass(resample(t, tone_sr, sr), sr, limit)
+        # the bed's DC too: a reference's room tone can hold a few 1e-4 FS (its mean)
+        t = remove_dc(lowpass(resample(t, tone_sr, sr), sr, limit))
         sp, _ = speech_power(np.concatenate(gained), sr)
         assert amb_voice.snr_db is not None
         if t.size > 8 * fade_n and sp > 0:
             tone, noise_pow = t, sp / 10 ** (amb_voice.snr_db / 10)
             if r.floor_target_dbfs is not None:  # one pause floor for every category
                 noise_pow = 10 ** (r.floor_target_dbfs / 10)
-            floor_db = 10 * math.log10(noise_pow)
             for i, u in enumerate(gained):
-                ext2 = acoustic_extent(u, sr, floor_db)
+                trim_rng = rng_for(config.seed, draws_key(script.id), "trim", i)
+                ext2 = extent_over_bed(u, sr, t, noise_pow, trim_rng)
                 if ext2 is not None:
                     gained[i] = _fade(u[ext2[0] : ext2[1]], fade_n)
                     o0 = orig[i][0]
                     orig[i] = (o0 + ext2[0] / sr, o0 + ext2[1] / sr)
+            # what the re-trim cut changed each speaker's loudness a little: back to the target
+            for k in (0, 1):
+                idx = [i for i, ln in enumerate(script.lines) if spk_index[ln.speaker] == k]
+                if not idx:
+                    continue
+                m = measure(np.concatenate([gained[i] for i in idx]), sr)
+                delta = gain_to_target(m.lufs, r.loudness_target_lufs)
+                gains[k] += delta
+                for i in idx:
+                    gained[i] = apply_gain(gained[i], delta)
 
     # 4. timeline with seeded pauses between acoustic extents; the ambience bed under
     # everything at the reference's floor, every pause confirmed on the audio
