@@ -6,6 +6,9 @@ independent of ``duetflow.audio.edges``) and BS.1770: every speaker-change pause
 the two channels (the first speaker's channel before the pause's middle, the next speaker's
 after) is the pause heard on the mix, each speaker's loudness on their channel is their loudness
 on the mix, the other channel carries no speech of theirs, and no channel has digital silence.
+Each channel's pauses carry its own speaker's room tone: on a constructed recording whose two
+tracks hold noise of different spectra, each channel's pauses have its own track's spectral tilt
+(not the other's) at the mix's floor level, and the mix is the very mix ``channels: mono`` makes.
 A mixed mono source (MagicData-RAMC's mono mix) stays mono and says so. The release carries the
 file checksummed; pull fetches it; lhotse loads and validates the two-channel recordings with
 per-channel supervisions; ``datasets`` loads both audio columns.
@@ -24,7 +27,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
-from render_signals import change_pauses, pause_edges, segments
+from render_signals import SR, change_pauses, make, pause_edges, segments
+from scipy.signal import welch
 
 from duetflow.audio.edges import longest_zero_run
 from duetflow.audio.loudness import measure
@@ -36,7 +40,9 @@ from duetflow.release.export import export_hf, export_lhotse, hf_decode, load_hf
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.release.validate import validate_release
+from duetflow.rendering.render import render_dialogue
 from duetflow.storage import sha256_file
+from noise import noise_at
 
 FOLDERS = {"iemocap": "IEMOCAP_full_release", "magicdata_ramc": "MagicData-RAMC"}
 
@@ -193,3 +199,69 @@ def test_the_release_pull_and_exports_carry_the_two_channel_files(
             assert stereo.shape == (len(mono), 2) and sr2 == sr
             seen += 1
     assert seen == n_rec
+
+
+#: Bands whose power ratio (dB) is a noise's spectral tilt: white +5.7 dB, pink -5.3 dB.
+LOW_HZ, HIGH_HZ = (100.0, 500.0), (2500.0, 4000.0)
+
+
+def _tilt_db(x: np.ndarray, sr: int) -> float:
+    f, p = welch(x.astype(np.float64), sr, nperseg=1024)
+    band = [float(np.sum(p[(f >= a) & (f < b)])) for a, b in (HIGH_HZ, LOW_HZ)]
+    return 10 * float(np.log10(band[0] / band[1]))
+
+
+def _db(x: np.ndarray) -> float:
+    return 20 * float(np.log10(_rms(x)))
+
+
+def test_each_channel_carries_its_own_speakers_room_tone(tmp_path: Path) -> None:
+    """A's track over white noise, B's over pink (tilts 11 dB apart): in each channel, wherever
+    its speaker is silent, the room tone is its own track's, at the level the mix's pauses hold."""
+    d = make("multichannel", tmp_path / "src", noise=False)
+    path = d.source.path  # type: ignore[attr-defined]
+    tracks, sr = sf.read(path, dtype="float64")
+    rng = np.random.default_rng(7)
+    floors = {
+        "A": noise_at(len(tracks), -58.0, rng, sr, pink=False),
+        "B": noise_at(len(tracks), -58.0, rng, sr, pink=True),
+    }
+    sf.write(path, tracks + np.stack([floors["A"], floors["B"]], axis=1), sr, subtype="PCM_16")
+    own = {s: _tilt_db(x, sr) for s, x in floors.items()}
+    assert own["A"] - own["B"] > 8.0  # the two floors are told apart by this measure
+
+    r = render_dialogue(d, build_config({"render": {"channels": "both"}}), tmp_path / "out")
+    prov = json.loads(r.row["provenance"])
+    assert "own speaker's room tone" in prov["room_tone"]["stereo"]
+    mix, sr = sf.read(tmp_path / "out" / r.row["audio_path"], dtype="float32")
+    st, _ = sf.read(tmp_path / "out" / r.row["stereo_path"], dtype="float32")
+    assert sr == SR and st.shape == (len(mix), 2)
+    margin = int(0.1 * sr)
+    pauses = np.zeros(len(mix), dtype=bool)  # nobody talks (speaker-change pauses, inside)
+    inset = int(0.03 * sr)
+    for a, b in change_pauses(r.turns):
+        pauses[int(a["end_s"] * sr) + inset : int(b["start_s"] * sr) - inset] = True
+    assert np.count_nonzero(pauses) > 0.5 * sr
+    for c, spk in enumerate(("A", "B")):
+        quiet = np.ones(len(mix), dtype=bool)  # this speaker silent: their channel is room tone
+        for t in r.turns:
+            if t["speaker"] == spk:
+                quiet[max(0, int(t["start_s"] * sr) - margin) : int(t["end_s"] * sr) + margin] = 0
+        tilt = _tilt_db(st[quiet, c], sr)
+        other = own["B" if spk == "A" else "A"]
+        # measured: A 6.11 vs its own 5.86 dB, B -5.47 vs -5.18 (the shared bed: A at -5.45)
+        assert abs(tilt - own[spk]) <= 1.0, (spk, tilt, own)
+        assert abs(tilt - other) > 5.0
+        # at the mix's floor level, in the pauses and while the other speaker talks alike
+        # (measured: within 0.25 dB)
+        assert abs(_db(st[pauses, c]) - _db(mix[pauses])) <= 1.0
+        assert abs(_db(st[quiet & ~pauses, c]) - _db(st[pauses, c])) <= 1.0
+        assert longest_zero_run(st[:, c]) < 0.001 * sr
+
+    # the mix is the mono render's, byte for byte; the same seed gives the same two channels
+    mono = render_dialogue(d, build_config({}), tmp_path / "mono")
+    assert mono.row["stereo_path"] is None
+    m_path = tmp_path / "mono" / mono.row["audio_path"]
+    assert sha256_file(m_path) == sha256_file(tmp_path / "out" / r.row["audio_path"])
+    again = render_dialogue(d, build_config({"render": {"channels": "both"}}), tmp_path / "again")
+    assert again.row["stereo_sha256"] == r.row["stereo_sha256"]

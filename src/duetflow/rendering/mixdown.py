@@ -10,7 +10,9 @@ dialogue's floor power.
    gain, faded with it) is quieter, the bed tops it up to the floor power (the bed's power is
    the floor power less the clips' background power, sample by sample). The clips' fades are
    raised-cosine amplitude ramps and the bed follows their squared envelope, so power stays
-   constant through every join (uncorrelated noise adds in power), with no dip or jump.
+   constant through every join (uncorrelated noise adds in power), with no dip or jump. Each
+   stem (a speaker's layer, for the two-channel file) is filled the same way to the same floor
+   power, over that speaker's own room tone where the bed has one (``Bed.stem_tones``).
 2. **Confirm**. The dialogue is brought to the level and the 16-bit samples the file will hold
    and every speaker-change gap is measured on it with :func:`duetflow.audio.edges.measure_gap`
    as a reader measures it (:func:`measure_change`: on the whole file's envelopes, from the
@@ -101,10 +103,15 @@ class Change:
 
 @dataclass(frozen=True)
 class Bed:
-    """Room tone (any level) and the dialogue's floor power (before the true-peak ceiling)."""
+    """Room tone (any level) and the dialogue's floor power (before the true-peak ceiling).
+
+    ``stem_tones``: each stem's own room tone (its speaker's, any level), laid in that stem's
+    pauses at the same floor power; a stem without one (None, or past the tuple's end) gets
+    ``tone``, the mix's."""
 
     tone: Audio
     power: float
+    stem_tones: tuple[Audio | None, ...] = ()
 
 
 @dataclass
@@ -129,6 +136,20 @@ def _unit_noise(bed: Bed, n: int, rng: np.random.Generator, sr: int) -> Audio:
     return noise * np.float32(1.0 / math.sqrt(p)) if p > 0 else noise
 
 
+def _stem_noise(
+    bed: Bed, noise: Audio, n_stems: int, rng: np.random.Generator, sr: int
+) -> list[Audio]:
+    """Each stem's unit-power room tone: its own (drawn after the mix's, so the mix's draws,
+    and the mix, are the same with or without stems), else the mix's ``noise``."""
+    out = []
+    for k in range(n_stems):
+        own = bed.stem_tones[k] if k < len(bed.stem_tones) else None
+        out.append(
+            noise if own is None else _unit_noise(replace(bed, tone=own), len(noise), rng, sr)
+        )
+    return out
+
+
 def assemble(
     clips: Sequence[Clip],
     shifts: Sequence[int],
@@ -139,9 +160,11 @@ def assemble(
     *,
     lo: int = 0,
     hi: int | None = None,
+    stem_noise: Sequence[Audio] | None = None,
 ) -> tuple[Audio, Audio | None]:
     """Lay the clips (moved by ``shifts`` per group) over unit-power ``noise`` brought to
-    ``floor_power`` wherever the clips' own background falls short of it.
+    ``floor_power`` wherever the clips' own background falls short of it (each stem over its
+    own ``stem_noise``, when given, else over ``noise``).
 
     ``lo``, ``hi``: only output samples ``[lo, hi)`` of the ``n`` (default all), with the very
     values the whole assembly has there: every output sample is the same sequence of float32
@@ -167,7 +190,8 @@ def assemble(
             np.subtract(np.float32(floor_power), have, out=have)
             np.maximum(have, 0.0, out=have)
             np.sqrt(have, out=have)
-            have *= noise[lo : lo + m]
+            tone = noise if k == 0 or stem_noise is None else stem_noise[k - 1]
+            have *= tone[lo : lo + m]
             (out if k == 0 else layers[k - 1])[:] += have
     stems = np.stack(layers, axis=1).astype(np.float32) if n_stems else None
     return out, stems
@@ -241,6 +265,7 @@ def reassemble(
     noise: Audio | None,
     floor_power: float,
     n_stems: int = 0,
+    stem_noise: Sequence[Audio] | None = None,
 ) -> tuple[Audio, Audio | None, list[tuple[int, int, int]]]:
     """:func:`assemble` at the ``new`` layout, given the assembly ``done`` at the ``old`` one:
     what only moved is copied from it, the rest (around the moves) assembled anew. Equal to
@@ -251,7 +276,10 @@ def reassemble(
     lo = 0
     for a, b, d in [*same, (new.n, new.n, 0)]:
         if a > lo:
-            part, sp = assemble(clips, new.shifts, new.n, noise, floor_power, n_stems, lo=lo, hi=a)
+            part, sp = assemble(
+                clips, new.shifts, new.n, noise, floor_power, n_stems, lo=lo, hi=a,
+                stem_noise=stem_noise,
+            )  # fmt: skip
             out[lo:a] = part
             if stems is not None and sp is not None:
                 stems[lo:a] = sp
@@ -459,9 +487,12 @@ def mixdown(
     """
     n0 = int(round(duration_s * sr))
     noise = _unit_noise(bed, n0, rng, sr) if bed is not None else None
+    stem_noise = (
+        _stem_noise(bed, noise, n_stems, rng, sr) if bed is not None and noise is not None else None
+    )
     power = bed.power if bed is not None else 0.0
     shifts = [0] * len(spans)
-    out, stems = assemble(clips, shifts, n0, noise, power, n_stems)
+    out, stems = assemble(clips, shifts, n0, noise, power, n_stems, stem_noise=stem_noise)
     layout = _Layout(shifts, n0, _bed_cuts(spans, shifts, n0))
 
     def true_peak(x: Audio) -> float:
@@ -527,9 +558,14 @@ def mixdown(
         n1 = n0 + shifts[-1]
         assert noise is None or len(noise) >= n0
         noise1 = _shift_bed(noise, spans, shifts, n1) if noise is not None else None
+        stem1 = None
+        if noise1 is not None and stem_noise is not None:  # a stem over the mix's: noise1
+            stem1 = [noise1 if x is noise else _shift_bed(x, spans, shifts, n1) for x in stem_noise]
         # only the stretches around the moves are assembled anew, the rest copied
         moved = _Layout(shifts, n1, _bed_cuts(spans, shifts, n1))
-        out, stems, same = reassemble(clips, layout, moved, (out, stems), noise1, power, n_stems)
+        out, stems, same = reassemble(
+            clips, layout, moved, (out, stems), noise1, power, n_stems, stem1
+        )
         layout = moved
         # the clips moved whole: only the pauses around the moves hold new sums (room tone cut
         # and joined anew), so the true peak is the old one or one found there

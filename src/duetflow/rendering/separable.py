@@ -150,16 +150,20 @@ def render_separable(
         (i for i in coarse if not post[i].digital), key=lambda i: post[i].db, default=None
     )
     tone: Tone | None = None
+    exts = [(coarse[i].start, coarse[i].end) for i in coarse]
+
+    def own_tone(s: str) -> Tone | None:
+        base = found[s][0]
+        if base is None or base.digital:
+            return None
+        return find_tone(
+            s, tracks[s], views[s], base, exts, found[s][1], sr, tone_rng(config, d),
+            annotated=not isinstance(d.source, PerTurnSource),
+        )  # fmt: skip
+
     if cfg.room_tone and loudest is not None:
         for s in sorted(ids, key=lambda s: s != turns[loudest].speaker):
-            base = found[s][0]
-            if base is None or base.digital:
-                continue
-            exts = [(coarse[i].start, coarse[i].end) for i in coarse]
-            tone = find_tone(
-                s, tracks[s], views[s], base, exts, found[s][1], sr, tone_rng(config, d),
-                annotated=not isinstance(d.source, PerTurnSource),
-            )  # fmt: skip
+            tone = own_tone(s)
             if tone is not None:
                 break
     out_floor = file_floor(cfg, list(post.values()), tone)
@@ -205,8 +209,14 @@ def render_separable(
             spans[g] = (at + i0 - a, at + i1 - a)
     changes = [Change(k, g) for k, g in zip(tl.change_after, tl.gaps_s, strict=True)]
     bed = None
+    stem_tones: list[Tone | None] = []
     if out_floor is not None and tone is not None:
-        bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0))
+        # each speaker's layer over their own room tone (the two-channel file; the mix's bed
+        # stays the tone above), at the mix's floor power; a speaker without one: the mix's
+        if per_speaker:
+            stem_tones = [tone if s == tone.speaker else own_tone(s) for s in ids]
+        beds = tuple(None if t is None or t is tone else t.samples for t in stem_tones)
+        bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0), beds)
     mix = mixdown(
         clips, spans, changes, tl.duration_s, sr, bed=bed, rng=tone_rng(config, d),
         ceiling_dbtp=cfg.true_peak_ceiling_dbtp, n_stems=len(ids) if per_speaker else 0,
@@ -221,9 +231,17 @@ def render_separable(
             at = c.at + mix.shifts[c.group]
             s0, s1 = float(at + c.e0), float(at + c.e1)
         rows.append(turn_row(d, p.index, p.host is not None, s0 / sr, s1 / sr))
+    tone_meta = describe_tone(cfg, tone, out_floor, sr)
+    if per_speaker and bed is not None:
+        # which room tone each channel carries: its speaker's own (where from), else the mix's
+        laid = [
+            f"{s}: {'shared' if t is None else t.origin}"
+            for s, t in zip(ids, stem_tones, strict=True)
+        ]
+        tone_meta["stereo"] = "each channel its own speaker's room tone (" + ", ".join(laid) + ")"
     res = Rendering(
         mix.out, mix.stems, rows, list(tl.gaps_s), measured_gaps_ms(mix, sr), mix.corrected, loud,
-        gains, describe_tone(cfg, tone, out_floor, sr), sorted({*dropped, *tl.dropped}),
+        gains, tone_meta, sorted({*dropped, *tl.dropped}),
         mix.ceiling_db, mix.written, bandwidth,
     )  # fmt: skip
     return res, files
