@@ -23,8 +23,6 @@ from duetflow.scriptgen.run import generate_requests, request_seed
 from duetflow.tts.script import Script, ScriptLine, load_scripts
 from llm_server import GOOD_LINES_EN, Received, Reply, chat_server, client_for, lines_json
 
-pytest.importorskip("openai")
-
 CFG = build_config({"llm": {"backoff_s": 0.0}})
 FILLERS = ("Um, ", "Oh, ", "Well, you know, ")
 
