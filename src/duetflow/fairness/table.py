@@ -108,12 +108,15 @@ def _num(v: float, fmt: str) -> str:
 
 
 def pair_rows(pairs: Sequence[PairAudit], top: int = 3) -> list[dict[str, str]]:
-    """One row per pair: sizes, classifier accuracy and AUC with intervals, top cues by |d|."""
+    """One row per pair: sizes, classifier accuracy and AUC with intervals, top cues by |d|
+    (``~``: within the cue's floor, counts for nothing)."""
     rows = []
     for p in pairs:
         k = p.classifier
         cues = ", ".join(
-            f"{c.cue} {_num(c.d, '+.2f')}{' (sep)' if c.separates else ''}" for c in p.top(top)
+            f"{c.cue} {_num(c.d, '+.2f')}{' (sep)' if c.separates else ''}"
+            f"{' ~' if below_floor(c) else ''}"
+            for c in p.top(top)
         )
         rows.append(
             {
