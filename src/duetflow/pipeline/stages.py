@@ -59,7 +59,7 @@ INGEST = StageSpec(
 )
 PROCESS = StageSpec(
     "process",
-    ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio"),
+    ("seed", "sample_rate", "segment", "turns", "window", "filters", "render", "studio", "quality"),
     ("duetflow.pipeline.process",),
     inputs="a shard of intake dialogues and their audio",
     outputs="rendered tables + audio of the shard; merged per corpus into rendered/<corpus>",
@@ -80,7 +80,8 @@ SCRIPTS = StageSpec(
 )
 SYNTH = StageSpec(
     "synth",
-    ("seed", "sample_rate", "synth", "render", "turns", "window", "topics"),
+    # filters and quality: DNSMOS scores and filters.min_dnsmos_ovrl (issue 29)
+    ("seed", "sample_rate", "synth", "render", "turns", "window", "topics", "filters", "quality"),
     ("duetflow.tts.pipeline", "duetflow.tts.script", "duetflow.tts.voices"),
     inputs="a shard of scripts, the voice pool of the rendered work directories",
     outputs="PH tables + audio of the shard; merged into rendered/ph",

@@ -251,4 +251,7 @@ def all_plots(data: ReportData) -> list[Plot]:
     from duetflow.report.parity import cue_plot  # parity draws with this module's helpers
 
     out.append(cue_plot(data.cue_audit))
+    from duetflow.report.quality import dnsmos_plots  # quality draws with this module's helpers
+
+    out.extend(dnsmos_plots(data))
     return [p for p in out if p is not None]

@@ -24,9 +24,15 @@ import pyarrow
 
 from duetflow import records
 from duetflow.config import RunConfig
+from duetflow.config.turntaking import MOS_RANGE
 from duetflow.manifest import REJECTION_SCHEMA
 from duetflow.model import Category, Stage, TurnKind
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.records import (
+    DNSMOS_COLUMNS,
+    ReleaseDialogueRow,
+    RenderedDialogueRow,
+    RenderedTurnRow,
+)
 from duetflow.storage.base import AUDIO_KEY_RE
 
 SPLITS = ("train", "val", "test")
@@ -128,6 +134,8 @@ def _dialogue_columns(
             # -- trainers (issue 16): licence and source sample rate per dialogue --
             "licence": (False, [_NONEMPTY]),
             "source_sample_rate": (False, [pa.Check.in_range(1000, 384000)]),
+            # -- issue 29: DNSMOS on the MOS scale, null when quality.dnsmos is off --
+            **{c: (True, [pa.Check.in_range(*MOS_RANGE)]) for c in DNSMOS_COLUMNS},
         },
     )
 
