@@ -1,6 +1,6 @@
 """The report's DNSMOS section (issue 29): distributions by category and corpus.
 
-Work directories written for real (tests/release/release_fixtures.py) whose rows carry
+Work directories written for real (tests/release_fixtures.py) whose rows carry
 constructed DNSMOS scores: the report must show exactly their counts and means per category and
 per corpus, draw the two figures, and say so when no dialogue was scored.
 """
