@@ -206,3 +206,16 @@ def test_missing_extra_is_a_clear_config_error(
         process_dialogues([], build_config(CONFIG), tmp_path / "never")
     with pytest.raises(ConfigError, match=r"needs DNSMOS scores: set quality\.dnsmos: on"):
         build_config({"filters": {"min_dnsmos_ovrl": 3.0}})
+
+
+def test_solo_spans_leave_out_the_other_speakers_overlaps() -> None:
+    """Arithmetic by hand: A 0-2 s, B 1.5-3 s, A's backchannel 2.5-2.7 s."""
+    rows = [
+        RenderedTurnRow("d", 0, "A", "turn", 0.0, 2.0, 0.0, 2.0, ""),
+        RenderedTurnRow("d", 1, "B", "turn", 1.5, 3.0, 1.5, 3.0, ""),
+        RenderedTurnRow("d", 2, "A", "backchannel", 2.5, 2.7, 2.5, 2.7, ""),
+    ]
+    s = SR  # samples per second
+    assert solo_spans(rows, "A") == [(0, int(1.5 * s))]
+    assert solo_spans(rows, "B") == [(2 * s, int(2.5 * s)), (int(2.7 * s), 3 * s)]
+    assert solo_spans(rows, "C") == []
