@@ -13,7 +13,9 @@ import pytest
 
 from duetflow.errors import ManifestError
 from duetflow.licences import UNDECLARED
-from duetflow.manifest import (
+from duetflow.records.convert import rejection_to_row
+from duetflow.records.dialogue import DESIGN_COLUMNS, DesignFields, Rejection, Stage
+from duetflow.records.manifest import (
     REJECTION_SCHEMA,
     RENDERED_DIALOGUE_SCHEMA,
     RENDERED_TURN_SCHEMA,
@@ -22,12 +24,10 @@ from duetflow.manifest import (
     iter_record_groups,
     iter_records,
     read_rejections,
-    rejection_to_row,
     write_table,
     zip_lockstep,
 )
-from duetflow.model import DESIGN_COLUMNS, DesignFields, Rejection, Stage
-from duetflow.records import (
+from duetflow.records.rows import (
     ReleaseDialogueRow,
     RenderedDialogueRow,
     RenderedTurnRow,

@@ -12,7 +12,7 @@ import pytest
 from release_fixtures import Spec, make_workdir
 
 from duetflow.config import RunConfig
-from duetflow.model import DESIGN_COLUMNS
+from duetflow.records.dialogue import DESIGN_COLUMNS
 from duetflow.release import publish as publish_module
 from duetflow.release.export import export_hf, export_lhotse
 from duetflow.release.publish import publish

@@ -24,7 +24,7 @@ from release_fixtures import SR, Spec, fixture_samples, make_workdir, specs
 from duetflow.cli import main
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ManifestError
-from duetflow.manifest import (
+from duetflow.records.manifest import (
     DIALOGUES,
     INTAKE_DIALOGUE_SCHEMA,
     INTAKE_TURN_SCHEMA,

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from tts_helpers import tts_config, write_json
 
-from duetflow.manifest import DIALOGUES, iter_rows
 from duetflow.pipeline import steps
 from duetflow.pipeline.commands import synthesize
-from duetflow.tts import base
+from duetflow.records.manifest import DIALOGUES, iter_rows
+from duetflow.tts import backend as base
 from duetflow.tts.espeak import EspeakBackend
 from duetflow.tts.voices import build_voice_pool
 

@@ -36,7 +36,7 @@ from scipy.signal import butter, fftconvolve, lfilter
 
 from duetflow.audio.io import Audio, resample, write_audio
 from duetflow.demo.voice import Voice, db_to_amp, random_voice, room_tone, speech
-from duetflow.model import dialogue_id
+from duetflow.records.dialogue import dialogue_id
 from duetflow.seeding import rng_for
 
 log = logging.getLogger(__name__)

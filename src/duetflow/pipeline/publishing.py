@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duetflow import manifest
 from duetflow.config import RunConfig
+from duetflow.hashing import files_fingerprint, text_digest
 from duetflow.pipeline.cache import StepOutcome, build_cached, cache_dir
-from duetflow.pipeline.keys import files_fingerprint, text_digest
 from duetflow.pipeline.stages import REPORT
+from duetflow.records import convert, manifest
 
 if TYPE_CHECKING:
     from duetflow.release.publish import ReportMaker, StagedRelease
@@ -36,7 +36,7 @@ def report_key(staged: StagedRelease) -> str:
     dirs = staged.workdirs
     names = (manifest.DIALOGUES, manifest.TURNS, manifest.REJECTIONS, "stats.json")
     fp = files_fingerprint(d / n for d in dirs for n in names)
-    splits = text_digest(manifest.dumps(sorted(staged.splits.items())))
+    splits = text_digest(convert.dumps(sorted(staged.splits.items())))
     return REPORT.key(staged.config, fp, staged.release_id, splits, *(d.name for d in dirs))
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from duetflow.config import TurnsConfig
 from duetflow.errors import ManifestError
-from duetflow.manifest import TableWriter, iter_records
-from duetflow.records import RenderedTurnRow, TurnEventRow, arrow_schema
+from duetflow.records.manifest import TableWriter, iter_records
+from duetflow.records.rows import RenderedTurnRow, TurnEventRow, arrow_schema
 from duetflow.turntaking.events import dialogue_events
 
 log = logging.getLogger(__name__)

@@ -41,8 +41,8 @@ import soundfile as sf
 from duetflow.audio.io import audio_info
 from duetflow.errors import ManifestError
 from duetflow.licences import UNDECLARED, hf_licence, release_terms
-from duetflow.manifest import iter_column, iter_records
-from duetflow.records import (
+from duetflow.records.manifest import iter_column, iter_records
+from duetflow.records.rows import (
     ReleaseDialogueRow,
     RenderedDialogueRow,
     RenderedTurnRow,
@@ -52,7 +52,7 @@ from duetflow.records import (
 from duetflow.release.events import EVENTS, EventWalk
 from duetflow.release.layout import RELEASE_DIALOGUE_SCHEMA
 from duetflow.release.pull import pulled_audio_path
-from duetflow.schemas.tables import SPLITS
+from duetflow.release.table_schemas import SPLITS
 
 log = logging.getLogger(__name__)
 

@@ -44,9 +44,13 @@ from duetflow.design import DesignReport, DesignTally, design_json, format_desig
 from duetflow.errors import ManifestError, StorageError
 from duetflow.fairness.audit import AuditResult, audit_workdirs, write_audit
 from duetflow.fairness.gate import enforce
+from duetflow.hashing import sha256_bytes, sha256_file
 from duetflow.leftovers import remove_stale_staging, staging_prefix
 from duetflow.licences import UNDECLARED
-from duetflow.manifest import (
+from duetflow.progress import Progress
+from duetflow.records.convert import rejection_to_row
+from duetflow.records.dialogue import Rejection, Stage, safe_id
+from duetflow.records.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
     RENDERED_TURN_SCHEMA,
@@ -54,11 +58,8 @@ from duetflow.manifest import (
     TableWriter,
     iter_records,
     iter_rejections,
-    rejection_to_row,
 )
-from duetflow.model import Rejection, Stage, safe_id
-from duetflow.progress import Progress
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.rows import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
 from duetflow.release.events import EVENTS, stage_events
 from duetflow.release.layout import (
     LATEST_KEY,
@@ -79,9 +80,9 @@ from duetflow.release.splits import (
     split_report,
     surplus_reason,
 )
-from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
-from duetflow.schemas.tables import SPLITS
-from duetflow.storage import Store, audio_key, open_store, sha256_bytes, sha256_file
+from duetflow.release.table_schemas import SPLITS
+from duetflow.release.workdir_checks import Failure, collect_workdir_failures, raise_if_failures
+from duetflow.storage import Store, audio_key, open_store
 from duetflow.storage.parallel import bounded_map
 
 log = logging.getLogger(__name__)

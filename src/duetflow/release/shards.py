@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from duetflow.errors import ManifestError
+from duetflow.hashing import sha256_file
 from duetflow.release.events import EVENTS, EventWalk
 from duetflow.release.export import (
     HF_DROPPED_COLUMNS,
@@ -46,7 +47,6 @@ from duetflow.release.export import (
     iter_dialogues_with_turns,
 )
 from duetflow.release.pull import pulled_audio_path
-from duetflow.storage import sha256_file
 
 #: the index of a sharded export's files (in the export's folder)
 SHARD_INDEX = "SHARDS.json"

@@ -39,15 +39,9 @@ from duetflow.audio.io import Audio, read_frames, read_seconds, resample, write_
 from duetflow.audio.roomtone import extract_room_tone, xfade_concat
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.manifest import (
-    DIALOGUES,
-    DialogueRecord,
-    TurnRecord,
-    dumps,
-    iter_work_records,
-    source_from_json,
-)
-from duetflow.model import (
+from duetflow.hashing import sha256_file
+from duetflow.records.convert import dumps, source_from_json
+from duetflow.records.dialogue import (
     PARTICIPANTS,
     Category,
     MixedMonoSource,
@@ -57,9 +51,10 @@ from duetflow.model import (
     Role,
     TurnKind,
 )
-from duetflow.records import IntakeDialogueRow, RenderedDialogueRow
+from duetflow.records.manifest import DIALOGUES, DialogueRecord, TurnRecord, iter_work_records
+from duetflow.records.rows import IntakeDialogueRow, RenderedDialogueRow
 from duetflow.seeding import rng_for
-from duetflow.tts.base import Voice
+from duetflow.tts.backend import Voice
 from duetflow.tts.clip_measures import estimate_pitch, mean_power, snr_db, speech_power
 from duetflow.tts.script import Script, clean_text, is_backchannel_text
 
@@ -105,14 +100,6 @@ def _resolve(path: str, workdir: Path) -> Path:
     return p if p.is_absolute() else workdir / p
 
 
-def _file_hash(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _audio_files(row: DialogueRecord, workdir: Path) -> list[Path]:
     if isinstance(row, RenderedDialogueRow):
         return [_resolve(row.audio_path, workdir)]
@@ -131,7 +118,7 @@ def _content_hash(row: DialogueRecord, workdir: Path) -> str:
     for f in _audio_files(row, workdir):
         if not f.exists():
             raise InputError(f, "reference audio not found", reason="missing_file")
-        h.update(_file_hash(f).encode())
+        h.update(sha256_file(f).encode())
     return h.hexdigest()
 
 
@@ -198,7 +185,7 @@ class _Owned(Protocol):
 def person_key(row: _Owned, speaker: str) -> str:
     """Who ``speaker`` of ``row`` is beyond the dialogue: the pool holds one voice per person.
 
-    The adapter's participant map (:data:`~duetflow.model.PARTICIPANTS` in the dialogue's
+    The adapter's participant map (:data:`~duetflow.records.dialogue.PARTICIPANTS` in the dialogue's
     provenance, or in a rendered row's ``input`` provenance) when it has one, else the corpus
     speaker id qualified by the corpus (corpus ids name people corpus-wide).
     """

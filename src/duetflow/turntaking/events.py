@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from duetflow.config import TurnsConfig
-from duetflow.model import Turn, TurnKind
-from duetflow.records import RenderedTurnRow, TurnEventRow
+from duetflow.records.dialogue import Turn, TurnKind
+from duetflow.records.rows import RenderedTurnRow, TurnEventRow
 from duetflow.turntaking.overlaps import (
     OverlapClass,
     classify_overlaps,

@@ -44,7 +44,7 @@ from duetflow.audio.vad import webrtcvad
 from duetflow.config import SegmentConfig
 from duetflow.corpora.studio.echo import EchoReturn, echo_leak_db, fit_echo_return
 from duetflow.errors import InputError
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 log = logging.getLogger(__name__)
 

@@ -34,21 +34,20 @@ import pandera.pandas as pa
 import pyarrow.parquet as pq
 
 from duetflow.audio.edges import change_gaps
+from duetflow.audio.gap_tolerance import ACOUSTIC_GAP_TOL_MS, ROW_GAP_TOL_MS, floor_in_file_db
 from duetflow.audio.io import audio_info, read_frames
 from duetflow.config import RunConfig
 from duetflow.errors import InputError, ManifestError
-from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS
-from duetflow.rendering.mixdown import ACOUSTIC_GAP_TOL_MS, floor_in_file_db
-from duetflow.schemas.tables import (
+from duetflow.hashing import sha256_file
+from duetflow.records.manifest import DIALOGUES, REJECTIONS, TURNS
+from duetflow.release.table_schemas import (
     CHECK_COLUMN,
-    GAP_TOL_MS,
     TIME_TOL_S,
     dialogue_schema,
     rejection_schema,
     turn_schema,
 )
 from duetflow.seeding import seed_for
-from duetflow.storage.base import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -262,8 +261,8 @@ def _gap_failures(
     Only ``kind == "turn"`` rows take part; overlapping turns (backchannels, non-floor-taking
     interruptions) are not gaps. The floor is the turn that ends last so far.
     """
-    lo = config.render.gap_ms_min - GAP_TOL_MS
-    hi = config.render.gap_ms_max + GAP_TOL_MS
+    lo = config.render.gap_ms_min - ROW_GAP_TOL_MS
+    hi = config.render.gap_ms_max + ROW_GAP_TOL_MS
     out = []
     floor_end: float | None = None
     floor_speaker = ""
@@ -295,7 +294,7 @@ def acoustic_failures(
     """Acoustic gaps and digital holes of one rendered dialogue, measured on its audio.
 
     ``floor_db``: the floor level the renderer recorded for the file's pauses
-    (:func:`duetflow.rendering.mixdown.floor_in_file_db`): -inf measures them against the
+    (:func:`duetflow.audio.gap_tolerance.floor_in_file_db`): -inf measures them against the
     absolute floor (they are meant to be digital silence), a level also checks them for digital
     holes, None (not recorded) measures against each pause's own floor."""
     try:
