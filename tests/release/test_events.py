@@ -19,7 +19,8 @@ from release_fixtures import make_workdir, specs
 from duetflow.config import TurnsConfig
 from duetflow.records.rows import RenderedTurnRow, TurnEventRow
 from duetflow.release.events import EVENT_SCHEMA
-from duetflow.release.export import export_hf, export_lhotse
+from duetflow.release.export_hf import export_hf
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.publish import publish
 from duetflow.release.pull import open_release, pull
 from duetflow.release.validate import validate_release

@@ -33,7 +33,8 @@ from duetflow.records.manifest import (
     TURNS,
     write_table,
 )
-from duetflow.release.export import export_hf, export_lhotse, hf_decode
+from duetflow.release.export_hf import export_hf, hf_decode
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.layout import read_release_json
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull

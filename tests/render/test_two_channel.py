@@ -37,7 +37,8 @@ from duetflow.hashing import sha256_file
 from duetflow.pipeline.commands import process_workdir
 from duetflow.pipeline.ingest import ingest
 from duetflow.records.manifest import DIALOGUES, TURNS, iter_rows
-from duetflow.release.export import export_hf, export_lhotse, hf_decode, load_hf
+from duetflow.release.export_hf import export_hf, hf_decode, load_hf
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.release.validate import validate_release

@@ -18,7 +18,7 @@ from duetflow.pipeline.stages import REPORT
 from duetflow.records import convert, manifest
 
 if TYPE_CHECKING:
-    from duetflow.release.publish import ReportMaker, StagedRelease
+    from duetflow.release.staging import ReportMaker, StagedRelease
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ def report_key(staged: StagedRelease) -> str:
 
 
 def cached_report(config: RunConfig, done: list[StepOutcome]) -> ReportMaker:
-    """A :data:`~duetflow.release.publish.ReportMaker` that reuses a finished report.
+    """A :data:`~duetflow.release.staging.ReportMaker` that reuses a finished report.
 
     The report is drawn from the staged release (its splits and id) into
     ``<workdir>/cache/report/<key>/report``; re-publishing the same release re-measures
