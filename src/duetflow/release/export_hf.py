@@ -203,7 +203,7 @@ def _hf_readme(pulled: Path, splits: Sequence[str], release_id: str | None) -> s
         "every other column is the release manifest's (`corpus`, `category`, `licence`, "
         "`source_sample_rate`, ...). The full dataset card is `report/README.md` of the pulled "
         "release.\n\n"
-        "Load it with `duetflow.release.export.load_hf(path)`: a `DatasetDict` whose audio "
+        "Load it with `duetflow.release.export_hf.load_hf(path)`: a `DatasetDict` whose audio "
         "decodes through `torchcodec` where torchcodec works with your torch and FFmpeg, and "
         "is otherwise left undecoded (`Audio(decode=False)`: `{bytes, path}`), decoded with "
         '`soundfile` by `hf_decode(example["audio"])`. torchcodec is not part of '

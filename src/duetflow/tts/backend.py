@@ -71,7 +71,7 @@ class Voice:
     #: licence of the source dialogue (its ``licence`` column); PH dialogues inherit it
     licence: str = ""
     #: who the speaker is beyond its dialogue (``corpus:person``, see
-    #: :func:`duetflow.tts.voices.person_key`); the pool holds one voice per person, and a PH
+    #: :func:`duetflow.tts.voice_sources.person_key`); the pool holds one voice per person, and a PH
     #: dialogue's speakers are named by it (two sessions' ``user`` are two people)
     person: str = ""
 
