@@ -27,7 +27,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "duetflow.release": ("duetflow.rendering", "duetflow.pipeline", "duetflow.report", *SHELL),
 }
 #: the foundation: what every layer may import; it imports nothing but itself
-FOUNDATION = ("duetflow.errors", "duetflow.records.rows", "duetflow.hashing")
+FOUNDATION = ("duetflow.errors", "duetflow.records", "duetflow.hashing")
 #: what the run config may import: the foundation and the leaf modules of plain data it checks
 #: values against (licence ids, the topic taxonomy, bounded YAML loading, language tags)
 CONFIG_MAY_IMPORT = (

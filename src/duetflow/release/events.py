@@ -22,7 +22,7 @@ from duetflow.turntaking.events import dialogue_events
 
 log = logging.getLogger(__name__)
 
-#: the Arrow schema of ``events.parquet`` (from :class:`~duetflow.records.TurnEventRow`)
+#: the Arrow schema of ``events.parquet`` (from :class:`~duetflow.records.rows.TurnEventRow`)
 EVENT_SCHEMA = arrow_schema(TurnEventRow)
 #: the manifest name of the event table (``releases/<id>/manifests/events.parquet``)
 EVENTS = "events"

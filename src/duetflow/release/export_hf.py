@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 #: Turn fields the HF ``turns`` list leaves out: the dialogue id (the row's own) and the
 #: source-timeline times (meaningless without the source audio; in the pulled manifest).
-#: Every other :class:`~duetflow.records.RenderedTurnRow` field is a field of each turn.
+#: Every other :class:`~duetflow.records.rows.RenderedTurnRow` field is a field of each turn.
 HF_TURN_DROPPED_FIELDS = ("dialogue_id", "orig_start_s", "orig_end_s")
 
 

@@ -49,7 +49,7 @@ def _gzip_jsonl(path: Path, records: Iterator[dict[str, Any]]) -> int:
 
 #: Turn fields a lhotse ``SupervisionSegment`` carries natively: ``id`` (dialogue id + turn
 #: index), ``start``/``duration`` (from ``start_s``/``end_s``), ``text``, ``speaker``. Every
-#: other :class:`~duetflow.records.RenderedTurnRow` field goes under ``custom``.
+#: other :class:`~duetflow.records.rows.RenderedTurnRow` field goes under ``custom``.
 LHOTSE_TURN_NATIVE = ("dialogue_id", "turn_index", "start_s", "end_s", "text", "speaker")
 
 
@@ -57,7 +57,7 @@ LHOTSE_TURN_NATIVE = ("dialogue_id", "turn_index", "start_s", "end_s", "text", "
 #: supervision fields; audio, checksum, length, rate and channels describe the recording; the
 #: split is the manifest file; speakers are per turn; turn count, loudness, gains, gap range
 #: and the provenance JSON describe the rendering of the whole dialogue (all in the pulled
-#: manifest). Every other :class:`~duetflow.records.ReleaseDialogueRow` column goes under each
+#: manifest). Every other :class:`~duetflow.records.rows.ReleaseDialogueRow` column goes under each
 #: supervision's ``custom``, so a column added to the record reaches the export by itself.
 LHOTSE_DIALOGUE_EXCLUDED = (
     "dialogue_id",
@@ -102,7 +102,7 @@ EVENT_TURN_DROPPED_FIELDS = ("dialogue_id", "event_index", "turn_index")
 
 
 def turn_events(turn_index: int, events: Sequence[TurnEventRow]) -> list[dict[str, Any]]:
-    """The events whose own turn is ``turn_index`` (:class:`~duetflow.records.TurnEventRow`:
+    """The events whose own turn is ``turn_index`` (:class:`~duetflow.records.rows.TurnEventRow`:
     its class — ``turn``, ``backchannel``, an interruption... — and the ``gap`` it took the
     floor after), as plain dicts without :data:`EVENT_TURN_DROPPED_FIELDS`."""
     return [

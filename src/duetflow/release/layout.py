@@ -58,7 +58,7 @@ def _release_dialogue_schema() -> pa.Schema:
     return pa.schema(fields + [f for f in added if f.name not in AFTER_SHA256])
 
 
-#: Dialogue rows of a release (:class:`~duetflow.records.ReleaseDialogueRow`): the rendered
+#: Dialogue rows of a release (:class:`~duetflow.records.rows.ReleaseDialogueRow`): the rendered
 #: columns, ``split`` and ``audio_key`` after ``sha256``; ``audio_path`` is the audio's path
 #: relative to the store root (= ``audio_key``), so a pulled folder that mirrors the layout
 #: resolves it unchanged.
