@@ -3,11 +3,11 @@
 ``audio`` (pure signal processing) < ``turntaking`` (analysis, windows, the re-timing
 arithmetic) < ``rendering`` < ``pipeline`` < the Prefect shell (``flows``, ``tasks``) and the
 command line (``cli`` and its entry point ``console``). What each lower layer must never name,
-even in a function body or under ``if TYPE_CHECKING:`` (``tests/core/test_audio_is_pure.py``
-holds audio to stricter rules). Beside that chain: corpus adapters never reach into the
-pipeline, a release never into the renderer (what both sides share, such as the gap
-tolerance, sits below them in ``audio``), the config names no domain package, and the
-foundation (``records``, ``hashing``, ``errors``) imports only itself.
+even in a function body or under ``if TYPE_CHECKING:``
+(``tests/architecture/test_audio_is_pure.py`` holds audio to stricter rules). Beside that
+chain: corpus adapters never reach into the pipeline, a release never into the renderer (what
+both sides share, such as the gap tolerance, sits below them in ``audio``), the config names no
+domain package, and the foundation (``records``, ``hashing``, ``errors``) imports only itself.
 """
 
 from __future__ import annotations
