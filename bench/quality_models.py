@@ -67,7 +67,7 @@ TEXTS = [
 
 def _dialogues(root: Path, n: int) -> list[Any]:
     """``n`` two-channel HH dialogues of the eight sentences (voices vary per dialogue)."""
-    from duetflow.model import Category, Dialogue, MultichannelSource, Speaker, Turn
+    from duetflow.records.dialogue import Category, Dialogue, MultichannelSource, Speaker, Turn
     from duetflow.tts.espeak import speak
 
     out = []
@@ -104,9 +104,9 @@ def _dialogues(root: Path, n: int) -> list[Any]:
 def rendered(n: int, repeats: int) -> None:
     """The process stage with DNSMOS off and on; per-turn scoring of the rendered turns."""
     from duetflow.config import build_config
-    from duetflow.manifest import DIALOGUES, TURNS, iter_records
     from duetflow.pipeline.process import process_dialogues
-    from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+    from duetflow.records.manifest import DIALOGUES, TURNS, iter_records
+    from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 
     out = Path(tempfile.mkdtemp(prefix="duetflow-bench-dnsmos-"))
     try:

@@ -21,8 +21,8 @@ from duetflow.config.release import CueThresholds
 from duetflow.fairness.compare import gated_cues
 from duetflow.fairness.cues import CUE_BY_NAME, measure_file
 from duetflow.fairness.gate import audit
-from duetflow.model import DesignFields
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.dialogue import DesignFields
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 
 N = 16
 VOICE = ("dnsmos_ovrl", "dnsmos_sig", "dnsmos_bak")

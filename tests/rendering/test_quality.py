@@ -25,13 +25,13 @@ from duetflow.audio.dnsmos import WINDOW_S, get_model, score_clip
 from duetflow.audio.io import read_frames, resample
 from duetflow.config import build_config
 from duetflow.errors import ConfigError
-from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS, iter_records, read_rejections
-from duetflow.model import Category, Dialogue, MultichannelSource, Speaker, Stage, Turn
 from duetflow.pipeline.process import process_dialogues
-from duetflow.records import DNSMOS_COLUMNS, RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.dialogue import Category, Dialogue, MultichannelSource, Speaker, Stage, Turn
+from duetflow.records.manifest import DIALOGUES, REJECTIONS, TURNS, iter_records, read_rejections
+from duetflow.records.rows import DNSMOS_COLUMNS, RenderedDialogueRow, RenderedTurnRow
 from duetflow.rejections import explain
+from duetflow.release.workdir_checks import validate_workdir
 from duetflow.rendering.quality import LOW_OVRL, score_dialogue, solo_spans
-from duetflow.schemas import validate_workdir
 from duetflow.tts.espeak import speak
 
 SR = 16000

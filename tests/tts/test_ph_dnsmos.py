@@ -17,11 +17,11 @@ from tts_helpers import tts_config
 pytest.importorskip("onnxruntime", reason="the quality extra is not installed")
 pytest.importorskip("librosa", reason="the quality extra is not installed")
 
-from duetflow.manifest import iter_records, read_rejections
-from duetflow.model import Stage
 from duetflow.pipeline.commands import synthesize
-from duetflow.records import DNSMOS_COLUMNS, RenderedDialogueRow
-from duetflow.schemas import validate_workdir
+from duetflow.records.dialogue import Stage
+from duetflow.records.manifest import iter_records, read_rejections
+from duetflow.records.rows import DNSMOS_COLUMNS, RenderedDialogueRow
+from duetflow.release.workdir_checks import validate_workdir
 
 
 def _run(voices: Path, scripts: Path, out: Path, floor: dict[str, float] | None):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from duetflow.config.base import _Section
+from duetflow.config.section import _Section
 
 
 class QualityConfig(_Section):

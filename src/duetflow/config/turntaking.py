@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from duetflow.config.base import CATEGORIES, _Section
+from duetflow.config.section import CATEGORIES, _Section
 
 #: DNSMOS scores lie on the MOS scale.
 MOS_RANGE = (1.0, 5.0)

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from duetflow.config import RUN_ONLY_FIELDS, RunConfig
-from duetflow.pipeline.keys import code_hash, scoped_config, stage_key
+from duetflow.hashing import code_hash
+from duetflow.pipeline.keys import scoped_config, stage_key
 
 #: every section that can change what a release holds (all but where a run happens)
 CONTENT_SECTIONS: tuple[str, ...] = tuple(
@@ -82,7 +83,7 @@ SYNTH = StageSpec(
     "synth",
     # filters and quality: DNSMOS scores and filters.min_dnsmos_ovrl (issue 29)
     ("seed", "sample_rate", "synth", "render", "turns", "window", "topics", "filters", "quality"),
-    ("duetflow.tts.pipeline", "duetflow.tts.script", "duetflow.tts.voices"),
+    ("duetflow.tts.synthesize", "duetflow.tts.script", "duetflow.tts.voices"),
     inputs="a shard of scripts, the voice pool of the rendered work directories",
     outputs="PH tables + audio of the shard; merged into rendered/ph",
 )

@@ -2,7 +2,7 @@
 
 Issue 29: every rendered dialogue (process and synth, HH, HM and PH alike) is scored once its
 file is written, when ``quality.dnsmos`` is on; the scores fill the ``dnsmos_*`` columns of
-:class:`~duetflow.records.RenderedDialogueRow` (null when off).
+:class:`~duetflow.records.rows.RenderedDialogueRow` (null when off).
 
 One streamed pass over the written mix (:func:`duetflow.audio.stream.iter_blocks`, resampled to
 16 kHz block by block) feeds three :class:`~duetflow.audio.dnsmos.DnsmosStream` s, each holding
@@ -34,7 +34,7 @@ import numpy as np
 from duetflow.audio.dnsmos import RATE, DnsmosModel, DnsmosScore, DnsmosStream, get_model
 from duetflow.audio.io import audio_info
 from duetflow.audio.stream import StreamResampler, iter_blocks
-from duetflow.records import DNSMOS_COLUMNS, RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.rows import DNSMOS_COLUMNS, RenderedDialogueRow, RenderedTurnRow
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from duetflow.records import RenderedDialogueRow
+from duetflow.records.rows import RenderedDialogueRow
 from duetflow.report.data import Accumulator, DnsmosDistribution, ReportData
 from duetflow.report.plots import Plot, hist_plot
 from duetflow.report.tables import fmt_num
