@@ -21,8 +21,8 @@ from duetflow.licences import (
     release_terms,
 )
 from duetflow.manifest import iter_dialogues
+from duetflow.pipeline.driver import preflight
 from duetflow.pipeline.ingest import ingest
-from duetflow.pipeline.steps import preflight
 
 
 def test_licence_ids_are_checked() -> None:

@@ -14,8 +14,8 @@ import pytest
 from tts_helpers import tts_config, write_json
 
 from duetflow.manifest import DIALOGUES, iter_rows
-from duetflow.pipeline import steps
 from duetflow.pipeline.commands import synthesize
+from duetflow.pipeline.stages import synth as steps
 from duetflow.tts import base
 from duetflow.tts.espeak import EspeakBackend
 from duetflow.tts.voices import build_voice_pool
