@@ -103,9 +103,8 @@ def command(
 ) -> None:
     """Run one stage NAME on its own (ingest, process, match, scripts, synth, publish, ...)."""
     from duetflow.config import load_config
-    from duetflow.pipeline.driver import given_workdirs, run_stage
+    from duetflow.pipeline.driver import run_alone
     from duetflow.pipeline.executors import PlainExecutor
-    from duetflow.pipeline.stage import RunState
     from duetflow.pipeline.stages import STAGES
 
     if list_stages:
@@ -121,13 +120,12 @@ def command(
     if store is not None:
         overrides["release"] = {"store": store}
     config = load_config(config_path, overrides=overrides or None)
-    state = RunState(config, list(corpora) or None, release)
-    state.workdirs.extend(given_workdirs(inputs))
-    ex = PlainExecutor()
     with progress_bars(progress_enabled(progress)):
-        if spec.wanted(state):
-            spec.resume(state, ex)
-        output = run_stage(spec, state, ex)
+        state = run_alone(
+            spec, config, PlainExecutor(), corpora=corpora or None, workdirs=inputs or None,
+            release_id=release,
+        )  # fmt: skip
+    output = state.output(spec.name, [])
     computed = sum(not s.reused for s in state.steps)
     click.echo(
         f"{spec.name}: {len(state.steps)} steps ({computed} computed, "

@@ -20,8 +20,8 @@ from duetflow.config import RunConfig
 from duetflow.flows.executor import PrefectExecutor
 from duetflow.flows.runner import default_task_runner, resolve_config
 from duetflow.pipeline.cache import StepOutcome
-from duetflow.pipeline.driver import given_workdirs, run_stage
-from duetflow.pipeline.stage import RunState, StageSpec
+from duetflow.pipeline.driver import run_alone
+from duetflow.pipeline.stage import StageSpec
 from duetflow.pipeline.stages import INGEST, PROCESS, PUBLISH, SYNTH
 
 
@@ -50,13 +50,10 @@ def stage_flow(spec: StageSpec) -> Any:
         overrides: dict[str, Any] | None = None,
     ) -> StageResult:
         cfg = resolve_config(config, workdir=workdir, store=store, overrides=overrides)
-        ex = PrefectExecutor()
-        state = RunState(cfg, corpora, release_id)
-        if workdirs is not None:
-            state.workdirs.extend(given_workdirs(workdirs))
-        if spec.wanted(state):
-            spec.resume(state, ex)
-        output = run_stage(spec, state, ex)
+        state = run_alone(
+            spec, cfg, PrefectExecutor(), corpora=corpora, workdirs=workdirs, release_id=release_id
+        )
+        output = state.output(spec.name, [])
         return StageResult(spec.name, list(state.steps), output, list(state.workdirs))
 
     run_one.__doc__ = (

@@ -91,6 +91,27 @@ def given_workdirs(paths: Sequence[str | Path]) -> list[StepOutcome]:
     return [StepOutcome("given", Path(p).name, "", str(p)) for p in paths]
 
 
+def run_alone(
+    spec: StageSpec,
+    config: RunConfig,
+    ex: Executor,
+    *,
+    corpora: Sequence[str] | None = None,
+    workdirs: Sequence[str | Path] | None = None,
+    release_id: str | None = None,
+) -> RunState:
+    """Run one stage on its own (a stage flow, ``duetflow stage``): what it needs of earlier
+    stages is ``workdirs`` when given, else found in the work directory (``spec.resume``).
+    Returns the run's state: its steps, its output (``state.outputs[spec.name]``), the work
+    directories a later stage would read."""
+    state = RunState(config, corpora, release_id)
+    state.workdirs.extend(given_workdirs(workdirs or ()))
+    if spec.name not in state.skip and spec.wanted(state):
+        spec.resume(state, ex)
+    run_stage(spec, state, ex)
+    return state
+
+
 def preflight(config: RunConfig) -> None:
     """Check what a run needs before anything starts: raise ConfigError naming every problem.
 
