@@ -22,18 +22,18 @@ from click.testing import CliRunner
 from flow_helpers import write_config
 from prefect import flow
 
-from duetflow import manifest
 from duetflow.cli import main
 from duetflow.config import RunConfig, load_config
 from duetflow.flows.executor import PrefectExecutor
 from duetflow.flows.stages import stage_flow
+from duetflow.hashing import files_fingerprint
 from duetflow.pipeline import driver
 from duetflow.pipeline.cache import StepOutcome, build_cached, cache_dir
 from duetflow.pipeline.executors import Batch
-from duetflow.pipeline.keys import files_fingerprint
 from duetflow.pipeline.stage import RunState, StageSpec, StepHints, Work
 from duetflow.pipeline.stages import BY_NAME, with_stage
 from duetflow.pipeline.stages.match import after_match
+from duetflow.records import manifest
 from duetflow.tasks import task_of
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]

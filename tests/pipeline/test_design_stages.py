@@ -9,12 +9,12 @@ from pathlib import Path
 import yaml
 from flow_helpers import write_config
 
-from duetflow import manifest
 from duetflow.config import load_config
 from duetflow.pipeline import driver as run
 from duetflow.pipeline.cache import PH_LABEL
 from duetflow.pipeline.stages.scripts import scripts_wanted
 from duetflow.pipeline.stages.synth import synth_wanted
+from duetflow.records import manifest
 from llm_server import GOOD_EN, Received, Reply, chat_server
 
 

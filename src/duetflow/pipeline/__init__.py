@@ -14,6 +14,6 @@
 * :mod:`~duetflow.pipeline.commands` — one stage into a directory the caller names.
 
 This ``__init__`` imports nothing: a stage's cache key hashes the import closure of its entry
-modules *with their parent packages* (:func:`duetflow.pipeline.keys.import_closure`), so a
+modules *with their parent packages* (:func:`duetflow.hashing.import_closure`), so a
 re-export here would put the whole pipeline into every stage's key.
 """

@@ -29,7 +29,6 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome
@@ -37,6 +36,7 @@ from duetflow.pipeline.executors import Batch, Executor, PlainExecutor
 from duetflow.pipeline.merge import merge_workdirs
 from duetflow.pipeline.stage import found
 from duetflow.pipeline.stages import process, synth
+from duetflow.records import convert, manifest
 from duetflow.turntaking.stats import seconds_of
 
 log = logging.getLogger(__name__)
@@ -239,7 +239,7 @@ def synthesize(
         batch=Batch("synthesize", out.name, synth.count_synth_jobs(cfg, [voices_workdir])),
         size=found,
     )
-    records = [manifest.rejection_record(r) for r in rejected]
+    records = [convert.rejection_record(r) for r in rejected]
     merged = _merge_into_out(PH_LABEL, shards, out, "synth", extra_rejections=records)
     report = SynthReport(
         out_dir=out,

@@ -18,12 +18,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import DiskFullError, ManifestError
+from duetflow.hashing import code_hash, files_fingerprint, text_digest
 from duetflow.pipeline.cache import RESULT, StepOutcome, load_outcome
-from duetflow.pipeline.keys import code_hash, files_fingerprint, text_digest
-from duetflow.records import RejectionRow
+from duetflow.records import manifest
+from duetflow.records.rows import RejectionRow
 from duetflow.turntaking.stats import mean_of, seconds_of
 
 

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from duetflow.config import RUN_ONLY_FIELDS, RunConfig
+from duetflow.hashing import code_hash
 from duetflow.pipeline.cache import StepOutcome
 from duetflow.pipeline.executors import Batch
-from duetflow.pipeline.keys import code_hash, scoped_config, stage_key
+from duetflow.pipeline.keys import scoped_config, stage_key
 
 #: every section that can change what a release holds (all but where a run happens)
 CONTENT_SECTIONS: tuple[str, ...] = tuple(

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duetflow import manifest
 from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
-from duetflow.model import safe_id
 from duetflow.pipeline.cache import StepOutcome, build_cached, cache_dir, load_outcome, table_counts
 from duetflow.pipeline.executors import Batch
 from duetflow.pipeline.keys import tree_fingerprint
 from duetflow.pipeline.stage import IO_TAG, RunState, StageSpec, StepHints, Work
+from duetflow.records import convert
+from duetflow.records.dialogue import safe_id
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +58,11 @@ def ingest_key(job: CorpusJob, config: RunConfig) -> str:
     """Key of one corpus's ingest: adapter, options, licence and the tree's fingerprint, plus the
     resolved root as a locator (the intake tables point at its audio by absolute path, so an
     intake is valid only where it was read; no release records the root,
-    :mod:`duetflow.locations`)."""
+    :mod:`duetflow.records.locations`)."""
     from duetflow.corpora import get_adapter
 
     spec = job.spec
-    options = manifest.dumps(dict(sorted(spec.options.items())))
+    options = convert.dumps(dict(sorted(spec.options.items())))
     return STAGE.key(
         config, spec.name, str(Path(spec.root).resolve()), options,
         tree_fingerprint(spec.root), spec.licence or "",

@@ -14,14 +14,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from duetflow import manifest
 from duetflow.config import RunConfig
+from duetflow.hashing import files_fingerprint
 from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome, load_outcome, table_counts
 from duetflow.pipeline.executors import Batch
-from duetflow.pipeline.keys import files_fingerprint
 from duetflow.pipeline.merge import rendered_dir
 from duetflow.pipeline.stage import RunState, StageSpec, StepHints, Work
 from duetflow.pipeline.stages.ingest import corpus_jobs
+from duetflow.records import convert, manifest
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def run_match(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutc
             continue
         key = STAGE.key(
             config, files_fingerprint([d / manifest.DIALOGUES, d / manifest.REJECTIONS]),
-            manifest.dumps(sorted(drop.items())),
+            convert.dumps(sorted(drop.items())),
         )  # fmt: skip
         target = matched_dir(config, m.label)
         done = load_outcome(target)

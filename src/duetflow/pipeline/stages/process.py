@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duetflow import manifest
 from duetflow.config import RunConfig
-from duetflow.model import Dialogue
 from duetflow.pipeline.cache import StepOutcome, build_cached, cache_dir, record_counts
 from duetflow.pipeline.executors import Batch
 from duetflow.pipeline.keys import dialogues_fingerprint
@@ -26,6 +24,8 @@ from duetflow.pipeline.merge import merge_workdirs, rendered_dir
 from duetflow.pipeline.shards import stable_chunks
 from duetflow.pipeline.stage import RunState, StageSpec, StepHints, Work, found
 from duetflow.pipeline.stages.ingest import CorpusJob, corpus_jobs, find_intakes
+from duetflow.records import manifest
+from duetflow.records.dialogue import Dialogue
 from duetflow.turntaking.stats import micros
 
 log = logging.getLogger(__name__)

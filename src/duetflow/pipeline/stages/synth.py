@@ -1,6 +1,6 @@
 """The synth stage: the configured scripts spoken in the voices of real speakers, shard by shard.
 
-The work is :mod:`duetflow.tts.pipeline` (with the script and voice modules, the stage's entry
+The work is :mod:`duetflow.tts.synthesize` (with the script and voice modules, the stage's entry
 modules); a shard is cached by its scripts, its backend and the voice pool's fingerprint.
 Shards merge in order into ``<workdir>/rendered/ph`` with the rejections of scripts that could
 not be loaded or voiced. Voices come from the (matched) rendered work directories.
@@ -16,16 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duetflow import manifest
 from duetflow.config import RunConfig
+from duetflow.hashing import text_digest
 from duetflow.pipeline.cache import PH_LABEL, StepOutcome, build_cached, cache_dir, record_counts
 from duetflow.pipeline.executors import Batch
-from duetflow.pipeline.keys import text_digest
 from duetflow.pipeline.merge import merge_workdirs, rendered_dir
 from duetflow.pipeline.shards import stable_chunks
 from duetflow.pipeline.stage import TTS_TAG, RunState, StageSpec, StepHints, Work, found
 from duetflow.pipeline.stages.match import after_match
 from duetflow.pipeline.stages.scripts import scripts_wanted, voice_dirs
+from duetflow.records import convert, manifest
 from duetflow.turntaking.stats import micros
 
 if TYPE_CHECKING:  # the voice pool pulls in the audio stack; a cached run never needs it
@@ -81,7 +81,7 @@ def voices_fingerprint(pool: VoicePoolLike) -> str:
     """What the synthesized audio depends on: each voice's clip, transcript and measurements."""
     payload: list[Any] = [dataclasses.asdict(v) for v in pool.voices]
     payload.append([list(x) for x in pool.lengths])  # PH lengths drawn from
-    return hashlib.sha256(manifest.dumps(payload).encode()).hexdigest()
+    return hashlib.sha256(convert.dumps(payload).encode()).hexdigest()
 
 
 def _script_key(s: Script) -> str:
@@ -101,8 +101,8 @@ def plan_synth_shards(
     enabled, the kept HH transcripts. Those rejected on loading, or whose language has no
     backend, go to ``rejected`` (once, not per backend).
     """
-    from duetflow.model import Rejection
-    from duetflow.tts.pipeline import backend_rejection
+    from duetflow.records.dialogue import Rejection
+    from duetflow.tts.synthesize import backend_rejection
 
     voices_fp = voices_fingerprint(pool)
     index = 0
@@ -119,7 +119,7 @@ def plan_synth_shards(
                     rejected.append(rej)
 
         for batch in stable_chunks(good(), config.runner.shard_size, _script_key):
-            text = manifest.dumps([s.to_json() for s in batch])
+            text = convert.dumps([s.to_json() for s in batch])
             key = STAGE.key(config, backend, text_digest(text), voices_fp)
             yield SynthShard(PH_LABEL, index, key, tuple(batch), backend)
             index += 1
@@ -147,7 +147,7 @@ def count_synth_jobs(
     """How many synthesis jobs :func:`plan_synth_shards` cuts into shards: each readable
     script once per backend of its language (the shards' ``found`` add up to it; the
     progress total). One extra pass over the scripts, which are small text."""
-    from duetflow.model import Rejection
+    from duetflow.records.dialogue import Rejection
 
     return sum(
         len(config.synth.backends_for(item.language))
@@ -160,7 +160,7 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
     """Synthesize one shard of scripts into its cache directory (or reuse it)."""
 
     def build(out: Path) -> StepOutcome:
-        from duetflow.tts.pipeline import synthesize_scripts  # the TTS stack: only to build
+        from duetflow.tts.synthesize import synthesize_scripts  # the TTS stack: only to build
 
         scoped = STAGE.scoped(config)
         qa = scoped.synth.clone_qa
@@ -188,7 +188,7 @@ def merge_synth(
     shards: Sequence[StepOutcome], script_rejections: Sequence[Any], config: RunConfig
 ) -> StepOutcome:
     """The PH work directory: every shard in order, then the scripts rejected before any."""
-    records = [manifest.rejection_record(r) for r in script_rejections]
+    records = [convert.rejection_record(r) for r in script_rejections]
     merged = merge_workdirs(
         PH_LABEL, shards, rendered_dir(config, PH_LABEL), extra_rejections=records, stage="synth"
     )
@@ -226,7 +226,7 @@ def merge(state: RunState, work: Work, done: list[Any]) -> list[StepOutcome]:
 STAGE = StageSpec(
     "synth",
     ("seed", "sample_rate", "synth", "render", "turns", "window", "topics"),
-    ("duetflow.tts.pipeline", "duetflow.tts.script", "duetflow.tts.voices"),
+    ("duetflow.tts.synthesize", "duetflow.tts.script", "duetflow.tts.voices"),
     inputs="a shard of scripts, the voice pool of the rendered work directories",
     outputs="PH tables + audio of the shard; merged into rendered/ph",
     step=run_synth_shard,
