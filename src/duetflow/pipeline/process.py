@@ -2,7 +2,7 @@
 work directory.
 
 ``process_dialogues`` is the work of one shard: the pipeline's process step
-(:func:`duetflow.pipeline.steps.run_process_shard`), which ``duetflow process`` runs too
+(:func:`duetflow.pipeline.stages.process.run_process_shard`), which ``duetflow process`` runs too
 (:func:`duetflow.pipeline.commands.process_workdir`). It streams: one source dialogue is timed
 from its audio (:mod:`duetflow.turntaking.timing`, read in chunks), selected, and its kept
 windows rendered before the next is read, and its records go to row-group writers (rows only

@@ -1,7 +1,7 @@
 """The synthesize stage: scripts + voice references → a rendered PH work directory.
 
 :func:`synthesize_scripts` does one shard: the pipeline's synth step
-(:func:`duetflow.pipeline.steps.run_synth_shard`), which ``duetflow synthesize`` runs too
+(:func:`duetflow.pipeline.stages.synth.run_synth_shard`), which ``duetflow synthesize`` runs too
 (:func:`duetflow.pipeline.commands.synthesize`). Merged, the output is a rendered work
 directory exactly like the process stage's: ``audio/<id>.flac``,
 ``dialogues.parquet``, ``turns.parquet``, ``rejections.parquet`` (stage ``synthesize``).
