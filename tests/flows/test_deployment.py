@@ -12,10 +12,10 @@ from uuid import UUID
 import pytest
 from flow_helpers import write_config
 
-from duetflow import manifest
 from duetflow.cli.deploy import POOL, deploy
 from duetflow.deploy_steps import PROJECT_DIR_ENV
 from duetflow.flows import process, weekly_release
+from duetflow.records import manifest
 from duetflow.release.validate import validate_release
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
@@ -113,8 +113,8 @@ def test_deploy_on_a_named_pool_runs_on_a_worker_of_that_pool(
     assert re.search(r"found \d+, kept \d+, rejected \d+", own[0])
 
     # a stage flow on its own finds the finished ingest of the same files and config
-    shards, merged = process(config=str(cfg_path), corpora=["studio"])
-    assert shards and all(s.reused for s in shards) and merged[0].kept == len(kept)
+    res = process(config=str(cfg_path), corpora=["studio"])
+    assert res.steps and all(s.reused for s in res.steps) and res.output[0].kept == len(kept)
 
     # the weekly flow picks up what the nightly one rendered: synthesize, then publish
     release = weekly_release(config=str(cfg_path))

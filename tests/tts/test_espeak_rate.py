@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from duetflow.tts.base import Voice
+from duetflow.tts.backend import Voice
 from duetflow.tts.espeak import (
     CHARS_PER_S_AT_DEFAULT,
     DEFAULT_RATE_WPM,

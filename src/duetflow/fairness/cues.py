@@ -35,7 +35,7 @@ import numpy as np
 from duetflow.audio.bs1770 import SILENCE_LUFS, measure
 from duetflow.audio.io import read_frames
 from duetflow.errors import DuetflowError
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +75,12 @@ class Cue:
     at length), so it is reported there but not gated; wherever PH takes part it comes from the
     scripts and the pipeline, and counts.
 
-    ``voice``: the cue measures the speakers (their spectrum, their crest factor) through a
-    channel the pipeline holds equal; it is reported in every pair but never gated and never
-    given to the classifier (the pipeline's part of it is measured by another cue, named in
-    :data:`CUES`' comments and docs/fairness.md).
+    ``voice``: the cue measures the speakers themselves through a channel the pipeline holds
+    equal (their spectrum, their crest factor; DNSMOS's judgement of them, issue 29, read from
+    the manifest); it is reported in every pair but never gated and never given to the
+    classifier: a listener *should* tell the categories apart by the voices, and the pipeline's
+    part of each voice cue is gated through its own cue (named in :data:`CUES`' comments and
+    docs/fairness.md).
 
     ``floor``: the smallest difference of the two sides' means, in ``unit``, that counts (an
     inaudible step below a listener's difference limen, or the instrument's own resolution;
@@ -133,6 +135,10 @@ CUES: tuple[Cue, ...] = (
         conversation=True,
         floor=0.5,
     ),
+    # issue 29: DNSMOS from the manifest (quality.dnsmos), reported only
+    Cue("dnsmos_ovrl", "MOS", "DNSMOS overall quality of the mix", voice=True),
+    Cue("dnsmos_sig", "MOS", "DNSMOS speech signal quality of the mix", voice=True),
+    Cue("dnsmos_bak", "MOS", "DNSMOS background (noise) quality of the mix", voice=True),
 )
 
 CUE_NAMES: tuple[str, ...] = tuple(c.name for c in CUES)
@@ -170,6 +176,10 @@ class DialogueCues:
     n_turns: float
     turns_per_min: float
     speech_rate_cps: float
+    # reported-only voice cues from the manifest (NaN when quality.dnsmos was off)
+    dnsmos_ovrl: float = math.nan
+    dnsmos_sig: float = math.nan
+    dnsmos_bak: float = math.nan
 
     def value(self, cue: str) -> float:
         """The value of one cue by name."""
@@ -448,9 +458,10 @@ def measure_dialogue(
 def measure_file(
     row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow], path: Path | str
 ) -> DialogueCues:
-    """The cues of one rendered dialogue from its audio file and turn rows."""
+    """The cues of one rendered dialogue from its audio file and turn rows (the voice cues from
+    its row)."""
     samples, sr = read_frames(path)
-    return measure_dialogue(
+    cues = measure_dialogue(
         samples,
         sr,
         [TurnSpan.of(t) for t in turns],
@@ -459,6 +470,11 @@ def measure_file(
         category=str(row.category),
         language=str(row.language),
         speakers=(str(row.speaker_a), str(row.speaker_b)),
+    )
+    voice = {c.name: getattr(row, c.name, None) for c in CUES if c.voice}
+    return dataclasses.replace(
+        cues,
+        **{k: math.nan if v is None else float(v) for k, v in voice.items()},  # type: ignore[arg-type]
     )
 
 

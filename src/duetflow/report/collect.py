@@ -26,6 +26,7 @@ import numpy as np
 
 from duetflow._version import __version__
 from duetflow.audio.edges import change_gaps
+from duetflow.audio.gap_tolerance import floor_in_file_db
 from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import SILENCE_LUFS, measure
 from duetflow.config import RunConfig
@@ -34,10 +35,9 @@ from duetflow.errors import DuetflowError
 from duetflow.fairness.audit import AuditResult
 from duetflow.licences import UNDECLARED, release_terms
 from duetflow.licences import terms as terms_of
-from duetflow.manifest import read_rejections
-from duetflow.model import Category, Rejection, Stage
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
-from duetflow.rendering.mixdown import floor_in_file_db
+from duetflow.records.dialogue import Category, Rejection, Stage
+from duetflow.records.manifest import read_rejections
+from duetflow.records.rows import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
 from duetflow.report.data import (
     DEFAULT_AUDIO_SAMPLE,
     MAX_EXAMPLES,
@@ -52,6 +52,7 @@ from duetflow.report.data import (
     ReportData,
 )
 from duetflow.report.parity import release_audit
+from duetflow.report.quality import DnsmosTally
 from duetflow.report.rows import dialogues_with_turns, json_obj, num, similarities
 from duetflow.report.source_stats import parse_source_stats
 from duetflow.report.sources import ReportInput
@@ -135,6 +136,7 @@ class _Collector:
         self.ph_licences: dict[str, str] = {}
         self.licences: dict[str, tuple[int, float, set[str]]] = {}
         self.code_versions: Counter[str] = Counter()
+        self.dnsmos = DnsmosTally()
         self.sample_size = audio_sample
         self.heap: list[
             tuple[int, str, RenderedDialogueRow, list[RenderedTurnRow], ReportInput]
@@ -171,6 +173,7 @@ class _Collector:
         if la is not None and lb is not None:
             a["loudness_diff"].add(la - lb)
         self._turn_stats(row, turns)
+        self.dnsmos.add(row)
         prov = json_obj(row.provenance)
         cv = prov.get("code_version")
         if isinstance(cv, str) and (cv in self.code_versions or len(self.code_versions) < 20):
@@ -507,4 +510,5 @@ def collect(
         design_cells=contract.cells if contract is not None else (),
         design_problems=tuple(contract.problems) if contract is not None else (),
         cue_audit=cue_audit if cue_audit is not None else release_audit(inputs, cfg),
+        dnsmos=c.dnsmos.freeze(),
     )

@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
-from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind
+from duetflow.records.dialogue import Dialogue, MixedMonoSource, Turn, TurnKind
 from duetflow.turntaking.overlaps import (
     BalanceStats,
     OverlapClass,
@@ -68,6 +68,8 @@ REASON_KNOBS: dict[str, tuple[str, ...]] = {
     "language": ("filters.languages",),
     "topic": ("filters.topics",),
     "no_window": ("window.min_s", "window.max_s", "window.policy"),
+    # applied to rendered audio (pipeline.process, tts.pipeline; duetflow.rendering.quality)
+    "dnsmos_ovrl_low": ("filters.min_dnsmos_ovrl", "quality.dnsmos"),
 }
 
 
