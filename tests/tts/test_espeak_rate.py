@@ -83,7 +83,7 @@ def test_synthesized_rate_follows_the_reference(language: str) -> None:
 
 
 def test_rate_stays_in_range_and_defaults_without_a_transcript() -> None:
-    assert voice_settings(_voice("en", 40.0))[1] == 300
-    assert voice_settings(_voice("zh", 0.5))[1] == 100
+    assert voice_settings(_voice("en", 40.0))[1] == 220
+    assert voice_settings(_voice("zh", 0.5))[1] == 130
     v = _voice("en", 11.0)
     assert voice_settings(type(v)(**{**v.__dict__, "transcript": ""}))[1] == DEFAULT_RATE_WPM

@@ -95,6 +95,8 @@ class Cue:
     conversation: bool = False
     voice: bool = False
     floor: float = 0.0
+    #: read from the dialogue's manifest row (null there: NaN), not measured from the audio
+    manifest: bool = False
 
 
 #: Every cue, in table order: the one declaration (fields of :class:`DialogueCues`, columns of
@@ -136,9 +138,15 @@ CUES: tuple[Cue, ...] = (
         floor=0.5,
     ),
     # issue 29: DNSMOS from the manifest (quality.dnsmos), reported only
-    Cue("dnsmos_ovrl", "MOS", "DNSMOS overall quality of the mix", voice=True),
-    Cue("dnsmos_sig", "MOS", "DNSMOS speech signal quality of the mix", voice=True),
-    Cue("dnsmos_bak", "MOS", "DNSMOS background (noise) quality of the mix", voice=True),
+    Cue("dnsmos_ovrl", "MOS", "DNSMOS overall quality of the mix", voice=True, manifest=True),
+    Cue("dnsmos_sig", "MOS", "DNSMOS speech signal quality of the mix", voice=True, manifest=True),
+    Cue(
+        "dnsmos_bak",
+        "MOS",
+        "DNSMOS background (noise) quality of the mix",
+        voice=True,
+        manifest=True,
+    ),
 )
 
 CUE_NAMES: tuple[str, ...] = tuple(c.name for c in CUES)
@@ -458,8 +466,8 @@ def measure_dialogue(
 def measure_file(
     row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow], path: Path | str
 ) -> DialogueCues:
-    """The cues of one rendered dialogue from its audio file and turn rows (the voice cues from
-    its row)."""
+    """The cues of one rendered dialogue from its audio file and turn rows (the manifest's own
+    cues, :attr:`Cue.manifest`, from its row)."""
     samples, sr = read_frames(path)
     cues = measure_dialogue(
         samples,
@@ -471,7 +479,7 @@ def measure_file(
         language=str(row.language),
         speakers=(str(row.speaker_a), str(row.speaker_b)),
     )
-    voice = {c.name: getattr(row, c.name, None) for c in CUES if c.voice}
+    voice = {c.name: getattr(row, c.name, None) for c in CUES if c.manifest}
     return dataclasses.replace(
         cues,
         **{k: math.nan if v is None else float(v) for k, v in voice.items()},  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ DEFAULT_RATE_WPM = 165
 #: and 4.45 per utterance).
 CHARS_PER_S_AT_DEFAULT: dict[str, float] = {"en": 10.37, "zh": 3.86}
 #: The rate parameter is kept inside this range (wpm): beyond it eSpeak NG turns unnatural.
-RATE_RANGE_WPM = (100, 300)
+RATE_RANGE_WPM = (130, 220)
 
 
 def _loader_version() -> str:
