@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from duetflow.acoustics.blocks import merge_blocks
 from duetflow.audio import edges
 from duetflow.audio.calibration import construct
 from duetflow.audio.mix import fade_envelope
 from duetflow.config import build_config
 from duetflow.model import Turn, TurnKind
 from duetflow.rendering.mixdown import GAP_TOLERANCE_S, Bed, Change, Clip, mixdown
-from duetflow.turntaking.retime import layout_blocks, layout_turns, merge_blocks
+from duetflow.turntaking.retime import layout_blocks, layout_turns
 
 SR = 16000
 

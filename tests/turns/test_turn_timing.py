@@ -18,6 +18,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from duetflow.acoustics.timing import (
+    LABEL_END,
+    LABEL_START,
+    PROVENANCE_KEY,
+    EdgeSource,
+    estimate_slack,
+    refine_timing,
+)
 from duetflow.audio.io import resample
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
@@ -34,14 +42,6 @@ from duetflow.pipeline.process import process_dialogues
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 from duetflow.turntaking.rendered_length import predict_length
 from duetflow.turntaking.selection import select
-from duetflow.turntaking.timing import (
-    LABEL_END,
-    LABEL_START,
-    PROVENANCE_KEY,
-    EdgeSource,
-    estimate_slack,
-    refine_timing,
-)
 
 from .timing_corpora import (
     LAYOUTS,

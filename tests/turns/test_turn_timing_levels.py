@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from duetflow.acoustics.timing import refine_timing
 from duetflow.audio.levels import file_dc_offsets
 from duetflow.config import build_config
-from duetflow.turntaking.timing import refine_timing
 
 from .timing_corpora import build, plan
 
