@@ -27,6 +27,8 @@ import numpy.typing as npt
 from scipy import fft as sp_fft
 from scipy import signal
 
+from duetflow.audio import kernels
+
 __all__ = ["STOP_DB", "TRANSITION_HZ", "energy_bandwidth_hz", "lowpass", "welch_density"]
 
 Audio = npt.NDArray[np.float32]
@@ -97,9 +99,22 @@ def welch_density(
     hop = nperseg - nperseg // 2
     count = (x.size - nperseg // 2) // hop
     power = np.empty((f.size, count), dtype=np.float64)
-    segments = np.lib.stride_tricks.sliding_window_view(x, nperseg)[::hop]
+    inner = slice(1, -1 if nperseg % 2 == 0 else None)
+    compiled = kernels.welch_kernels()
+    if compiled is not None and count > 1:
+        segments, into_columns, row_means = compiled
+        xs = np.ascontiguousarray(x, dtype=np.float64)
+        block = np.empty((min(_BLOCK, count), nperseg), dtype=np.float64)
+        for a in range(0, count, _BLOCK):
+            seg = block[: min(count, a + _BLOCK) - a]
+            segments(xs, win, hop, a, seg)
+            into_columns(sp_fft.rfft(seg, n=nperseg, axis=-1), power, a)
+        mean = np.empty(f.size, dtype=np.float64)
+        row_means(power, 1, f.size - 1 if nperseg % 2 == 0 else f.size, mean)
+        return f, mean
+    segs = np.lib.stride_tricks.sliding_window_view(x, nperseg)[::hop]
     for a in range(0, count, _BLOCK):
-        seg = segments[a : min(count, a + _BLOCK)]
+        seg = segs[a : min(count, a + _BLOCK)]
         seg = seg - np.mean(seg, axis=-1, keepdims=True)
         seg *= win
         spec = sp_fft.rfft(seg, n=nperseg, axis=-1)
@@ -107,7 +122,7 @@ def welch_density(
         pw = re * re
         pw += im * im
         power[:, a : a + len(pw)] = pw.T
-    power[1 : -1 if nperseg % 2 == 0 else None] *= 2
+    power[inner] *= 2
     if count > 1:
         return f, power.mean(axis=-1)
     return f, power.reshape(f.size)
