@@ -271,7 +271,7 @@ def test_a_gap_the_rows_would_carry_outside_the_band_is_rejected(
 
     import duetflow.rendering.mixdown as mixdown_mod
     from duetflow.errors import InputError
-    from duetflow.rendering.mixdown import Bed
+    from duetflow.rendering.assembly import Bed
     from duetflow.schemas.tables import GAP_TOL_MS
 
     assert mixdown_mod.ROW_GAP_TOL_MS == GAP_TOL_MS

@@ -51,7 +51,8 @@ from duetflow.licences import UNDECLARED, combine
 from duetflow.manifest import dumps
 from duetflow.model import Category, DesignFields, TurnKind, safe_id
 from duetflow.records import RenderedDialogueRow, RenderedTurnRow
-from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
+from duetflow.rendering.assembly import Bed, Clip
+from duetflow.rendering.mixdown import Change, mixdown
 from duetflow.rendering.source_rate import resampling_record
 from duetflow.seeding import rng_for
 from duetflow.tts.base import Synthesis, Voice
