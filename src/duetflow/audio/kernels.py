@@ -269,11 +269,14 @@ def welch_kernels() -> tuple[Callable[..., Any], Callable[..., Any], Callable[..
 
     @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
     def power(spec: Any, p: Any, col: int) -> None:  # pragma: no cover - compiled
-        for f in range(spec.shape[1]):  # the rows of p written in order
+        nf = spec.shape[1]
+        for f0 in range(0, nf, 16):  # tiles: short contiguous reads and writes, cache-sized
+            f1 = min(nf, f0 + 16)
             for r in range(spec.shape[0]):
-                re = spec[r, f].real
-                im = spec[r, f].imag
-                p[f, col + r] = re * re + im * im
+                for f in range(f0, f1):
+                    re = spec[r, f].real
+                    im = spec[r, f].imag
+                    p[f, col + r] = re * re + im * im
 
     @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
     def row_means(p: Any, double_from: int, double_to: int, out: Any) -> None:  # pragma: no cover
