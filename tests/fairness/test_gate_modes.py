@@ -1,6 +1,6 @@
 """The release gate ``release.cue_parity: off | warn | fail`` through a real publish.
 
-The work directories are written for real (tests/release/release_fixtures.py); the planted
+The work directories are written for real (tests/release_fixtures.py); the planted
 difference is the duration: PH dialogues 30 s, HH 20.5 s (each with a little spread).
 """
 

@@ -19,7 +19,7 @@ definition, loudness) and the turn-taking analysis (:mod:`duetflow.turntaking`) 
 * :mod:`~duetflow.acoustics.extent_bounds`: where each turn's (block's) extent may lie on its
   track, and where latched blocks are cut.
 
-Layering (``tests/core/test_layers.py``): ``audio`` < ``acoustics`` < ``turntaking`` <
+Layering (``tests/architecture/test_layers.py``): ``audio`` < ``acoustics`` < ``turntaking`` <
 ``rendering`` < ``pipeline``; this package may import ``audio``, ``model``, ``config`` and
 ``errors``, never turn-taking, rendering or anything above. The package re-exports nothing.
 """

@@ -312,7 +312,7 @@ def test_track_length_mismatch(tmp_path: Path) -> None:
 
 
 def test_json_schema_is_published_in_docs() -> None:
-    doc = (Path(__file__).parents[2] / "docs" / "studio-sessions.md").read_text("utf-8")
+    doc = (Path(__file__).parents[3] / "docs" / "studio-sessions.md").read_text("utf-8")
     start = doc.index("```json\n", doc.index("## JSON Schema")) + len("```json\n")
     published = json.loads(doc[start : doc.index("```", start)])
     assert published == sidecar_json_schema()

@@ -34,7 +34,7 @@ def cfg(**sections: dict) -> RunConfig:
 
 
 #: without the mono_overlaps filter: ``dialogue`` builds mono mixes, whose overlapped changes that
-#: filter keeps out of a release (tests/turns/test_mono_overlaps.py); here the classes decide
+#: filter keeps out of a release (tests/turntaking/test_mono_overlaps.py); here the classes decide
 CLASSES = cfg(filters={"order": [f for f in CFG.filters.order if f != "mono_overlaps"]})
 
 

@@ -4,7 +4,7 @@
 extents, acoustic turn timing) < ``turntaking`` (analysis, windows, the re-timing arithmetic) <
 ``rendering`` < ``pipeline`` < the Prefect shell (``flows``, ``tasks``) and the
 command line (``cli`` and its entry point ``console``). What each lower layer must never name,
-even in a function body or under ``if TYPE_CHECKING:`` (``tests/core/test_audio_is_pure.py``
+even in a function body or under ``if TYPE_CHECKING:`` (``tests/architecture/test_audio_is_pure.py``
 holds audio to stricter rules):
 """
 

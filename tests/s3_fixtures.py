@@ -1,23 +1,20 @@
-"""Fixtures for release tests: moto's S3 server over real HTTP, a connection-dropping proxy,
-botocore-level fault injection and tiny rendered work directories."""
+"""S3 fixtures shared by the release and storage tests (a pytest plugin of tests/conftest.py):
+moto's S3 server over real HTTP, a connection-dropping proxy, botocore-level fault injection."""
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-import boto3
 import pytest
 
-from duetflow.config import RunConfig
-
-sys.path.insert(0, str(Path(__file__).parent))
-
-from s3_faults import FlakyProxy, s3_config
-
 from moto_s3 import moto_server, use_fake_aws
+
+if TYPE_CHECKING:  # boto3, the config and the proxy load only in the tests that use S3
+    from s3_faults import FlakyProxy
+
+    from duetflow.config import RunConfig
 
 
 @pytest.fixture(scope="session")
@@ -35,6 +32,8 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, moto_endpoint: str) -> str:
 
 
 def _make_bucket(endpoint: str) -> str:
+    import boto3
+
     name = f"rel-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=name)
     return name
@@ -48,6 +47,8 @@ def s3_uri(aws_env: str) -> str:
 
 @pytest.fixture
 def s3_cfg(aws_env: str) -> RunConfig:
+    from s3_faults import s3_config
+
     return s3_config(aws_env)
 
 
@@ -56,6 +57,8 @@ def s3_cfg(aws_env: str) -> RunConfig:
 
 @pytest.fixture
 def flaky_proxy(aws_env: str) -> Iterator[Callable[[int], FlakyProxy]]:
+    from s3_faults import FlakyProxy
+
     proxies: list[FlakyProxy] = []
 
     def make(every: int) -> FlakyProxy:

@@ -12,13 +12,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from corpora.helpers import truth
 from duetflow.audio.io import read_frames
 from duetflow.audio.vad import VadParams, detect_speech
 from duetflow.cli import main
 from duetflow.demo import load_truth, make_samples
 from duetflow.demo.voice import FEMALE, MALE, Voice, room_tone, speech
-
-from .helpers import truth
 
 # --- voice --------------------------------------------------------------------------------------
 

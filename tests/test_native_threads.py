@@ -13,7 +13,7 @@ import yaml
 
 from duetflow.native_threads import DEFAULT_THREADS, THREAD_VARS, default_threads
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 # Runs the console entry point in a fresh interpreter and reports each thread variable as it
 # stood when numpy was first imported (a meta-path hook sees the import before numpy runs).

@@ -1,6 +1,6 @@
 """The ASR hook (issue 29): untranscribed HM sessions are transcribed so their checks run.
 
-Against a local OpenAI-compatible stub on 127.0.0.1 (tests/studio/asr_stub.py): a disclosure
+Against a local OpenAI-compatible stub on 127.0.0.1 (tests/corpora/studio/asr_stub.py): a disclosure
 said only aloud, a timeout, a malformed answer, an endless answer, resume from the cache.
 """
 

@@ -2,7 +2,7 @@
 
 A cheap interface adds a constant offset to one speaker's file; the offset must not reach the
 level decisions (floors, edges): timing on the offset files equals timing on the clean ones,
-both checked against the constructed speech (tests/turns/timing_corpora.py). On the code before
+both checked against the constructed speech (tests/acoustics/timing_corpora.py). On the code before
 the fix a 0.2 offset moved edges by up to 249 ms (back to the annotation).
 """
 

@@ -1,4 +1,4 @@
-"""Acoustic turn timing against constructed truth (tests/turns/timing_corpora.py).
+"""Acoustic turn timing against constructed truth (tests/acoustics/timing_corpora.py).
 
 The instrument is the construction itself: every turn's speech was placed at a known position
 and annotated with known slack, in the on-disk shapes of IEMOCAP (stereo with crosstalk),
