@@ -25,12 +25,9 @@ The compiled kernels need the optional ``numba`` (extra ``fast``). Without it, o
 numba is imported (and the kernels compiled, or loaded from numba's on-disk cache) on the first
 call, never at import, so commands that filter nothing do not pay for it.
 
-The Welch periodogram of :func:`duetflow.audio.bandlimit.welch_density` has three loops here
-too (:func:`welch_kernels`), each numpy's own arithmetic in its own order: a segment's mean is
-numpy's pairwise sum (``np.add.reduce``: blocks of 8 partial sums up to 128 values, halves split
-on a multiple of 8 above) divided by its length, the segment less it times the window, the
-power ``re*re + im*im``, and the mean over segments the same pairwise sum; the FFT between them
-stays scipy's.
+The Welch periodogram of :func:`duetflow.audio.bandlimit.welch_density` has three loops
+compiled too (:func:`welch_kernels`, in :mod:`duetflow.audio.welch_kernels`), each numpy's own
+arithmetic in its own order; the FFT between them stays scipy's.
 """
 
 from __future__ import annotations
@@ -221,79 +218,20 @@ def sosfilt(
 def welch_kernels() -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]] | None:
     """(windowed segments, power into columns, mean of rows) compiled, or None (numba missing
     or turned off): see the module docstring; :func:`duetflow.audio.bandlimit.welch_density`
-    uses numpy then, with the same bits."""
+    uses numpy then, with the same bits. The kernels are module-level functions of
+    :mod:`duetflow.audio.welch_kernels` (numba caches those on disk; closures that call one
+    another it compiled anew in every process)."""
     if _compiled() is None:
         return None
-    import numba
-
-    @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-    def pairwise(a: Any, lo: int, n: int) -> Any:  # pragma: no cover - compiled
-        # numpy's pairwise_sum for float64 (numpy/_core/src/umath/loops_utils.h.src)
-        if n < 8:
-            res = 0.0
-            for i in range(n):
-                res += a[lo + i]
-            return res
-        if n <= 128:
-            r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-            r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
-            i = 8
-            m = n - (n % 8)
-            while i < m:
-                r0 += a[lo + i]
-                r1 += a[lo + i + 1]
-                r2 += a[lo + i + 2]
-                r3 += a[lo + i + 3]
-                r4 += a[lo + i + 4]
-                r5 += a[lo + i + 5]
-                r6 += a[lo + i + 6]
-                r7 += a[lo + i + 7]
-                i += 8
-            res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
-            while i < n:
-                res += a[lo + i]
-                i += 1
-            return res
-        n2 = n // 2
-        n2 -= n2 % 8
-        return pairwise(a, lo, n2) + pairwise(a, lo + n2, n - n2)
-
-    @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-    def segments(x: Any, win: Any, hop: int, first: int, out: Any) -> None:  # pragma: no cover
-        m = win.shape[0]
-        for r in range(out.shape[0]):
-            lo = (first + r) * hop
-            mean = (0.0 + pairwise(x, lo, m)) / m
-            for k in range(m):
-                out[r, k] = (x[lo + k] - mean) * win[k]
-
-    @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-    def power(spec: Any, p: Any, col: int) -> None:  # pragma: no cover - compiled
-        nf = spec.shape[1]
-        for f0 in range(0, nf, 16):  # tiles: short contiguous reads and writes, cache-sized
-            f1 = min(nf, f0 + 16)
-            for r in range(spec.shape[0]):
-                for f in range(f0, f1):
-                    re = spec[r, f].real
-                    im = spec[r, f].imag
-                    p[f, col + r] = re * re + im * im
-
-    @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-    def row_means(p: Any, double_from: int, double_to: int, out: Any) -> None:  # pragma: no cover
-        n = p.shape[1]
-        for f in range(p.shape[0]):
-            if double_from <= f < double_to:
-                for k in range(n):
-                    p[f, k] *= 2.0
-            out[f] = (0.0 + pairwise(p[f], 0, n)) / n
-
     try:
+        from duetflow.audio import welch_kernels as wk
+
         x = np.ones(8)
         seg = np.empty((1, 4))
-        segments(x, np.ones(4), 2, 0, seg)
+        wk.segments(x, np.ones(4), 2, 0, seg)
         p = np.empty((3, 1))
-        power(np.ones((1, 3), dtype=np.complex128), p, 0)
-        row_means(p, 1, 2, np.empty(3))
+        wk.power(np.ones((1, 3), dtype=np.complex128), p, 0)
+        wk.row_means(p, 1, 2, np.empty(3))
     except Exception:  # a numba that cannot compile here: numpy, the same output
         return None
-    return segments, power, row_means
+    return wk.segments, wk.power, wk.row_means
