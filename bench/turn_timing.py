@@ -34,7 +34,8 @@ import soundfile as sf
 from duetflow.acoustics.timing import refine_timing
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
-from duetflow.model import (
+from duetflow.pipeline.process import process_dialogues
+from duetflow.records.dialogue import (
     AudioSource,
     Category,
     Dialogue,
@@ -43,7 +44,6 @@ from duetflow.model import (
     Speaker,
     Turn,
 )
-from duetflow.pipeline.process import process_dialogues
 
 SR = 16000
 

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from duetflow.audio.io import write_audio
-from duetflow.manifest import (
+from duetflow.hashing import sha256_file
+from duetflow.records.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
     REJECTIONS,
@@ -21,7 +22,6 @@ from duetflow.manifest import (
     write_table,
 )
 from duetflow.seeding import rng_for
-from duetflow.storage import sha256_file
 
 SR = 8000
 #: rendered length of every fixture dialogue: inside the default window.min_s–max_s (20–60 s);

@@ -16,7 +16,7 @@ import numpy as np
 import soundfile as sf
 
 from duetflow.demo.voice import FEMALE, MALE, speech
-from duetflow.model import (
+from duetflow.records.dialogue import (
     AudioSource,
     Category,
     Dialogue,

@@ -20,9 +20,9 @@ from duetflow.licences import (
     hf_licence,
     release_terms,
 )
-from duetflow.manifest import iter_dialogues
 from duetflow.pipeline.ingest import ingest
 from duetflow.pipeline.steps import preflight
+from duetflow.records.manifest import iter_dialogues
 
 
 def test_licence_ids_are_checked() -> None:

@@ -29,7 +29,8 @@ from duetflow.acoustics.timing import (
 from duetflow.audio.io import resample
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
-from duetflow.model import (
+from duetflow.pipeline.process import process_dialogues
+from duetflow.records.dialogue import (
     Category,
     Dialogue,
     MixedMonoSource,
@@ -38,7 +39,6 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
-from duetflow.pipeline.process import process_dialogues
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 from duetflow.turntaking.rendered_length import predict_length
 from duetflow.turntaking.selection import select

@@ -29,7 +29,7 @@ import soundfile as sf
 
 from duetflow.audio.io import resample
 from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
-from duetflow.model import (
+from duetflow.records.dialogue import (
     AudioSource,
     Category,
     Dialogue,

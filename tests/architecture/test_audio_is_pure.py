@@ -36,14 +36,15 @@ def test_the_probe_sees_a_config_import(tmp_path: Path) -> None:
     sample = tmp_path / "bad.py"
     sample.write_text(
         "from typing import TYPE_CHECKING\n"
-        "from duetflow import model\n"
+        "from duetflow.records.dialogue import Turn\n"
         "if TYPE_CHECKING:\n"
         "    from duetflow.config import RenderConfig\n"
         "def f():\n"
-        "    import duetflow.manifest\n"
+        "    import duetflow.records.manifest\n"
         "from . import io\n",
         encoding="utf-8",
     )
     assert _duetflow_imports(sample, "duetflow.audio") >= {
-        "duetflow.model", "duetflow.config", "duetflow.manifest", "duetflow.audio",
+        "duetflow.records.dialogue", "duetflow.config",
+        "duetflow.records.manifest", "duetflow.audio",
     }  # fmt: skip

@@ -2,8 +2,8 @@
 
 ``tests/<package>/...`` holds the tests of ``src/duetflow/<package>/...`` (``tests/rendering``,
 ``tests/corpora/studio``, ``tests/corpora/studio/diarize``); ``tests/`` itself holds the tests of
-the top-level modules, each file named for its module (``tests/test_manifest.py`` ↔
-``duetflow/manifest.py``). The only other folders are the cross-cutting ones declared below,
+the top-level modules, each file named for its module (``tests/test_licences.py`` ↔
+``duetflow/licences.py``). The only other folders are the cross-cutting ones declared below,
 each with its reason. Helpers that more than one folder uses (``release_fixtures``,
 ``studio_helpers``, ``llm_server``, ...) sit in ``tests/``, which ``tests/conftest.py`` puts on
 ``sys.path``; a folder's own helpers and fixtures stay in it.

@@ -31,8 +31,8 @@ from duetflow.errors import ConfigError
 from duetflow.game.packets import export_game
 from duetflow.game.plan import GameItem, plan_rounds
 from duetflow.game.score import Z95, score_game, wilson
+from duetflow.hashing import sha256_file
 from duetflow.release.publish import publish
-from duetflow.storage import sha256_file
 
 SHORT, LONG = 20.5, 35.0  # bins "<30s" and ">=30s" with edges (30,)
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import yaml
 from flow_helpers import write_config
 
-from duetflow import manifest
 from duetflow.config import load_config
 from duetflow.pipeline import run, steps
 from duetflow.pipeline.cache import PH_LABEL
+from duetflow.records import manifest
 from llm_server import GOOD_EN, Received, Reply, chat_server
 
 

@@ -133,7 +133,7 @@ def test_enospc_in_a_step_is_a_disk_full_error_and_leaves_no_partial(
 ) -> None:
     """Injected ENOSPC from the table writer (pyarrow's wording) in the process stage."""
     cfg = resolve_config(str(write_config(tmp_path / "run.yaml", flow_samples, scripts=False)))
-    from duetflow import manifest
+    from duetflow.records import manifest
 
     real_init = manifest.TableWriter.__init__
 

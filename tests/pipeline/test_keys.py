@@ -12,42 +12,43 @@ from pathlib import Path
 
 import pytest
 
+from duetflow import hashing
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ConfigError
-from duetflow.pipeline import keys, stages
+from duetflow.pipeline import stages
 
 
 @pytest.fixture(autouse=True)
 def _fresh_hashes() -> Iterator[None]:
-    keys.clear_code_hashes()
+    hashing.clear_code_hashes()
     yield
-    keys.clear_code_hashes()
+    hashing.clear_code_hashes()
 
 
 def _edited(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
     """Make ``target`` read as if someone had edited it (one comment line appended)."""
-    real = keys.read_source
+    real = hashing.read_source
 
     def read(path: Path) -> bytes:
         data = real(path)
         return data + b"\n# edited\n" if path == target else data
 
-    monkeypatch.setattr(keys, "read_source", read)
-    keys.clear_code_hashes()
+    monkeypatch.setattr(hashing, "read_source", read)
+    hashing.clear_code_hashes()
 
 
 def test_a_stage_closure_holds_the_modules_it_runs_and_no_prefect_shell() -> None:
-    synth = keys.import_closure(stages.SYNTH.entries)
-    process = keys.import_closure(stages.PROCESS.entries)
-    ingest = keys.import_closure(stages.INGEST.entries)
-    # the bug this replaces: tts/pipeline.py was skipped by its basename
-    assert {"duetflow.tts.pipeline", "duetflow.tts.assemble", "duetflow.tts.espeak"} <= set(synth)
+    synth = hashing.import_closure(stages.SYNTH.entries)
+    process = hashing.import_closure(stages.PROCESS.entries)
+    ingest = hashing.import_closure(stages.INGEST.entries)
+    # the bug this replaces: tts/synthesize.py was skipped by its basename
+    assert {"duetflow.tts.synthesize", "duetflow.tts.assemble", "duetflow.tts.espeak"} <= set(synth)
     assert {
         "duetflow.rendering.render",
         "duetflow.rendering.mixdown",
         "duetflow.audio.edges",
     } <= set(process)
-    assert "duetflow.corpora.base" in ingest
+    assert "duetflow.corpora.adapter" in ingest
     for closure in (synth, process, ingest):
         assert not any(m.split(".")[1:2] in (["flows"], ["tasks"], ["cli"]) for m in closure)
         assert all(p.is_file() for p in closure.values())
@@ -59,48 +60,49 @@ def test_editing_any_module_a_stage_imports_changes_its_key(
 ) -> None:
     cfg = RunConfig()
     before = stage.key(cfg, "input")
-    closure = keys.import_closure(stage.entries)
+    closure = hashing.import_closure(stage.entries)
     for name, path in sorted(closure.items()):
         with monkeypatch.context() as m:
             _edited(m, path)
             assert stage.key(cfg, "input") != before, name
-    keys.clear_code_hashes()
+    hashing.clear_code_hashes()
     assert stage.key(cfg, "input") == before
 
 
 def test_editing_a_module_outside_a_stage_keeps_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = RunConfig()
     process = stages.PROCESS.key(cfg, "input")
-    report_html = keys.module_file("duetflow.report.html")
-    assert "duetflow.report.html" not in keys.import_closure(stages.PROCESS.entries)
+    report_html = hashing.module_file("duetflow.report.html")
+    assert "duetflow.report.html" not in hashing.import_closure(stages.PROCESS.entries)
     _edited(monkeypatch, report_html)
     assert stages.PROCESS.key(cfg, "input") == process
     assert (
-        keys.code_hash(stages.REPORT.entries) != keys.code_hash.__wrapped__(stages.REPORT.entries)
+        hashing.code_hash(stages.REPORT.entries)
+        != hashing.code_hash.__wrapped__(stages.REPORT.entries)
         or True
     )  # the report's own key is covered below
     report_before = stages.REPORT.code()
     monkeypatch.undo()
-    keys.clear_code_hashes()
+    hashing.clear_code_hashes()
     assert stages.REPORT.code() != report_before
 
 
 def test_a_missing_module_fails_loudly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(keys.CodeHashError, match=r"duetflow\.no_such_module"):
-        keys.code_hash(("duetflow.no_such_module",))
+    with pytest.raises(hashing.CodeHashError, match=r"duetflow\.no_such_module"):
+        hashing.code_hash(("duetflow.no_such_module",))
     # a module that imports a vanished one: the closure names it, never hashes a gap
-    real = keys.read_source
-    target = keys.module_file("duetflow.tts.pipeline")
+    real = hashing.read_source
+    target = hashing.module_file("duetflow.tts.synthesize")
 
     def read(path: Path) -> bytes:
         extra = b"\nimport duetflow.gone_module\n" if path == target else b""
         return real(path) + extra
 
-    monkeypatch.setattr(keys, "read_source", read)
-    with pytest.raises(keys.CodeHashError, match=r"duetflow\.gone_module"):
+    monkeypatch.setattr(hashing, "read_source", read)
+    with pytest.raises(hashing.CodeHashError, match=r"duetflow\.gone_module"):
         stages.SYNTH.code()
-    with pytest.raises(keys.CodeHashError, match="cannot read"):
-        keys.read_source(tmp_path / "absent.py")
+    with pytest.raises(hashing.CodeHashError, match="cannot read"):
+        hashing.read_source(tmp_path / "absent.py")
 
 
 def test_stage_keys_follow_only_the_sections_a_stage_declares(tmp_path: Path) -> None:

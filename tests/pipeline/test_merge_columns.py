@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from duetflow import manifest
 from duetflow.errors import ManifestError
-from duetflow.model import DesignFields
 from duetflow.pipeline.cache import StepOutcome
 from duetflow.pipeline.merge import merge_workdirs
-from duetflow.records import RejectionRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.records import manifest
+from duetflow.records.dialogue import DesignFields
+from duetflow.records.rows import RejectionRow, RenderedDialogueRow, RenderedTurnRow
 
 SCHEMAS = {
     manifest.DIALOGUES: manifest.RENDERED_DIALOGUE_SCHEMA,

@@ -15,9 +15,9 @@ import soundfile as sf
 
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, speech
-from duetflow.manifest import DIALOGUES, REJECTIONS, iter_rows
-from duetflow.model import Category, Dialogue, PerSpeakerSource, Speaker, Turn
 from duetflow.pipeline.process import process_dialogues
+from duetflow.records.dialogue import Category, Dialogue, PerSpeakerSource, Speaker, Turn
+from duetflow.records.manifest import DIALOGUES, REJECTIONS, iter_rows
 from duetflow.turntaking.rendered_length import predict_length
 
 SR = 16000

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 from flow_helpers import write_config
 
-from duetflow import manifest
 from duetflow.config import load_config
 from duetflow.pipeline import cache, keys, merge, run, steps
 from duetflow.pipeline.cache import StepOutcome
+from duetflow.records import manifest
 
 
 def test_tree_fingerprint_sees_new_and_changed_files(tmp_path: Path) -> None:

@@ -13,7 +13,10 @@ from render_signals import make, script
 
 from duetflow.cli import main
 from duetflow.config import build_config
-from duetflow.manifest import (
+from duetflow.pipeline.commands import process_workdir
+from duetflow.pipeline.process import process_dialogues
+from duetflow.records.dialogue import MultichannelSource, Rejection, Stage
+from duetflow.records.manifest import (
     DIALOGUES,
     REJECTIONS,
     RENDERED_DIALOGUE_SCHEMA,
@@ -23,10 +26,7 @@ from duetflow.manifest import (
     iter_records,
     iter_rows,
 )
-from duetflow.model import MultichannelSource, Rejection, Stage
-from duetflow.pipeline.commands import process_workdir
-from duetflow.pipeline.process import process_dialogues
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 
 
 def _intake(tmp: Path) -> tuple[Path, list[str]]:

@@ -23,7 +23,7 @@ from scipy.signal import fftconvolve
 
 from duetflow.audio.calibration import Construction, construct
 from duetflow.config import build_config
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Category,
     Dialogue,
     MixedMonoSource,

@@ -25,7 +25,7 @@ from duetflow.demo.voice import FEMALE, MALE, speech
 from duetflow.errors import ConfigError
 from duetflow.rendering.render import render_dialogue
 from duetflow.tts.assemble import assemble
-from duetflow.tts.base import Synthesis, Voice
+from duetflow.tts.backend import Synthesis, Voice
 from duetflow.tts.script import Script, ScriptLine
 
 PH_RATE = 24000  # a TTS backend's native rate, unlike the sources'
@@ -271,10 +271,10 @@ def test_a_gap_the_rows_would_carry_outside_the_band_is_rejected(
 
     import duetflow.rendering.mixdown as mixdown_mod
     from duetflow.errors import InputError
+    from duetflow.release import table_schemas
     from duetflow.rendering.assembly import Bed
-    from duetflow.schemas.tables import GAP_TOL_MS
 
-    assert mixdown_mod.ROW_GAP_TOL_MS == GAP_TOL_MS
+    assert table_schemas.ROW_GAP_TOL_MS is mixdown_mod.ROW_GAP_TOL_MS  # one declaration
     x, truth, seen, tone = _utterance_clips(11, -62.0)
     real = mixdown_mod.measure_change
 

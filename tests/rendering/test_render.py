@@ -21,7 +21,7 @@ from duetflow.audio.loudness import measure, true_peak_dbtp
 from duetflow.audio.mix import max_jump
 from duetflow.config import build_config
 from duetflow.errors import InputError
-from duetflow.manifest import RENDERED_DIALOGUE_SCHEMA, RENDERED_TURN_SCHEMA
+from duetflow.records.manifest import RENDERED_DIALOGUE_SCHEMA, RENDERED_TURN_SCHEMA
 from duetflow.rendering.render import render_dialogue
 from noise import noise_at
 
@@ -269,7 +269,7 @@ def test_mono_mix_with_a_long_lead_in_and_no_pause_in_the_window(tmp_path: Path)
     recording's lead-in, and no pause of the file holds digital zeros."""
     from duetflow.audio.edges import longest_zero_run
     from duetflow.demo.voice import FEMALE, MALE, speech
-    from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn
+    from duetflow.records.dialogue import Category, Dialogue, MixedMonoSource, Speaker, Turn
 
     rng = np.random.default_rng(4)
     lead, n = 6.7, int(30 * SR)

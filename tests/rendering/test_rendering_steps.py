@@ -27,7 +27,7 @@ from duetflow.audio import edges
 from duetflow.audio import loudness as ld
 from duetflow.config import RenderConfig, RunConfig
 from duetflow.errors import InputError
-from duetflow.model import (
+from duetflow.records.dialogue import (
     AudioSource,
     Category,
     Dialogue,
@@ -37,7 +37,7 @@ from duetflow.model import (
     Speaker,
     Turn,
 )
-from duetflow.records import RenderedTurnRow
+from duetflow.records.rows import RenderedTurnRow
 from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
 from duetflow.rendering.mixdown import Change, Mix
 from duetflow.rendering.roomtone import (

@@ -15,7 +15,7 @@ from duetflow.audio import edges
 from duetflow.audio.calibration import construct
 from duetflow.audio.mix import fade_envelope
 from duetflow.config import build_config
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 from duetflow.rendering.assembly import Bed, Clip
 from duetflow.rendering.mixdown import GAP_TOLERANCE_S, Change, mixdown
 from duetflow.turntaking.retime import layout_blocks, layout_turns

@@ -25,12 +25,12 @@ import soundfile as sf
 from render_signals import change_pauses, pause_edges
 
 from duetflow.audio.edges import DIGITAL_FLOOR, longest_zero_run, measure_gap
+from duetflow.audio.gap_tolerance import floor_in_file_db
 from duetflow.audio.loudness import measure, true_peak_dbtp
 from duetflow.config import RunConfig, build_config
-from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS, iter_rows
 from duetflow.pipeline.commands import process_workdir
 from duetflow.pipeline.ingest import ingest
-from duetflow.rendering.mixdown import floor_in_file_db
+from duetflow.records.manifest import DIALOGUES, REJECTIONS, TURNS, iter_rows
 
 FOLDERS = {
     "dailytalk": "dailytalk",

@@ -16,7 +16,7 @@ import soundfile as sf
 
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, speech
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Category,
     Dialogue,
     MixedMonoSource,

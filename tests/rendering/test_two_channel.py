@@ -33,15 +33,16 @@ from scipy.signal import welch
 from duetflow.audio.edges import longest_zero_run
 from duetflow.audio.loudness import measure
 from duetflow.config import RunConfig, build_config
-from duetflow.manifest import DIALOGUES, TURNS, iter_rows
+from duetflow.hashing import sha256_file
 from duetflow.pipeline.commands import process_workdir
 from duetflow.pipeline.ingest import ingest
-from duetflow.release.export import export_hf, export_lhotse, hf_decode, load_hf
+from duetflow.records.manifest import DIALOGUES, TURNS, iter_rows
+from duetflow.release.export_hf import export_hf, hf_decode, load_hf
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.release.validate import validate_release
 from duetflow.rendering.render import render_dialogue
-from duetflow.storage import sha256_file
 from noise import noise_at
 
 FOLDERS = {"iemocap": "IEMOCAP_full_release", "magicdata_ramc": "MagicData-RAMC"}

@@ -9,7 +9,7 @@ import pytest
 
 from duetflow.errors import StorageError
 from duetflow.storage import LocalStore, Store, open_store
-from duetflow.storage.base import checked_audio_key
+from duetflow.storage.store import checked_audio_key
 
 SHA = "ab" + "0" * 62
 

@@ -11,7 +11,8 @@ from s3_faults import FaultHook, attach
 
 from duetflow.config import ReleaseConfig
 from duetflow.errors import StorageError
-from duetflow.storage import LocalStore, S3Store, Store, audio_key, open_store, sha256_bytes
+from duetflow.hashing import sha256_bytes
+from duetflow.storage import LocalStore, S3Store, Store, audio_key, open_store
 
 
 @pytest.fixture(params=["local", "s3"])

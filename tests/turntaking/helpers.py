@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, TurnKind, dialogue_id
+from duetflow.records.dialogue import (
+    Category,
+    Dialogue,
+    MixedMonoSource,
+    Speaker,
+    Turn,
+    TurnKind,
+    dialogue_id,
+)
 
 Spec = tuple[str, float, float] | tuple[str, float, float, str]
 

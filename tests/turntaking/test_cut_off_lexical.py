@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from duetflow.config import TurnsConfig
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 from duetflow.turntaking.cues import (
     ENGLISH_TRAILING_CONNECTIVES,
     MANDARIN_TRAILING_CONNECTIVES,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ConfigError
-from duetflow.model import Dialogue, Speaker, Stage, Turn, TurnKind
+from duetflow.records.dialogue import Dialogue, Speaker, Stage, Turn, TurnKind
 from duetflow.turntaking.filters import (
     FilterContext,
     Keep,

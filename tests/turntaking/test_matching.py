@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duetflow.config import MatchConfig
-from duetflow.manifest import (
+from duetflow.records.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
     REJECTIONS,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from duetflow.config import build_config
-from duetflow.model import PerSpeakerSource, Turn
+from duetflow.records.dialogue import PerSpeakerSource, Turn
 from duetflow.turntaking.filters import apply_filters
 
 from .helpers import alternating, dialogue

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from duetflow.config import TurnsConfig
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 from duetflow.turntaking.overlaps import (
     OverlapClass,
     balance,

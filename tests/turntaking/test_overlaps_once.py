@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from duetflow.config import TurnsConfig, build_config
 from duetflow.corpora import get_adapter
 from duetflow.demo import make_samples
-from duetflow.model import Dialogue, Turn, TurnKind
+from duetflow.records.dialogue import Dialogue, Turn, TurnKind
 from duetflow.turntaking.overlaps import (
     OverlapEvent,
     balance,

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from duetflow.cli import main
 from duetflow.config import build_config
-from duetflow.manifest import IntakeWriter
-from duetflow.model import Rejection, Stage, Turn
+from duetflow.records.dialogue import Rejection, Stage, Turn
+from duetflow.records.manifest import IntakeWriter
 from duetflow.rejections import _why, explain
 from duetflow.turntaking import filters
 from duetflow.turntaking.filters import REASON_KNOBS

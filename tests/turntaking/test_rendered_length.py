@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from duetflow.config import RenderConfig, RunConfig, TurnsConfig, WindowConfig, build_config
-from duetflow.model import PerSpeakerSource, Turn, TurnKind
+from duetflow.records.dialogue import PerSpeakerSource, Turn, TurnKind
 from duetflow.turntaking.rendered_length import (
     TOO_LONG,
     TOO_SHORT,

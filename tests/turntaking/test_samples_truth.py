@@ -12,7 +12,7 @@ import pytest
 from duetflow.config import build_config
 from duetflow.corpora import get_adapter
 from duetflow.demo import make_samples
-from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, TurnKind
+from duetflow.records.dialogue import Category, Dialogue, MixedMonoSource, Speaker, Turn, TurnKind
 from duetflow.turntaking.overlaps import OverlapClass, balance, classify_overlaps
 from duetflow.turntaking.selection import select
 

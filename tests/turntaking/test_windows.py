@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from duetflow.config import RunConfig, TurnsConfig, WindowConfig
-from duetflow.model import Turn, TurnKind, window_id
+from duetflow.records.dialogue import Turn, TurnKind, window_id
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps, mark_backchannels
 from duetflow.turntaking.rendered_length import predict_length
 from duetflow.turntaking.windows import make_windows

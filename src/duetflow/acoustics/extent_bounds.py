@@ -19,7 +19,7 @@ from duetflow.acoustics.window import Track
 from duetflow.audio import edges
 from duetflow.audio.io import Audio
 from duetflow.audio.trim import frame_db
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 _CUT_SEARCH_S = 0.02  # a latched speaker change in a mix is cut within this of the overlap
 _CUT_FRAME_S = 0.005

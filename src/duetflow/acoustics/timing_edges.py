@@ -19,7 +19,7 @@ import numpy as np
 from duetflow.acoustics import source_acoustics
 from duetflow.acoustics.track_reader import Span
 from duetflow.audio import edges
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 
 #: A chunk whose background is shorter than this (s) is judged against the floor last measured
 #: on the same track.

@@ -29,7 +29,7 @@ from duetflow.acoustics.timing_edges import (
 from duetflow.acoustics.track_reader import CONTEXT_S, Reader, chunks
 from duetflow.audio import edges
 from duetflow.config import TurnsConfig
-from duetflow.model import Dialogue, Turn
+from duetflow.records.dialogue import Dialogue, Turn
 
 #: A boundary inside an overlap moves by at most this share of its turn's annotated length.
 MAX_SLACK_SHARE = 0.25

@@ -36,7 +36,7 @@ from duetflow.audio import edges
 from duetflow.audio.io import read_frames
 from duetflow.config import TurnsConfig
 from duetflow.errors import InputError
-from duetflow.model import Dialogue, PerTurnSource, Turn
+from duetflow.records.dialogue import Dialogue, PerTurnSource, Turn
 
 #: Separable tracks: an edge inside the other speaker's talk moves inward at most this multiple
 #: of the most the dialogue's annotations leave at edges clear of overlap, plus

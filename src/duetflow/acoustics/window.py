@@ -19,7 +19,7 @@ from duetflow.acoustics import source_acoustics
 from duetflow.acoustics.tone_sources import RecordingTone, recording_tone
 from duetflow.audio import edges
 from duetflow.audio.io import Audio
-from duetflow.model import Dialogue, Turn
+from duetflow.records.dialogue import Dialogue, Turn
 
 _REACH_S = 0.05  # background is judged only this close around the window's own turns
 

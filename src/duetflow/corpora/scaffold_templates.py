@@ -44,7 +44,7 @@ from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Any, ClassVar
 
-from duetflow.corpora.base import (
+from duetflow.corpora.adapter import (
     CorpusAdapter,
     DuplicateGuard,
     check_turn_timing,
@@ -52,7 +52,7 @@ from duetflow.corpora.base import (
     read_text,
 )
 from duetflow.errors import InputError
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Category,
     Dialogue,
     MixedMonoSource,
@@ -143,7 +143,7 @@ from pathlib import Path
 from typing import Any
 
 from duetflow.audio.io import write_audio
-from duetflow.model import dialogue_id
+from duetflow.records.dialogue import dialogue_id
 from duetflow.demo.voice import random_voice, room_tone, speech
 from duetflow.seeding import rng_for
 
@@ -201,7 +201,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from __ADAPTER_MODULE__ import __CLASS__
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 from __SAMPLES_MODULE__ import generate
 
 
@@ -244,7 +244,7 @@ from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Any, ClassVar
 
-from duetflow.corpora.base import (
+from duetflow.corpora.adapter import (
     CorpusAdapter,
     DuplicateGuard,
     check_turn_timing,
@@ -253,7 +253,7 @@ from duetflow.corpora.base import (
     read_text,
 )
 from duetflow.errors import InputError
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Category,
     Dialogue,
     MultichannelSource,
@@ -374,7 +374,7 @@ from typing import Any
 import numpy as np
 
 from duetflow.audio.io import write_audio
-from duetflow.model import dialogue_id
+from duetflow.records.dialogue import dialogue_id
 from duetflow.demo.voice import random_voice, room_tone, speech
 from duetflow.seeding import rng_for
 

@@ -24,7 +24,7 @@ from duetflow.audio.bandlimit import lowpass
 from duetflow.audio.io import Audio
 from duetflow.audio.trim import rms_db
 from duetflow.config import RenderConfig, RunConfig
-from duetflow.model import Dialogue
+from duetflow.records.dialogue import Dialogue
 from duetflow.seeding import rng_for
 
 _MIN_TONE_S = 1.0  # less room tone than this in the window: look in the rest of the recording

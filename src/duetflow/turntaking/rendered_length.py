@@ -32,7 +32,7 @@ import numpy as np
 
 from duetflow.acoustics.blocks import Block, merge_blocks
 from duetflow.config import RenderConfig, RunConfig, TurnsConfig, WindowConfig
-from duetflow.model import Dialogue, MixedMonoSource, Turn
+from duetflow.records.dialogue import Dialogue, MixedMonoSource, Turn
 from duetflow.turntaking.overlaps import OverlapEvent, mark_backchannels
 from duetflow.turntaking.retime import (
     edge_silence_s,

@@ -37,7 +37,7 @@ import numpy as np
 
 from duetflow.acoustics.blocks import Block
 from duetflow.config import RenderConfig
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 
 
 def edge_silence_s(cfg: RenderConfig) -> float:

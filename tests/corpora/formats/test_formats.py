@@ -14,7 +14,7 @@ from duetflow.corpora.formats.eaf import read_eaf
 from duetflow.corpora.formats.rttm import read_rttm, rttm_file_ids
 from duetflow.corpora.formats.textgrid import read_textgrid
 from duetflow.errors import InputError
-from duetflow.model import TurnKind
+from duetflow.records.dialogue import TurnKind
 
 # What Praat 6 writes with "Save as text file..." (its trailing spaces written as ~).
 LONG = """File type = "ooTextFile"

@@ -23,7 +23,7 @@ from studio_helpers import NO_STATE, transcript, write_session
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter
 from duetflow.design import design_report
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Category,
     DesignFields,
     Dialogue,
@@ -33,7 +33,7 @@ from duetflow.model import (
     Turn,
     TurnKind,
 )
-from duetflow.records import ReleaseDialogueRow
+from duetflow.records.rows import ReleaseDialogueRow
 
 ZH = ("你好，我想计划一个周末旅行。", "好的，你想去哪里呢？", "我想去湖边走走。")
 SYSTEMS = {"demo-s2s": {"languages": ["en"]}}
@@ -104,7 +104,7 @@ def test_seed_study_preset_names_every_cell_and_the_missing_ones(published) -> N
 
 def test_a_design_with_every_cell_filled_reports_none(published) -> None:
     rel, _ = published
-    from duetflow.manifest import iter_records
+    from duetflow.records.manifest import iter_records
 
     recs = list(iter_records(rel / "manifests" / "dialogues.parquet", ReleaseDialogueRow))
     hm = Counter(r.design.strategy for r in recs if r.category == "HM")

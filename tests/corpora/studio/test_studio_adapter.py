@@ -17,7 +17,7 @@ from duetflow.corpora import get_adapter
 from duetflow.corpora.studio import StudioAdapter, sidecar_json_schema
 from duetflow.corpora.studio.segment import score_turns
 from duetflow.errors import ConfigError
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Category,
     Dialogue,
     MixedMonoSource,

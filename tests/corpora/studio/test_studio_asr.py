@@ -17,7 +17,7 @@ from studio_helpers import write_session
 
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 
 OPENING = "Hi, shall we plan a trip?"
 

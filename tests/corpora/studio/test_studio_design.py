@@ -8,8 +8,8 @@ from studio_helpers import NO_STATE, transcript, write_session
 
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter, opening_line_similarity
-from duetflow.manifest import dialogue_from_rows, dialogue_records, dialogue_to_rows
-from duetflow.model import DesignFields, Dialogue, Rejection
+from duetflow.records.convert import dialogue_from_rows, dialogue_records, dialogue_to_rows
+from duetflow.records.dialogue import DesignFields, Dialogue, Rejection
 
 TEXTS = ("Hi, I'd like to plan a weekend trip.", "Sure, where to?", "The lake.")
 

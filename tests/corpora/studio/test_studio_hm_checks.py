@@ -15,7 +15,7 @@ from duetflow.corpora.studio import (
     non_target_language,
     script_units,
 )
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 
 PHRASES = StudioConfig().disclosure_phrases
 

@@ -13,9 +13,9 @@ from studio_helpers import SR, tracks, write_session
 from duetflow.audio.io import write_audio
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter
-from duetflow.manifest import iter_dialogues, iter_rejections
-from duetflow.model import Dialogue, Rejection
 from duetflow.pipeline.ingest import ingest
+from duetflow.records.dialogue import Dialogue, Rejection
+from duetflow.records.manifest import iter_dialogues, iter_rejections
 
 
 def _adapter(root: Path, state: Path, **cfg: object) -> StudioAdapter:

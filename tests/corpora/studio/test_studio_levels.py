@@ -19,7 +19,7 @@ from studio_helpers import NO_STATE, PLAN, SR, tracks, write_session
 
 from duetflow.audio.levels import DcTracker, Headroom
 from duetflow.corpora import get_adapter
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 
 IDS = ("user", "system")
 

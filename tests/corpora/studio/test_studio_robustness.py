@@ -29,7 +29,7 @@ from duetflow.corpora.studio.segment import (
     detect_turns_in_files,
 )
 from duetflow.corpora.studio.state import StudioState, content_hash
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 
 
 @pytest.mark.parametrize("rate", [16000, 44100, 48000])

@@ -17,7 +17,7 @@ from duetflow.corpora.studio import StudioAdapter, load_sidecar
 from duetflow.corpora.studio.segment import detect_turns, score_turns
 from duetflow.demo.studio import CROSSTALK_DB
 from duetflow.demo.voice import FEMALE, MALE, db_to_amp, room_tone, speech
-from duetflow.model import Dialogue, Rejection, Turn
+from duetflow.records.dialogue import Dialogue, Rejection, Turn
 
 SR = 16000
 

@@ -25,7 +25,7 @@ from duetflow.corpora.studio import StudioAdapter
 from duetflow.corpora.studio.segment import score_turns
 from duetflow.demo.studio import RoomLeak, write_session
 from duetflow.errors import ConfigError
-from duetflow.model import Dialogue, Turn
+from duetflow.records.dialogue import Dialogue, Turn
 
 ROOMS: list[RoomLeak | None] = [None, RoomLeak(0.4, -25.0, 12.0), RoomLeak(0.6, -30.0, 40.0)]
 

@@ -49,7 +49,7 @@ from duetflow.corpora.studio.track_features import (
     features_of,
 )
 from duetflow.errors import InputError
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from pyannote.core import Annotation, Segment
 from duetflow.corpora.studio.diarize import LabelledSegment, get_backend, segments_to_turns
 from duetflow.corpora.studio.diarize.pyannote import PyannoteBackend, annotation_to_segments
 from duetflow.errors import BackendError
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 
 def _annotation() -> Annotation:

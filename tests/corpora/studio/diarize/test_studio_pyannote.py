@@ -26,7 +26,7 @@ from pyannote.audio.models.segmentation import PyanNet  # noqa: E402
 from duetflow.config import build_config  # noqa: E402
 from duetflow.corpora.studio import StudioAdapter  # noqa: E402
 from duetflow.corpora.studio.diarize import LabelledSegment, get_backend  # noqa: E402
-from duetflow.model import Dialogue, Rejection  # noqa: E402
+from duetflow.records.dialogue import Dialogue, Rejection  # noqa: E402
 
 EMBED_DIM, LDA_DIM = 16, 8
 

@@ -9,7 +9,7 @@ audio the process stage reads), but nothing written into rendered rows or reject
   its rejections' paths relative to the root (:func:`relative_rejection`);
 * rendering records ``source_files`` relative to that root, and its rejections likewise.
 
-A path outside the root (which :func:`duetflow.corpora.checks.safe_path` never opens) is
+A path outside the root (which :func:`duetflow.corpora.source_checks.safe_path` never opens) is
 written relative to the root too (``../x``), still independent of where both sit.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 
 #: the provenance key under which ingest records a dialogue's corpus root (never published)
 SOURCE_ROOT = "source_root"

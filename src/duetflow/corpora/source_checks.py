@@ -5,8 +5,8 @@ Paths that must stay inside the corpus root (:func:`safe_path`), ids seen twice 
 (:func:`checked_audio_info`), turn times against the audio (:func:`check_turn_timing`) and one
 speaker's overlapping or pasted-twice turns (:func:`merge_same_speaker_duplicates`). A failure
 raises :class:`~duetflow.errors.InputError`, which :meth:`CorpusAdapter.guarded
-<duetflow.corpora.base.CorpusAdapter.guarded>` turns into that item's rejection. Adapters may
-import these names from :mod:`duetflow.corpora.base` as well.
+<duetflow.corpora.adapter.CorpusAdapter.guarded>` turns into that item's rejection. Adapters may
+import these names from :mod:`duetflow.corpora.adapter` as well.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from duetflow.audio.io import AudioInfo, audio_info
 from duetflow.errors import InputError, is_utf8
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 
 # --- safe paths ---------------------------------------------------------------------------------
 

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from duetflow.manifest import IntakeWriter, iter_dialogues, iter_rejections
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Category,
     Dialogue,
     MultichannelSource,
@@ -16,6 +15,7 @@ from duetflow.model import (
     dialogue_id,
     window_id,
 )
+from duetflow.records.manifest import IntakeWriter, iter_dialogues, iter_rejections
 
 
 def _dialogue(i: int, n_turns: int) -> Dialogue:
@@ -77,7 +77,7 @@ def test_write_arrow_writes_the_bytes_the_row_path_writes(tmp_path: Path) -> Non
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from duetflow.manifest import REJECTION_SCHEMA, TableWriter
+    from duetflow.records.manifest import REJECTION_SCHEMA, TableWriter
 
     rows = [
         {"item_id": f"c__d{i}", "corpus": "c", "source_path": f"d{i}.wav" if i % 3 else None,

@@ -23,14 +23,12 @@ import numpy as np
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.manifest import (
-    dumps,
-)
-from duetflow.model import Rejection, Stage
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.convert import dumps
+from duetflow.records.dialogue import Rejection, Stage
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 from duetflow.seeding import rng_for, seed_for
 from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
-from duetflow.tts.base import Synthesis, SynthesisError, TTSBackend, load_backend
+from duetflow.tts.backend import Synthesis, SynthesisError, TTSBackend, load_backend
 from duetflow.tts.length_match import LengthPlan, draw_target_s, lines_for_target
 from duetflow.tts.qa import SpeakerEncoder, clone_qa
 from duetflow.tts.script import Script

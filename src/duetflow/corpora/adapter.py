@@ -11,8 +11,9 @@ A plugin that fails to import is reported by :func:`registry_errors`, never rais
 
 The helpers live in their own modules and are re-exported here, where adapters (and the
 ``duetflow corpora new`` templates) import them from: :mod:`duetflow.corpora.text` (decoding
-transcripts), :mod:`duetflow.corpora.checks` (paths, duplicate ids, audio headers, turn timing,
-same-speaker overlaps) and :mod:`duetflow.corpora.channels` (which channel is which speaker).
+transcripts), :mod:`duetflow.corpora.source_checks` (paths, duplicate ids, audio headers, turn
+timing, same-speaker overlaps) and :mod:`duetflow.corpora.channels` (which channel is which
+speaker).
 """
 
 from __future__ import annotations
@@ -30,17 +31,19 @@ from typing import Any, ClassVar
 from duetflow.config import RunConfig
 from duetflow.corpora.channels import ChannelDecision as ChannelDecision
 from duetflow.corpora.channels import decide_channels as decide_channels
-from duetflow.corpora.checks import SAME_SPEAKER_MERGE_MAX_S as SAME_SPEAKER_MERGE_MAX_S
-from duetflow.corpora.checks import (
+from duetflow.corpora.source_checks import SAME_SPEAKER_MERGE_MAX_S as SAME_SPEAKER_MERGE_MAX_S
+from duetflow.corpora.source_checks import (
     SAME_SPEAKER_OVERLAP_TOLERANCE_S as SAME_SPEAKER_OVERLAP_TOLERANCE_S,
 )
-from duetflow.corpora.checks import DuplicateGuard as DuplicateGuard
-from duetflow.corpora.checks import SameSpeakerFixes as SameSpeakerFixes
-from duetflow.corpora.checks import check_turn_timing as check_turn_timing
-from duetflow.corpora.checks import checked_audio_info as checked_audio_info
-from duetflow.corpora.checks import duplicate_keys_hook as duplicate_keys_hook
-from duetflow.corpora.checks import merge_same_speaker_duplicates as merge_same_speaker_duplicates
-from duetflow.corpora.checks import safe_path as safe_path
+from duetflow.corpora.source_checks import DuplicateGuard as DuplicateGuard
+from duetflow.corpora.source_checks import SameSpeakerFixes as SameSpeakerFixes
+from duetflow.corpora.source_checks import check_turn_timing as check_turn_timing
+from duetflow.corpora.source_checks import checked_audio_info as checked_audio_info
+from duetflow.corpora.source_checks import duplicate_keys_hook as duplicate_keys_hook
+from duetflow.corpora.source_checks import (
+    merge_same_speaker_duplicates as merge_same_speaker_duplicates,
+)
+from duetflow.corpora.source_checks import safe_path as safe_path
 from duetflow.corpora.text import DEFAULT_ENCODINGS as DEFAULT_ENCODINGS
 from duetflow.corpora.text import DecodedText as DecodedText
 from duetflow.corpora.text import decode_text as decode_text
@@ -49,7 +52,7 @@ from duetflow.corpora.text import read_bounded as read_bounded
 from duetflow.corpora.text import read_text as read_text
 from duetflow.corpora.text import read_text_as as read_text_as
 from duetflow.errors import ConfigError, DiskFullError, InputError
-from duetflow.model import Dialogue, Rejection, Stage, dialogue_id
+from duetflow.records.dialogue import Dialogue, Rejection, Stage, dialogue_id
 from duetflow.topics import TopicMatch
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from duetflow.config.base import _Section
 from duetflow.config.corpora import (
     AsrConfig,
     CorpusSpec,
@@ -20,6 +19,7 @@ from duetflow.config.corpora import (
 from duetflow.config.design import DesignConfig
 from duetflow.config.release import RUN_ONLY_FIELDS, TRANSPORT_FIELDS, ReleaseConfig, RunnerConfig
 from duetflow.config.render import RenderConfig
+from duetflow.config.section import _Section
 from duetflow.config.synth import LLMConfig, ScriptsConfig, SynthConfig
 from duetflow.config.turntaking import FilterConfig, MatchConfig, TurnsConfig, WindowConfig
 

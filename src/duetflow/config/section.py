@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 from duetflow.errors import ConfigError
 from duetflow.licences import check_licence
-from duetflow.model import Category
+from duetflow.records.dialogue import Category
 
 #: Dialogue categories (the keys of ``release.ratios``).
 CATEGORIES = tuple(str(c) for c in Category)

@@ -9,7 +9,6 @@ readers verify it (a corrupted object fails loudly, naming its key).
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import re
 from abc import ABC, abstractmethod
@@ -19,8 +18,6 @@ from pathlib import Path
 
 from duetflow.errors import StorageError, brief_repr
 
-CHUNK = 1 << 20
-
 
 @dataclass(frozen=True)
 class ObjectInfo:
@@ -29,19 +26,6 @@ class ObjectInfo:
     key: str
     size: int
     sha256: str | None  # None when the store has no recorded checksum for the object
-
-
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file, read in 1 MiB chunks so memory stays flat."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 #: The content address of an audio object: ``audio/<first two hex digits>/<sha256>.<ext>``.

@@ -13,7 +13,9 @@ import pytest
 
 from duetflow.errors import ManifestError
 from duetflow.licences import UNDECLARED
-from duetflow.manifest import (
+from duetflow.records.convert import rejection_to_row
+from duetflow.records.dialogue import DESIGN_COLUMNS, DesignFields, Rejection, Stage
+from duetflow.records.manifest import (
     REJECTION_SCHEMA,
     RENDERED_DIALOGUE_SCHEMA,
     RENDERED_TURN_SCHEMA,
@@ -22,12 +24,10 @@ from duetflow.manifest import (
     iter_record_groups,
     iter_records,
     read_rejections,
-    rejection_to_row,
     write_table,
     zip_lockstep,
 )
-from duetflow.model import DESIGN_COLUMNS, DesignFields, Rejection, Stage
-from duetflow.records import (
+from duetflow.records.rows import (
     ReleaseDialogueRow,
     RenderedDialogueRow,
     RenderedTurnRow,
@@ -35,7 +35,7 @@ from duetflow.records import (
     arrow_schema,
     columns,
 )
-from duetflow.release import export
+from duetflow.release import export_hf, export_lhotse
 from duetflow.release.layout import RELEASE_DIALOGUE_SCHEMA
 
 
@@ -170,16 +170,16 @@ def test_zip_lockstep_pairs_children_with_their_parent() -> None:
 
 def test_every_record_column_is_exported_to_lhotse_or_excluded_by_name() -> None:
     turn_cols, dia_cols = set(columns(RenderedTurnRow)), set(columns(ReleaseDialogueRow))
-    assert set(export.LHOTSE_TURN_NATIVE) <= turn_cols  # no stale names
-    assert set(export.LHOTSE_DIALOGUE_EXCLUDED) <= dia_cols
+    assert set(export_lhotse.LHOTSE_TURN_NATIVE) <= turn_cols  # no stale names
+    assert set(export_lhotse.LHOTSE_DIALOGUE_EXCLUDED) <= dia_cols
     d = ReleaseDialogueRow.released(_dialogue(3), "test", "audio/00/k.flac")
     turn = _turns(d)[1]
-    sup = export.lhotse_supervision(
-        turn, export.lhotse_dialogue_custom(d), language=d.language, channel=1, duration=99.0
+    sup = export_lhotse.lhotse_supervision(
+        turn, export_lhotse.lhotse_dialogue_custom(d), language=d.language, channel=1, duration=99.0
     )
     custom = set(sup["custom"])
-    assert custom == (turn_cols - set(export.LHOTSE_TURN_NATIVE)) | (
-        dia_cols - set(export.LHOTSE_DIALOGUE_EXCLUDED)
+    assert custom == (turn_cols - set(export_lhotse.LHOTSE_TURN_NATIVE)) | (
+        dia_cols - set(export_lhotse.LHOTSE_DIALOGUE_EXCLUDED)
     ) | {"turn_events"}  # the turn's events (issue 27), from the event table
     assert set(DESIGN_COLUMNS) <= custom
     assert sup["custom"]["licence"] == "CC-BY-4.0"
@@ -204,8 +204,8 @@ def test_a_field_added_to_a_record_reaches_the_lhotse_custom_fields() -> None:
     d_plus = dia_plus(**values, room="booth 2")
     t = _turns(d)[0]
     t_plus = turn_plus(**{f.name: getattr(t, f.name) for f in dataclasses.fields(t)}, pitch_hz=1.0)
-    sup = export.lhotse_supervision(
-        t_plus, export.lhotse_dialogue_custom(d_plus), language="en", channel=0, duration=9.0
+    sup = export_lhotse.lhotse_supervision(
+        t_plus, export_lhotse.lhotse_dialogue_custom(d_plus), language="en", channel=0, duration=9.0
     )
     assert sup["custom"]["pitch_hz"] == 1.0
     assert sup["custom"]["room"] == "booth 2"
@@ -214,15 +214,15 @@ def test_a_field_added_to_a_record_reaches_the_lhotse_custom_fields() -> None:
 
 def test_hf_turn_fields_and_columns_follow_the_records() -> None:
     turn_fields = [f.name for f in arrow_schema(RenderedTurnRow)]
-    assert set(export.HF_TURN_DROPPED_FIELDS) <= set(turn_fields)
-    schema, features = export.hf_schema()
-    kept = [n for n in turn_fields if n not in export.HF_TURN_DROPPED_FIELDS]
+    assert set(export_hf.HF_TURN_DROPPED_FIELDS) <= set(turn_fields)
+    schema, features = export_hf.hf_schema()
+    kept = [n for n in turn_fields if n not in export_hf.HF_TURN_DROPPED_FIELDS]
     assert schema.field("turns").type.value_type.names == kept
     assert list(features["turns"]["feature"]) == kept
-    dia = [n for n in RELEASE_DIALOGUE_SCHEMA.names if n not in export.HF_DROPPED_COLUMNS]
-    assert schema.names == ["audio", export.HF_STEREO, *dia, "turns", "events"]
+    dia = [n for n in RELEASE_DIALOGUE_SCHEMA.names if n not in export_hf.HF_DROPPED_COLUMNS]
+    assert schema.names == ["audio", export_hf.HF_STEREO, *dia, "turns", "events"]
     event_fields = [f.name for f in arrow_schema(TurnEventRow)]
-    kept_events = [n for n in event_fields if n not in export.HF_EVENT_DROPPED_FIELDS]
+    kept_events = [n for n in event_fields if n not in export_hf.HF_EVENT_DROPPED_FIELDS]
     assert schema.field("events").type.value_type.names == kept_events
     assert list(features["events"]["feature"]) == kept_events
 

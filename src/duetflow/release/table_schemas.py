@@ -1,10 +1,10 @@
 """Pandera schemas of every manifest table a release is built from.
 
 Column names and types of the rendered tables come from their records
-(:mod:`duetflow.records`, from which the Parquet schemas derive too); these add what a trainer
+(:mod:`duetflow.records.rows`, from which the Parquet schemas derive too); these add what a trainer
 relies on: ranges, allowed values and cross-field checks inside one row. Checks that
 span rows or tables (turns inside their dialogue's audio, speaker-change gaps, audio checksums,
-disjoint split groups) live in :mod:`duetflow.schemas.checks`.
+disjoint split groups) live in :mod:`duetflow.release.workdir_checks`.
 
 Semantics the checks pin down (the renderer must follow them):
 
@@ -22,19 +22,20 @@ import pandas as pd
 import pandera.pandas as pa
 import pyarrow
 
-from duetflow import records
+from duetflow.audio.gap_tolerance import ROW_GAP_TOL_MS
 from duetflow.config import RunConfig
-from duetflow.manifest import REJECTION_SCHEMA
-from duetflow.model import Category, Stage, TurnKind
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
-from duetflow.storage.base import AUDIO_KEY_RE
+from duetflow.records import rows as records
+from duetflow.records.dialogue import Category, Stage, TurnKind
+from duetflow.records.manifest import REJECTION_SCHEMA
+from duetflow.records.rows import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.storage.store import AUDIO_KEY_RE
 
 SPLITS = ("train", "val", "test")
 SHA256_RE = r"^[0-9a-f]{64}$"
 
-#: Rounding slack for times (seconds) and gaps (milliseconds): one frame at 1 kHz.
+#: Rounding slack for times (seconds). Gaps (milliseconds) have
+#: :data:`~duetflow.audio.gap_tolerance.ROW_GAP_TOL_MS`, the renderer's own bound.
 TIME_TOL_S = 0.002
-GAP_TOL_MS = 1.0
 
 #: For a check over several columns, the column a failure is reported against.
 CHECK_COLUMN = {
@@ -134,7 +135,7 @@ def _dialogue_columns(
 
 def _dialogue_checks(config: RunConfig) -> list[pa.Check]:
     r, w = config.render, config.window
-    lo, hi = r.gap_ms_min - GAP_TOL_MS, r.gap_ms_max + GAP_TOL_MS
+    lo, hi = r.gap_ms_min - ROW_GAP_TOL_MS, r.gap_ms_max + ROW_GAP_TOL_MS
     tol = r.loudness_tolerance_lu
     return [
         pa.Check(lambda df: df["speaker_a"] != df["speaker_b"], name="speakers_differ"),

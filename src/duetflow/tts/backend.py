@@ -11,13 +11,11 @@ per process (a Prefect worker or Dask worker keeps its model loaded between shar
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from duetflow.audio.io import Audio
@@ -73,7 +71,7 @@ class Voice:
     #: licence of the source dialogue (its ``licence`` column); PH dialogues inherit it
     licence: str = ""
     #: who the speaker is beyond its dialogue (``corpus:person``, see
-    #: :func:`duetflow.tts.voices.person_key`); the pool holds one voice per person, and a PH
+    #: :func:`duetflow.tts.voice_sources.person_key`); the pool holds one voice per person, and a PH
     #: dialogue's speakers are named by it (two sessions' ``user`` are two people)
     person: str = ""
 
@@ -181,19 +179,6 @@ def clear_backend_cache() -> None:
     """Drop loaded backends (tests; freeing a GPU)."""
     with _LOCK:
         _CACHE.clear()
-
-
-def path_checksum(path: str | Path) -> str:
-    """sha256 of a model file or folder (sorted names + bytes): ties output to exact weights."""
-    p = Path(path)
-    h = hashlib.sha256()
-    files = [p] if p.is_file() else sorted(f for f in p.rglob("*") if f.is_file())
-    for f in files:
-        h.update(str(f.relative_to(p) if p.is_dir() else f.name).encode())
-        with f.open("rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
 
 
 def expected_duration_bounds(text: str, config: SynthConfig) -> tuple[float, float]:

@@ -27,28 +27,27 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import pandas as pd
 import pandera.pandas as pa
 import pyarrow.parquet as pq
 
 from duetflow.audio.edges import change_gaps
-from duetflow.audio.io import audio_info, read_frames
+from duetflow.audio.gap_tolerance import ACOUSTIC_GAP_TOL_MS, ROW_GAP_TOL_MS, floor_in_file_db
+from duetflow.audio.io import AudioInfo, audio_info, read_frames
 from duetflow.config import RunConfig
 from duetflow.errors import InputError, ManifestError
-from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS
-from duetflow.rendering.mixdown import ACOUSTIC_GAP_TOL_MS, floor_in_file_db
-from duetflow.schemas.tables import (
+from duetflow.hashing import sha256_file
+from duetflow.records.manifest import DIALOGUES, REJECTIONS, TURNS
+from duetflow.release.table_schemas import (
     CHECK_COLUMN,
-    GAP_TOL_MS,
     TIME_TOL_S,
     dialogue_schema,
     rejection_schema,
     turn_schema,
 )
 from duetflow.seeding import seed_for
-from duetflow.storage.base import sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -188,22 +187,42 @@ def _null(v: Any) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
+def _inside(rel: object) -> TypeGuard[str]:
+    """``rel`` is a non-empty relative path that stays inside the work directory."""
+    return (
+        isinstance(rel, str)
+        and bool(rel)
+        and not rel.startswith("/")
+        and ".." not in rel.split("/")
+    )
+
+
+def _read_file(
+    workdir: Path, did: str, rel: str, columns: tuple[str, str], sha: object
+) -> tuple[AudioInfo | None, list[Failure]]:
+    """The header of a row's audio file and the failures of reading it and of its sha256
+    (``columns``: the row's path and checksum columns); no header when it cannot be read."""
+    path = workdir / rel
+    try:
+        info = audio_info(path)
+    except InputError as e:
+        return None, [Failure("audio", did, columns[0], e.reason, str(path))]
+    if sha != (digest := sha256_file(path)):
+        return info, [Failure("audio", did, columns[1], f"file sha256 is {digest}", str(sha))]
+    return info, []
+
+
 def _check_stereo(workdir: Path, row: dict[str, Any], frames: int) -> list[Failure]:
     """The two-channel file of a row (issue 27), when it has one: there, with its sha256, two
     channels, the mix's rate and exactly the mix's ``frames`` (sample-aligned)."""
     did, rel, sha = str(row["dialogue_id"]), row.get("stereo_path"), row.get("stereo_sha256")
     if _null(rel) and _null(sha):
         return []
-    if not isinstance(rel, str) or not rel or rel.startswith("/") or ".." in rel.split("/"):
+    if not _inside(rel):
         return [Failure("audio", did, "stereo_path", "relative_path_inside_root", str(rel))]
-    path = workdir / rel
-    try:
-        info = audio_info(path)
-    except InputError as e:
-        return [Failure("audio", did, "stereo_path", e.reason, str(path))]
-    out = []
-    if sha != (digest := sha256_file(path)):
-        out.append(Failure("audio", did, "stereo_sha256", f"file sha256 is {digest}", str(sha)))
+    info, out = _read_file(workdir, did, rel, ("stereo_path", "stereo_sha256"), sha)
+    if info is None:
+        return out
     if info.channels != 2:
         out.append(Failure("audio", did, "stereo_path", "two channels", str(info.channels)))
     if info.sample_rate != row["sample_rate"] or info.frames != frames:
@@ -216,16 +235,11 @@ def _check_stereo(workdir: Path, row: dict[str, Any], frames: int) -> list[Failu
 
 def _check_audio(workdir: Path, row: dict[str, Any]) -> list[Failure]:
     did, rel = str(row["dialogue_id"]), row["audio_path"]
-    if not isinstance(rel, str) or not rel or rel.startswith("/") or ".." in rel.split("/"):
+    if not _inside(rel):
         return []  # reported by the schema check on audio_path
-    path = workdir / rel
-    try:
-        info = audio_info(path)
-    except InputError as e:
-        return [Failure("audio", did, "audio_path", e.reason, str(path))]
-    out = []
-    if row["sha256"] != (digest := sha256_file(path)):
-        out.append(Failure("audio", did, "sha256", f"file sha256 is {digest}", str(row["sha256"])))
+    info, out = _read_file(workdir, did, rel, ("audio_path", "sha256"), row["sha256"])
+    if info is None:
+        return out
     if row["sample_rate"] is not None and info.sample_rate != row["sample_rate"]:
         out.append(
             Failure(
@@ -262,8 +276,8 @@ def _gap_failures(
     Only ``kind == "turn"`` rows take part; overlapping turns (backchannels, non-floor-taking
     interruptions) are not gaps. The floor is the turn that ends last so far.
     """
-    lo = config.render.gap_ms_min - GAP_TOL_MS
-    hi = config.render.gap_ms_max + GAP_TOL_MS
+    lo = config.render.gap_ms_min - ROW_GAP_TOL_MS
+    hi = config.render.gap_ms_max + ROW_GAP_TOL_MS
     out = []
     floor_end: float | None = None
     floor_speaker = ""
@@ -295,7 +309,7 @@ def acoustic_failures(
     """Acoustic gaps and digital holes of one rendered dialogue, measured on its audio.
 
     ``floor_db``: the floor level the renderer recorded for the file's pauses
-    (:func:`duetflow.rendering.mixdown.floor_in_file_db`): -inf measures them against the
+    (:func:`duetflow.audio.gap_tolerance.floor_in_file_db`): -inf measures them against the
     absolute floor (they are meant to be digital silence), a level also checks them for digital
     holes, None (not recorded) measures against each pause's own floor."""
     try:

@@ -5,7 +5,7 @@
 directory (the ``rewrite`` prompt). Both go through :func:`ask`:
 
 1. send the prompt (transport retries are the client's, :mod:`duetflow.scriptgen.llm`);
-2. parse, schema-validate and check the answer (:mod:`duetflow.scriptgen.checks`);
+2. parse, schema-validate and check the answer (:mod:`duetflow.scriptgen.answer_checks`);
 3. on an invalid answer, re-ask with the error in a follow-up message (``repair`` prompt), at
    most ``llm.max_retries`` times; still invalid → a rejection ``llm_invalid`` with the last
    error, never an exception.
@@ -31,8 +31,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError, InputError
-from duetflow.model import Rejection, Stage, safe_id
-from duetflow.scriptgen.checks import (
+from duetflow.records.dialogue import Rejection, Stage, safe_id
+from duetflow.scriptgen.answer_checks import (
     AnswerError,
     check_balance,
     check_length,

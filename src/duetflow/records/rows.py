@@ -1,7 +1,7 @@
 """Typed records: one frozen dataclass per manifest table, the tables' one declaration.
 
 :class:`IntakeDialogueRow` / :class:`IntakeTurnRow` (an intake work directory, the row form of
-:class:`duetflow.model.Dialogue`), :class:`RejectionRow` (every ``rejections.parquet``),
+:class:`duetflow.records.dialogue.Dialogue`), :class:`RejectionRow` (every ``rejections.parquet``),
 :class:`RenderedDialogueRow` (``dialogues.parquet`` of a rendered work directory) and
 :class:`RenderedTurnRow` (``turns.parquet``) are what the renderers build (``rendering/rows.py``,
 ``tts/assemble.py``). The Arrow schemas (:func:`arrow_schema`; ``manifest.RENDERED_*_SCHEMA``),
@@ -9,16 +9,17 @@ the column lists the pandera schemas check (:func:`columns`) and a release's man
 (``release.layout``: these columns + split and audio key) are derived from them, so a column
 is added in one place. A record becomes a plain row only where it is written
 (:meth:`RenderedDialogueRow.to_row`, called by ``manifest.WorkdirWriter``) and is built from one
-only where it is read (:func:`from_row`, called by the typed readers of :mod:`duetflow.manifest`).
-A dialogue record of a :class:`~duetflow.model.Dialogue` takes its leading fields from it in one
-place (``of_dialogue``).
-:class:`ReleaseDialogueRow` is a release manifest's dialogue row: the rendered record plus its
-split and the store key of its audio; :class:`TurnEventRow` a release's turn-taking event.
+only where it is read (:func:`from_row`, called by the typed readers of
+:mod:`duetflow.records.manifest`). A dialogue record of a
+:class:`~duetflow.records.dialogue.Dialogue` takes its leading fields from it in one place
+(``of_dialogue``). :class:`ReleaseDialogueRow` is a release manifest's dialogue row: the rendered
+record plus its split and the store key of its audio; :class:`TurnEventRow` a release's
+turn-taking event.
 
 Column types follow the field annotations: ``str`` → string, ``int`` → int32, ``float`` →
 float64, ``bool`` → bool, ``X | None`` → the same type, nullable by content. The ``design``
-field expands into the design columns of :data:`duetflow.model.DESIGN_COLUMNS` (all strings)
-at its position.
+field expands into the design columns of :data:`duetflow.records.dialogue.DESIGN_COLUMNS` (all
+strings) at its position.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any, Self, TypeVar, get_type_hints
 
 import pyarrow as pa
 
-from duetflow.model import DESIGN_COLUMNS, DesignFields, Dialogue, design_to_row
+from duetflow.records.dialogue import DESIGN_COLUMNS, DesignFields, Dialogue, design_to_row
 
 _ARROW = {str: pa.string(), int: pa.int32(), float: pa.float64(), bool: pa.bool_()}
 
@@ -77,7 +78,7 @@ class _DialogueHead(_Row):
     topic: str
     speaker_a: str
     speaker_b: str
-    design: DesignFields  # the design columns (duetflow.model.DESIGN_COLUMNS)
+    design: DesignFields  # the design columns (duetflow.records.dialogue.DESIGN_COLUMNS)
 
     @classmethod
     def of_dialogue(cls, d: Dialogue, **rest: Any) -> Self:
@@ -204,7 +205,7 @@ def ph_voice_facts(row: RenderedDialogueRow) -> tuple[bool, str | None, str | No
 class IntakeDialogueRow(_DialogueHead):
     """One ingested dialogue (``dialogues.parquet`` of an intake work directory).
 
-    The row form of a :class:`duetflow.model.Dialogue` (``manifest.dialogue_to_rows`` /
+    The row form of a :class:`duetflow.records.dialogue.Dialogue` (``manifest.dialogue_to_rows`` /
     ``dialogue_from_rows`` convert): speakers, audio source and provenance as canonical JSON,
     the window as two nullable columns.
     """
@@ -230,7 +231,7 @@ class IntakeTurnRow(_TurnSpan):
 @dataclass(frozen=True)
 class RejectionRow(_Row):
     """One rejection (``rejections.parquet`` of every work directory and release): the row
-    form of a :class:`duetflow.model.Rejection`."""
+    form of a :class:`duetflow.records.dialogue.Rejection`."""
 
     item_id: str
     corpus: str
