@@ -46,6 +46,16 @@ class RenderConfig(_Section):
         "clip's own background stays), PH ambience laid at it; None: each source's own "
         "(PH: the reference's SNR) (docs/equalisation.md)",
     )
+    tone_tilt_db_oct: float | dict[str, float] | None = Field(
+        None,
+        description="colour of the room tone, HH, HM and PH alike: every laid bed (the "
+        "renderer's room tone, the PH ambience) shaped before it is laid so its spectral tilt "
+        "(dB/octave, 100 Hz-8 kHz) is this; a mapping sets it per language ('*': any other); "
+        "None: each recording keeps its own. The bed stays the recording's own (texture, level "
+        "rule); only its colour is matched. Turing-test builds set it where one corpus's room "
+        "is darker or brighter than the others' (the default run config does for en; "
+        "docs/equalisation.md)",
+    )
     true_peak_ceiling_dbtp: float = Field(-1.0, ge=-30, le=0)
     bandwidth_hz: float | dict[str, float] | None = Field(
         None,
@@ -73,12 +83,20 @@ class RenderConfig(_Section):
         values = limits.values() if isinstance(limits, dict) else [] if limits is None else [limits]
         if any(not 500.0 <= v <= 96_000.0 for v in values):
             raise ValueError("render.bandwidth_hz: every value must lie in [500, 96000] Hz")
+        tilts = self.tone_tilt_db_oct
+        values = tilts.values() if isinstance(tilts, dict) else [] if tilts is None else [tilts]
+        if any(not -24.0 <= v <= 12.0 for v in values):
+            raise ValueError("render.tone_tilt_db_oct: every value must lie in [-24, 12] dB/oct")
         return self
 
     @property
     def floor_target_dbfs(self) -> float | None:
         """The file floor every category is brought up to (dBFS), or None."""
         return None if self.floor_db is None else self.loudness_target_lufs + self.floor_db
+
+    def tone_tilt_for(self, language: str) -> float | None:
+        """The room tone's target tilt (dB/oct) for ``language``, or None where it is kept."""
+        return _per_language(self.tone_tilt_db_oct, language)
 
     def bandwidth_for(self, language: str) -> float | None:
         """The low-pass cutoff (Hz) of dialogues in ``language`` (``zh-CN`` → ``zh``'s), or
@@ -90,3 +108,12 @@ class RenderConfig(_Section):
             if key in limits:
                 return limits[key]
         return None
+
+
+def _per_language(value: float | dict[str, float] | None, language: str) -> float | None:
+    if not isinstance(value, dict):
+        return value
+    for key in (*language_keys(language), "*"):
+        if key in value:
+            return value[key]
+    return None

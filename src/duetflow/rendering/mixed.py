@@ -122,7 +122,10 @@ def render_mixed(
     tone: Tone | None = None
     if cfg.room_tone and not floor.digital:
         exts = [(e.start, e.end) for e in coarse]
-        tone = find_tone("mix", track, v, floor, exts, rec, sr, tone_rng(config, d))
+        tone = find_tone(
+            "mix", track, v, floor, exts, rec, sr, tone_rng(config, d),
+            tilt_db_oct=cfg.tone_tilt_for(d.language),
+        )  # fmt: skip
     post = [floor.gained(gains[s]) for s in ids]
     out_floor = file_floor(cfg, post, tone)
     target = edges.ABSOLUTE_FLOOR_DB if out_floor is None else out_floor

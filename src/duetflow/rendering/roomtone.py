@@ -10,7 +10,7 @@ recording's, then noise of the floor's spectrum; its draws use their own generat
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ import numpy as np
 from duetflow.acoustics import source_acoustics
 from duetflow.acoustics.tone_sources import RecordingTone, recording_tone
 from duetflow.acoustics.window import Track
-from duetflow.audio import bs1770, edges, roomtone
+from duetflow.audio import bs1770, edges, roomtone, tone_colour
 from duetflow.audio import loudness as ld
 from duetflow.audio.bandlimit import lowpass
 from duetflow.audio.io import Audio
@@ -49,6 +49,7 @@ class Tone:
     samples: Audio
     origin: str  # window / recording / synthesized
     speaker: str
+    tilt_correction_db_oct: float | None = None  # colour matched (render.tone_tilt_db_oct)
 
 
 def find_tone(
@@ -62,11 +63,33 @@ def find_tone(
     rng: np.random.Generator,
     *,
     annotated: bool = True,
+    tilt_db_oct: float | None = None,
 ) -> Tone | None:
     """Room tone of one track: its window's pauses, then its recording's, then synthesized.
 
     ``annotated``: whether the annotations mark where speech is not (a clip-per-turn track's
-    turns span whole clips: its background is what lies outside the acoustic extents)."""
+    turns span whole clips: its background is what lies outside the acoustic extents).
+    ``tilt_db_oct``: the colour the bed is shaped to (``render.tone_tilt_db_oct``; None: its
+    own), :func:`duetflow.audio.tone_colour.to_tilt`."""
+    tone = _find_tone(who, track, v, floor, extents, rec, sr, rng, annotated=annotated)
+    if tone is None or tilt_db_oct is None:
+        return tone
+    shaped, delta = tone_colour.to_tilt(tone.samples, sr, tilt_db_oct)
+    return replace(tone, samples=shaped, tilt_correction_db_oct=round(delta, 3))
+
+
+def _find_tone(
+    who: str,
+    track: Track,
+    v: source_acoustics.TrackView,
+    floor: edges.Floor,
+    extents: Sequence[tuple[float, float]],
+    rec: RecordingTone | None,
+    sr: int,
+    rng: np.random.Generator,
+    *,
+    annotated: bool,
+) -> Tone | None:
     runs = source_acoustics.tone_runs(v, floor, extents, annotated=annotated)
     tone = roomtone.tone_pieces(v.samples, runs, sr)
     got = 0.0 if tone is None else len(tone) / sr
@@ -95,13 +118,16 @@ def describe_tone(
 ) -> dict[str, Any]:
     """The provenance's ``room_tone`` record: what was laid (origin, level, length) or why not."""
     if tone is not None and floor_db is not None:
-        return {
+        meta: dict[str, Any] = {
             "used": True,
             "from_speaker": tone.speaker,
             "origin": tone.origin,
             "floor_dbfs": round(floor_db, 2),
             "material_s": round(len(tone.samples) / sr, 3),
         }
+        if tone.tilt_correction_db_oct is not None:  # colour matched: by how much
+            meta["tilt_correction_db_oct"] = tone.tilt_correction_db_oct
+        return meta
     if not cfg.room_tone:
         return {"used": False, "reason": "render.room_tone is false"}
     return {"used": False, "reason": "the source's floor is digital silence"}

@@ -158,6 +158,7 @@ def render_separable(
         return find_tone(
             s, tracks[s], views[s], base, exts, found[s][1], sr, tone_rng(config, d),
             annotated=not isinstance(d.source, PerTurnSource),
+            tilt_db_oct=cfg.tone_tilt_for(d.language),
         )  # fmt: skip
 
     if cfg.room_tone and loudest is not None:

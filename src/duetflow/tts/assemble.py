@@ -43,6 +43,7 @@ from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, read_frames, resample, write_audio
 from duetflow.audio.loudness import apply_gain, gain_to_target, measure
 from duetflow.audio.roomtone import fill
+from duetflow.audio.tone_colour import to_tilt
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
@@ -203,10 +204,14 @@ def assemble(
     amb_voice = next((v for v in voices if v.noise_path and v.snr_db is not None), None)
     tone: Audio | None = None
     noise_pow = 0.0
+    tilt_delta: float | None = None
     if config.synth.ambience and amb_voice is not None and amb_voice.noise_path:
         t, tone_sr = read_frames(amb_voice.noise_path, mono=True)
         # the bed's DC too: a reference's room tone can hold a few 1e-4 FS (its mean)
         t = remove_dc(lowpass(resample(t, tone_sr, sr), sr, limit))
+        target_tilt = r.tone_tilt_for(script.language)
+        if target_tilt is not None:  # its colour matched to every category's (a bed's tilt)
+            t, tilt_delta = to_tilt(t, sr, target_tilt)
         sp, _ = speech_power(np.concatenate(gained), sr)
         assert amb_voice.snr_db is not None
         if t.size > 8 * fade_n and sp > 0:
@@ -354,6 +359,7 @@ def assemble(
             "from_clip_id": amb_voice.clip_id,
             "snr_db": amb_snr,
             "floor_dbfs": round(10 * math.log10(noise_pow), 2),
+            **({} if tilt_delta is None else {"tilt_correction_db_oct": round(tilt_delta, 3)}),
         },
         "peak_ceiling_gain_db": round(ceil, 3),
         "pauses_ms": [round(p * 1000, 3) for p in pauses],
