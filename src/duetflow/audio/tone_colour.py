@@ -6,8 +6,10 @@ references', docs/fairness.md). :func:`to_tilt` shapes a bed so its tilt (the sl
 spectrum in dB per octave over :data:`TILT_BAND_HZ`, measured by :func:`tilt_db_oct`) becomes
 a target: a zero-phase gain that is a straight line in dB over log-frequency inside the band
 and flat outside it, so the tilt moves by exactly the difference and nothing else of the bed
-changes (its texture, its band edge; its level is set where it is laid). Deterministic: no
-draws, FFTs only.
+changes (its texture, its band edge; its level is set where it is laid). The tilt aimed at is
+the one the file's pauses will show: the bed at the level it is laid, plus the 16-bit rounding
+that fills a band-limited bed's stop band (:func:`laid_tilt`). Deterministic: no draws, FFTs
+and a fixed bisection only.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from duetflow.audio.io import Audio
 TILT_BAND_HZ = (100.0, 8000.0)
 #: Samples per spectrum frame (hop: half of it), as the cue audit's.
 FRAME = 1024
-#: Tilts farther than this from the target are not chased (dB/oct): a bed that far off is not
+#: Step of the written files' 16-bit samples (full scale 1.0, :func:`duetflow.audio.io.to_pcm16`):
+#: their rounding noise is part of the pauses' spectrum (:func:`laid_tilt`).
+PCM16_STEP = 2.0**-15
+#: Corrections larger than this are not made (dB/oct): a bed that far off the target is not
 #: room tone (hum, a tonal machine) and shaping it would only colour it otherwise.
 MAX_CORRECTION_DB_OCT = 6.0
 
@@ -56,15 +61,7 @@ def tilt_db_oct(x: Audio, sr: int) -> float:
     A least-squares line of the level (dB) over log2 frequency, each bin weighted by
     1/sqrt(f) (linear bins crowd the high octaves), as the cue audit's ``pause_tilt_db_oct``."""
     psd = power_spectrum(x, sr)
-    if psd.size == 0:
-        return math.nan
-    f = np.arange(psd.size) * sr / FRAME
-    lo, hi = _band(sr)
-    sel = (f >= lo) & (f <= hi) & (psd > 0)
-    if sel.sum() < 3:
-        return math.nan
-    slope = np.polyfit(np.log2(f[sel]), 10.0 * np.log10(psd[sel]), 1, w=1.0 / np.sqrt(f[sel]))
-    return float(slope[0])
+    return math.nan if psd.size == 0 else _fit(psd, sr)
 
 
 def tilt_gain(n: int, sr: int, delta_db_oct: float) -> np.ndarray:
@@ -76,16 +73,70 @@ def tilt_gain(n: int, sr: int, delta_db_oct: float) -> np.ndarray:
     return np.asarray(10.0 ** (delta_db_oct * (np.log2(f) - centre) / 20.0))
 
 
-def to_tilt(x: Audio, sr: int, target_db_oct: float) -> tuple[Audio, float]:
+def _fit(psd: np.ndarray, sr: int) -> float:
+    f = np.arange(psd.size) * sr / FRAME
+    lo, hi = _band(sr)
+    sel = (f >= lo) & (f <= hi) & (psd > 0)
+    if sel.sum() < 3:
+        return math.nan
+    slope = np.polyfit(np.log2(f[sel]), 10.0 * np.log10(psd[sel]), 1, w=1.0 / np.sqrt(f[sel]))
+    return float(slope[0])
+
+
+def laid_tilt(
+    psd: np.ndarray, sr: int, delta_db_oct: float, power: float | None, step: float | None
+) -> float:
+    """Tilt of a bed of spectrum ``psd`` (:func:`power_spectrum`) shaped by ``delta_db_oct``
+    and laid at mean ``power`` into a file quantised in steps of ``step`` (full scale 1.0):
+    the rounding adds white noise of power step²/12, which fills a band-limited bed's stop
+    band, so the tilt read in the file's pauses is not the bare bed's. ``power`` or ``step``
+    None: the bare bed's."""
+    shaped = psd * tilt_gain(2 * (psd.size - 1), sr, delta_db_oct) ** 2
+    if power is not None and step is not None and shaped.sum() > 0:
+        # mean power of a signal = sum(psd) / (FRAME * sum(win^2)) for a one-sided sum ~x2
+        win2 = float(np.sum(np.hanning(FRAME) ** 2))
+        scale = power / (_mean_power(shaped) / win2)
+        shaped = shaped * scale + step * step / 12.0 * win2
+    return _fit(shaped, sr)
+
+
+def _mean_power(psd: np.ndarray) -> float:
+    """Mean power (times sum(win^2)) of the signal whose framed spectrum is ``psd`` (Parseval
+    over the one-sided spectrum)."""
+    return float((2.0 * psd.sum() - psd[0] - psd[-1]) / FRAME)
+
+
+def to_tilt(
+    x: Audio,
+    sr: int,
+    target_db_oct: float,
+    *,
+    laid_power: float | None = None,
+    step: float | None = None,
+) -> tuple[Audio, float]:
     """``x`` shaped so its tilt is ``target_db_oct``, and the correction applied (dB/oct).
 
-    The gain (:func:`tilt_gain`) is applied to the whole bed at once (zero phase); its power
-    is kept (the level is the floor rule's). A bed too short or silent to measure, or one
-    farther than :data:`MAX_CORRECTION_DB_OCT` from the target, comes back unchanged (0.0)."""
-    measured = tilt_db_oct(x, sr)
-    if not math.isfinite(measured) or abs(target_db_oct - measured) > MAX_CORRECTION_DB_OCT:
+    The tilt aimed at is the one read where the bed is heard: laid at mean power
+    ``laid_power`` into a file quantised in steps of ``step`` (16-bit PCM: 2^-15), see
+    :func:`laid_tilt`; either None: the bare bed's (then the tilt moves by exactly the
+    correction). The correction is found by bisection (the tilt rises with it). The gain
+    (:func:`tilt_gain`) is applied to the whole bed at once (zero phase); its power is kept
+    (the level is the floor rule's). A bed too short or silent to measure, or one whose target
+    lies farther than :data:`MAX_CORRECTION_DB_OCT` away, comes back unchanged (0.0)."""
+    psd = power_spectrum(x, sr)
+    if psd.size == 0 or not np.any(psd > 0):
         return x, 0.0
-    delta = target_db_oct - measured
+    lo_d, hi_d = -MAX_CORRECTION_DB_OCT, MAX_CORRECTION_DB_OCT
+    at = [laid_tilt(psd, sr, d, laid_power, step) for d in (lo_d, 0.0, hi_d)]
+    if not all(math.isfinite(t) for t in at) or not at[0] <= target_db_oct <= at[2]:
+        return x, 0.0
+    for _ in range(50):  # deterministic: the same steps every time
+        mid = 0.5 * (lo_d + hi_d)
+        if laid_tilt(psd, sr, mid, laid_power, step) < target_db_oct:
+            lo_d = mid
+        else:
+            hi_d = mid
+    delta = 0.5 * (lo_d + hi_d)
     x64 = np.asarray(x, dtype=np.float64)
     y = np.fft.irfft(np.fft.rfft(x64) * tilt_gain(x64.size, sr, delta), n=x64.size)
     p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))

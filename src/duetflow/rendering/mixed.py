@@ -29,6 +29,7 @@ from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
 from duetflow.rendering.mixdown import Change, mixdown
 from duetflow.rendering.roomtone import (
     Tone,
+    colour,
     describe_tone,
     file_floor,
     find_tone,
@@ -122,12 +123,10 @@ def render_mixed(
     tone: Tone | None = None
     if cfg.room_tone and not floor.digital:
         exts = [(e.start, e.end) for e in coarse]
-        tone = find_tone(
-            "mix", track, v, floor, exts, rec, sr, tone_rng(config, d),
-            tilt_db_oct=cfg.tone_tilt_for(d.language),
-        )  # fmt: skip
+        tone = find_tone("mix", track, v, floor, exts, rec, sr, tone_rng(config, d))
     post = [floor.gained(gains[s]) for s in ids]
     out_floor = file_floor(cfg, post, tone)
+    tone = colour(tone, cfg.tone_tilt_for(d.language), out_floor, sr)  # one colour per language
     target = edges.ABSOLUTE_FLOOR_DB if out_floor is None else out_floor
     extents: list[edges.Extent] = []
     for k, (blk, ext) in enumerate(zip(raw_blocks, coarse, strict=True)):

@@ -63,18 +63,24 @@ def find_tone(
     rng: np.random.Generator,
     *,
     annotated: bool = True,
-    tilt_db_oct: float | None = None,
 ) -> Tone | None:
     """Room tone of one track: its window's pauses, then its recording's, then synthesized.
 
     ``annotated``: whether the annotations mark where speech is not (a clip-per-turn track's
-    turns span whole clips: its background is what lies outside the acoustic extents).
-    ``tilt_db_oct``: the colour the bed is shaped to (``render.tone_tilt_db_oct``; None: its
-    own), :func:`duetflow.audio.tone_colour.to_tilt`."""
-    tone = _find_tone(who, track, v, floor, extents, rec, sr, rng, annotated=annotated)
-    if tone is None or tilt_db_oct is None:
+    turns span whole clips: its background is what lies outside the acoustic extents)."""
+    return _find_tone(who, track, v, floor, extents, rec, sr, rng, annotated=annotated)
+
+
+def colour(
+    tone: Tone | None, tilt_db_oct: float | None, floor_db: float | None, sr: int
+) -> Tone | None:
+    """``tone`` shaped to the colour ``render.tone_tilt_db_oct`` sets for the dialogue's
+    language (None: its own), as its pauses will read laid at ``floor_db`` (dBFS) in the
+    16-bit file (:func:`duetflow.audio.tone_colour.to_tilt`); the correction is recorded."""
+    if tone is None or tilt_db_oct is None or floor_db is None:
         return tone
-    shaped, delta = tone_colour.to_tilt(tone.samples, sr, tilt_db_oct)
+    power, step = 10.0 ** (floor_db / 10.0), tone_colour.PCM16_STEP
+    shaped, delta = tone_colour.to_tilt(tone.samples, sr, tilt_db_oct, laid_power=power, step=step)
     return replace(tone, samples=shaped, tilt_correction_db_oct=round(delta, 3))
 
 

@@ -27,6 +27,7 @@ from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
 from duetflow.rendering.mixdown import Change, mixdown
 from duetflow.rendering.roomtone import (
     Tone,
+    colour,
     describe_tone,
     file_floor,
     find_tone,
@@ -158,7 +159,6 @@ def render_separable(
         return find_tone(
             s, tracks[s], views[s], base, exts, found[s][1], sr, tone_rng(config, d),
             annotated=not isinstance(d.source, PerTurnSource),
-            tilt_db_oct=cfg.tone_tilt_for(d.language),
         )  # fmt: skip
 
     if cfg.room_tone and loudest is not None:
@@ -167,6 +167,8 @@ def render_separable(
             if tone is not None:
                 break
     out_floor = file_floor(cfg, list(post.values()), tone)
+    tilt = cfg.tone_tilt_for(d.language)  # one colour of room tone per language
+    tone = colour(tone, tilt, out_floor, sr)
     target = edges.ABSOLUTE_FLOOR_DB if out_floor is None else out_floor
 
     # final extents: speech measured down to the file's floor, in each track's scale
@@ -214,7 +216,9 @@ def render_separable(
         # each speaker's layer over their own room tone (the two-channel file; the mix's bed
         # stays the tone above), at the mix's floor power; a speaker without one: the mix's
         if per_speaker:
-            stem_tones = [tone if s == tone.speaker else own_tone(s) for s in ids]
+            stem_tones = [
+                tone if s == tone.speaker else colour(own_tone(s), tilt, out_floor, sr) for s in ids
+            ]
         beds = tuple(None if t is None or t is tone else t.samples for t in stem_tones)
         bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0), beds)
     mix = mixdown(

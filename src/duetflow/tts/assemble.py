@@ -43,7 +43,7 @@ from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, read_frames, resample, write_audio
 from duetflow.audio.loudness import apply_gain, gain_to_target, measure
 from duetflow.audio.roomtone import fill
-from duetflow.audio.tone_colour import to_tilt
+from duetflow.audio.tone_colour import PCM16_STEP, to_tilt
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
@@ -209,15 +209,16 @@ def assemble(
         t, tone_sr = read_frames(amb_voice.noise_path, mono=True)
         # the bed's DC too: a reference's room tone can hold a few 1e-4 FS (its mean)
         t = remove_dc(lowpass(resample(t, tone_sr, sr), sr, limit))
-        target_tilt = r.tone_tilt_for(script.language)
-        if target_tilt is not None:  # its colour matched to every category's (a bed's tilt)
-            t, tilt_delta = to_tilt(t, sr, target_tilt)
         sp, _ = speech_power(np.concatenate(gained), sr)
         assert amb_voice.snr_db is not None
         if t.size > 8 * fade_n and sp > 0:
             tone, noise_pow = t, sp / 10 ** (amb_voice.snr_db / 10)
             if r.floor_target_dbfs is not None:  # one pause floor for every category
                 noise_pow = 10 ** (r.floor_target_dbfs / 10)
+            target_tilt = r.tone_tilt_for(script.language)
+            if target_tilt is not None:  # one colour per language, as the file's pauses read
+                t, tilt_delta = to_tilt(t, sr, target_tilt, laid_power=noise_pow, step=PCM16_STEP)
+                tone = t
             for i, u in enumerate(gained):
                 trim_rng = rng_for(config.seed, draws_key(script.id), "trim", i)
                 ext2 = extent_over_bed(u, sr, t, noise_pow, trim_rng)
