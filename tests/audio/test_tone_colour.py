@@ -13,7 +13,7 @@ import pytest
 from scipy.signal import lfilter, welch
 
 from duetflow.audio.bandlimit import lowpass
-from duetflow.audio.tone_colour import MAX_CORRECTION_DB_OCT, tilt_db_oct, to_tilt
+from duetflow.audio.tone_colour import MAX_CORRECTION_DB_OCT, PCM16_STEP, tilt_db_oct, to_tilt
 from duetflow.fairness.cues import power_spectrum, spectral_tilt
 
 SR = 16000
@@ -127,3 +127,23 @@ def test_unmeasurable_or_far_off_beds_are_left_alone() -> None:
     steep = power_law(-7.4 - MAX_CORRECTION_DB_OCT - 3.0, 4.0, 11)
     y, d = to_tilt(steep, SR, -7.4)
     assert d == 0.0 and y is steep
+
+
+def test_the_tilt_is_aimed_at_the_written_file_s_pauses() -> None:
+    """Band-limited beds laid quiet (-56 dBFS) in a 16-bit file: the rounding noise fills their
+    stop band, so the bare bed's tilt is not what the file's pauses read. Aimed at the laid
+    tilt, two rooms of different colour read the target in the written (quantised) file."""
+    from duetflow.audio.io import to_pcm16
+
+    power = 10 ** (-56 / 10)
+    written = []
+    for bed in (room(0.5, 8.0, 12), room(0.93, 8.0, 13)):
+        y, _ = to_tilt(bed, SR, -7.4, laid_power=power, step=PCM16_STEP)
+        laid = y * np.float32(np.sqrt(power / np.mean(np.square(y, dtype=np.float64))))
+        pcm = to_pcm16(laid).astype(np.float64) / 32768.0
+        written.append(audit_tilt(pcm))
+        # the bare bed shaped to the target reads otherwise once written (the stop band)
+        bare, _ = to_tilt(bed, SR, -7.4)
+        bare_laid = bare * np.float32(np.sqrt(power / np.mean(np.square(bare, dtype=np.float64))))
+        assert abs(audit_tilt(to_pcm16(bare_laid).astype(np.float64) / 32768.0) + 7.4) > 1.0
+    assert all(abs(t + 7.4) < 0.2 for t in written), written
