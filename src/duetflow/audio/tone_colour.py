@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from duetflow.audio.bandlimit import TRANSITION_HZ
 from duetflow.audio.io import Audio
 
 #: Band over which the tilt is measured and shaped, Hz (upper end capped at 0.45 × the rate);
@@ -34,8 +35,15 @@ PCM16_STEP = 2.0**-15
 MAX_CORRECTION_DB_OCT = 6.0
 
 
-def _band(sr: int) -> tuple[float, float]:
-    return TILT_BAND_HZ[0], min(TILT_BAND_HZ[1], 0.45 * sr)
+def pass_band_hz(limit_hz: float | None) -> float | None:
+    """Upper end of a bed's pass band under a low-pass at ``limit_hz`` (None: none): the cutoff
+    less the low-pass's transition band (:data:`duetflow.audio.bandlimit.TRANSITION_HZ`)."""
+    return None if limit_hz is None else limit_hz - TRANSITION_HZ
+
+
+def _band(sr: int, hi_hz: float | None = None) -> tuple[float, float]:
+    hi = min(TILT_BAND_HZ[1], 0.45 * sr)
+    return TILT_BAND_HZ[0], hi if hi_hz is None else max(TILT_BAND_HZ[0] * 4, min(hi, hi_hz))
 
 
 def power_spectrum(x: Audio, sr: int) -> np.ndarray:
@@ -55,27 +63,28 @@ def power_spectrum(x: Audio, sr: int) -> np.ndarray:
     return total / n
 
 
-def tilt_db_oct(x: Audio, sr: int) -> float:
+def tilt_db_oct(x: Audio, sr: int, hi_hz: float | None = None) -> float:
     """Slope of ``x``'s spectrum, dB per octave over :data:`TILT_BAND_HZ` (NaN: no energy).
 
     A least-squares line of the level (dB) over log2 frequency, each bin weighted by
-    1/sqrt(f) (linear bins crowd the high octaves), as the cue audit's ``pause_tilt_db_oct``."""
+    1/sqrt(f) (linear bins crowd the high octaves), as the cue audit's ``pause_tilt_db_oct``;
+    ``hi_hz``: the band's upper end lowered to it (a band-limited bed's pass band)."""
     psd = power_spectrum(x, sr)
-    return math.nan if psd.size == 0 else _fit(psd, sr)
+    return math.nan if psd.size == 0 else _fit(psd, sr, hi_hz)
 
 
-def tilt_gain(n: int, sr: int, delta_db_oct: float) -> np.ndarray:
+def tilt_gain(n: int, sr: int, delta_db_oct: float, hi_hz: float | None = None) -> np.ndarray:
     """Amplitude gain per rfft bin of an ``n``-sample signal: ``delta_db_oct`` dB per octave
     inside :data:`TILT_BAND_HZ` (0 dB at its geometric centre), flat outside it."""
-    lo, hi = _band(sr)
+    lo, hi = _band(sr, hi_hz)
     f = np.clip(np.fft.rfftfreq(n, 1.0 / sr), lo, hi)
     centre = math.log2(math.sqrt(lo * hi))
     return np.asarray(10.0 ** (delta_db_oct * (np.log2(f) - centre) / 20.0))
 
 
-def _fit(psd: np.ndarray, sr: int) -> float:
+def _fit(psd: np.ndarray, sr: int, hi_hz: float | None = None) -> float:
     f = np.arange(psd.size) * sr / FRAME
-    lo, hi = _band(sr)
+    lo, hi = _band(sr, hi_hz)
     sel = (f >= lo) & (f <= hi) & (psd > 0)
     if sel.sum() < 3:
         return math.nan
@@ -84,20 +93,25 @@ def _fit(psd: np.ndarray, sr: int) -> float:
 
 
 def laid_tilt(
-    psd: np.ndarray, sr: int, delta_db_oct: float, power: float | None, step: float | None
+    psd: np.ndarray,
+    sr: int,
+    delta_db_oct: float,
+    power: float | None,
+    step: float | None,
+    hi_hz: float | None = None,
 ) -> float:
     """Tilt of a bed of spectrum ``psd`` (:func:`power_spectrum`) shaped by ``delta_db_oct``
     and laid at mean ``power`` into a file quantised in steps of ``step`` (full scale 1.0):
     the rounding adds white noise of power step²/12, which fills a band-limited bed's stop
     band, so the tilt read in the file's pauses is not the bare bed's. ``power`` or ``step``
     None: the bare bed's."""
-    shaped = psd * tilt_gain(2 * (psd.size - 1), sr, delta_db_oct) ** 2
+    shaped = psd * tilt_gain(2 * (psd.size - 1), sr, delta_db_oct, hi_hz) ** 2
     if power is not None and step is not None and shaped.sum() > 0:
         # mean power of a signal = sum(psd) / (FRAME * sum(win^2)) for a one-sided sum ~x2
         win2 = float(np.sum(np.hanning(FRAME) ** 2))
         scale = power / (_mean_power(shaped) / win2)
         shaped = shaped * scale + step * step / 12.0 * win2
-    return _fit(shaped, sr)
+    return _fit(shaped, sr, hi_hz)
 
 
 def _mean_power(psd: np.ndarray) -> float:
@@ -113,32 +127,35 @@ def to_tilt(
     *,
     laid_power: float | None = None,
     step: float | None = None,
+    hi_hz: float | None = None,
 ) -> tuple[Audio, float]:
     """``x`` shaped so its tilt is ``target_db_oct``, and the correction applied (dB/oct).
 
     The tilt aimed at is the one read where the bed is heard: laid at mean power
     ``laid_power`` into a file quantised in steps of ``step`` (16-bit PCM: 2^-15), see
     :func:`laid_tilt`; either None: the bare bed's (then the tilt moves by exactly the
-    correction). The correction is found by bisection (the tilt rises with it). The gain
-    (:func:`tilt_gain`) is applied to the whole bed at once (zero phase); its power is kept
-    (the level is the floor rule's). A bed too short or silent to measure, or one whose target
-    lies farther than :data:`MAX_CORRECTION_DB_OCT` away, comes back unchanged (0.0)."""
+    correction). ``hi_hz``: measure and shape only up to it (a band-limited bed's pass band:
+    above it the gain stays flat). The correction is found by bisection (the tilt rises with
+    it). The gain (:func:`tilt_gain`) is applied to the whole bed at once (zero phase); its
+    power is kept (the level is the floor rule's). A bed too short or silent to measure, or
+    one whose target lies farther than :data:`MAX_CORRECTION_DB_OCT` away, comes back
+    unchanged (0.0)."""
     psd = power_spectrum(x, sr)
     if psd.size == 0 or not np.any(psd > 0):
         return x, 0.0
     lo_d, hi_d = -MAX_CORRECTION_DB_OCT, MAX_CORRECTION_DB_OCT
-    at = [laid_tilt(psd, sr, d, laid_power, step) for d in (lo_d, 0.0, hi_d)]
+    at = [laid_tilt(psd, sr, d, laid_power, step, hi_hz) for d in (lo_d, 0.0, hi_d)]
     if not all(math.isfinite(t) for t in at) or not at[0] <= target_db_oct <= at[2]:
         return x, 0.0
     for _ in range(50):  # deterministic: the same steps every time
         mid = 0.5 * (lo_d + hi_d)
-        if laid_tilt(psd, sr, mid, laid_power, step) < target_db_oct:
+        if laid_tilt(psd, sr, mid, laid_power, step, hi_hz) < target_db_oct:
             lo_d = mid
         else:
             hi_d = mid
     delta = 0.5 * (lo_d + hi_d)
     x64 = np.asarray(x, dtype=np.float64)
-    y = np.fft.irfft(np.fft.rfft(x64) * tilt_gain(x64.size, sr, delta), n=x64.size)
+    y = np.fft.irfft(np.fft.rfft(x64) * tilt_gain(x64.size, sr, delta, hi_hz), n=x64.size)
     p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))
     if p1 > 0:
         y *= math.sqrt(p0 / p1)

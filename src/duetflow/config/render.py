@@ -50,10 +50,11 @@ class RenderConfig(_Section):
         None,
         description="colour of the room tone, HH, HM and PH alike: every laid bed (the "
         "renderer's room tone, the PH ambience) shaped before it is laid so its spectral tilt "
-        "(dB/octave, 100 Hz-8 kHz) is this; a mapping sets it per language ('*': any other); "
+        "(dB/octave, 100 Hz to 8 kHz or the language's bandwidth_hz less the low-pass's "
+        "transition) is this; a mapping sets it per language ('*': any other); "
         "None: each recording keeps its own. The bed stays the recording's own (texture, level "
-        "rule); only its colour is matched. Turing-test builds set it where one corpus's room "
-        "is darker or brighter than the others' (the default run config does for en; "
+        "rule); only its colour is matched. Turing-test builds set it per language to the tilt "
+        "most of its sources share (the default run config does for en; "
         "docs/equalisation.md)",
     )
     true_peak_ceiling_dbtp: float = Field(-1.0, ge=-30, le=0)

@@ -72,15 +72,23 @@ def find_tone(
 
 
 def colour(
-    tone: Tone | None, tilt_db_oct: float | None, floor_db: float | None, sr: int
+    tone: Tone | None,
+    tilt_db_oct: float | None,
+    floor_db: float | None,
+    sr: int,
+    limit_hz: float | None,
 ) -> Tone | None:
     """``tone`` shaped to the colour ``render.tone_tilt_db_oct`` sets for the dialogue's
-    language (None: its own), as its pauses will read laid at ``floor_db`` (dBFS) in the
-    16-bit file (:func:`duetflow.audio.tone_colour.to_tilt`); the correction is recorded."""
+    language (None: its own): its tilt in the pass band (up to ``limit_hz``, the language's
+    bandwidth, less the low-pass's transition), laid at ``floor_db`` (dBFS) in the 16-bit file
+    (:func:`duetflow.audio.tone_colour.to_tilt`); the correction is recorded."""
     if tone is None or tilt_db_oct is None or floor_db is None:
         return tone
     power, step = 10.0 ** (floor_db / 10.0), tone_colour.PCM16_STEP
-    shaped, delta = tone_colour.to_tilt(tone.samples, sr, tilt_db_oct, laid_power=power, step=step)
+    hi = tone_colour.pass_band_hz(limit_hz)
+    shaped, delta = tone_colour.to_tilt(
+        tone.samples, sr, tilt_db_oct, laid_power=power, step=step, hi_hz=hi
+    )
     return replace(tone, samples=shaped, tilt_correction_db_oct=round(delta, 3))
 
 

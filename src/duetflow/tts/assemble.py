@@ -43,7 +43,7 @@ from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, read_frames, resample, write_audio
 from duetflow.audio.loudness import apply_gain, gain_to_target, measure
 from duetflow.audio.roomtone import fill
-from duetflow.audio.tone_colour import PCM16_STEP, to_tilt
+from duetflow.audio.tone_colour import PCM16_STEP, pass_band_hz, to_tilt
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
@@ -217,7 +217,10 @@ def assemble(
                 noise_pow = 10 ** (r.floor_target_dbfs / 10)
             target_tilt = r.tone_tilt_for(script.language)
             if target_tilt is not None:  # one colour per language, as the file's pauses read
-                t, tilt_delta = to_tilt(t, sr, target_tilt, laid_power=noise_pow, step=PCM16_STEP)
+                t, tilt_delta = to_tilt(
+                    t, sr, target_tilt, laid_power=noise_pow, step=PCM16_STEP,
+                    hi_hz=pass_band_hz(limit),
+                )  # fmt: skip
                 tone = t
             for i, u in enumerate(gained):
                 trim_rng = rng_for(config.seed, draws_key(script.id), "trim", i)
