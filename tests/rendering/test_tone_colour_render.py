@@ -129,9 +129,10 @@ def test_hh_and_ph_pauses_come_out_with_one_colour(tmp_path: Path) -> None:
     after = (pause_tilt(hh, sr, hh_rows), pause_tilt(ph, sr, ph_rows))
     assert abs(after[0] - after[1]) < 0.5, (before, after)
     assert all(abs(t + 6.0) < 0.6 for t in after), (before, after)
-    # the correction is in the provenance, the floor rule is untouched
-    assert hh_prov["room_tone"]["tilt_correction_db_oct"] < -1.0
-    assert ph_prov["ambience"]["tilt_correction_db_oct"] > 1.0
+    # each bed's own tilt is in the provenance (bright HH room, dark PH reference), the floor
+    # rule is untouched
+    assert hh_prov["room_tone"]["own_tilt_db_oct"] > -4.5
+    assert ph_prov["ambience"]["own_tilt_db_oct"] < -7.5
     assert hh_prov["room_tone"]["floor_dbfs"] == build_hh_floor(tmp_path, off)
     _contracts(hh, hh_rows, on)
     _contracts(ph, ph_rows, on)

@@ -1,15 +1,13 @@
-"""Room tone's colour: its spectral tilt measured, and brought to a target tilt.
+"""Room tone's colour: its spectral envelope measured, and matched to a target.
 
 The floor rule brings every category's room tone to one *level*; a recording's room still
-has its own *colour* (DailyTalk's pauses are darker than IEMOCAP's, the studio's and the PH
-references', docs/fairness.md). :func:`to_tilt` shapes a bed so its tilt (the slope of its
-spectrum in dB per octave over :data:`TILT_BAND_HZ`, measured by :func:`tilt_db_oct`) becomes
-a target: a zero-phase gain that is a straight line in dB over log-frequency inside the band
-and flat outside it, so the tilt moves by exactly the difference and nothing else of the bed
-changes (its texture, its band edge; its level is set where it is laid). The tilt aimed at is
-the one the file's pauses will show: the bed at the level it is laid, plus the 16-bit rounding
-that fills a band-limited bed's stop band (:func:`laid_tilt`). Deterministic: no draws, FFTs
-and a fixed bisection only.
+has its own *colour* (DailyTalk's pauses are darker near the top of the band than IEMOCAP's,
+the studio's and the PH references', docs/fairness.md). :func:`to_envelope` shapes a bed so
+its spectral envelope inside the band (:data:`TILT_BAND_HZ`, its upper end the language's pass
+band) is one straight line in dB over log-frequency of a target tilt: the slope *and* the
+roll-off inside the band alike for every bed, by a zero-phase gain (the target over the bed's
+own smoothed envelope, flat beyond the band), so the bed stays the same noise (its texture)
+at its own power (the level is the floor rule's). Deterministic: no draws, FFTs only.
 """
 
 from __future__ import annotations
@@ -27,12 +25,10 @@ from duetflow.audio.io import Audio
 TILT_BAND_HZ = (100.0, 8000.0)
 #: Samples per spectrum frame (hop: half of it), as the cue audit's.
 FRAME = 1024
-#: Step of the written files' 16-bit samples (full scale 1.0, :func:`duetflow.audio.io.to_pcm16`):
-#: their rounding noise is part of the pauses' spectrum (:func:`laid_tilt`).
-PCM16_STEP = 2.0**-15
-#: Corrections larger than this are not made (dB/oct): a bed that far off the target is not
-#: room tone (hum, a tonal machine) and shaping it would only colour it otherwise.
-MAX_CORRECTION_DB_OCT = 6.0
+#: Width of the smoothing of a bed's spectrum before its envelope is matched, octaves.
+ENVELOPE_SMOOTH_OCT = 1.0 / 3.0
+#: Largest boost or cut the envelope match applies at any frequency, dB.
+MAX_ENVELOPE_DB = 20.0
 
 
 def pass_band_hz(limit_hz: float | None) -> float | None:
@@ -73,15 +69,6 @@ def tilt_db_oct(x: Audio, sr: int, hi_hz: float | None = None) -> float:
     return math.nan if psd.size == 0 else _fit(psd, sr, hi_hz)
 
 
-def tilt_gain(n: int, sr: int, delta_db_oct: float, hi_hz: float | None = None) -> np.ndarray:
-    """Amplitude gain per rfft bin of an ``n``-sample signal: ``delta_db_oct`` dB per octave
-    inside :data:`TILT_BAND_HZ` (0 dB at its geometric centre), flat outside it."""
-    lo, hi = _band(sr, hi_hz)
-    f = np.clip(np.fft.rfftfreq(n, 1.0 / sr), lo, hi)
-    centre = math.log2(math.sqrt(lo * hi))
-    return np.asarray(10.0 ** (delta_db_oct * (np.log2(f) - centre) / 20.0))
-
-
 def _fit(psd: np.ndarray, sr: int, hi_hz: float | None = None) -> float:
     f = np.arange(psd.size) * sr / FRAME
     lo, hi = _band(sr, hi_hz)
@@ -92,71 +79,43 @@ def _fit(psd: np.ndarray, sr: int, hi_hz: float | None = None) -> float:
     return float(slope[0])
 
 
-def laid_tilt(
-    psd: np.ndarray,
-    sr: int,
-    delta_db_oct: float,
-    power: float | None,
-    step: float | None,
-    hi_hz: float | None = None,
-) -> float:
-    """Tilt of a bed of spectrum ``psd`` (:func:`power_spectrum`) shaped by ``delta_db_oct``
-    and laid at mean ``power`` into a file quantised in steps of ``step`` (full scale 1.0):
-    the rounding adds white noise of power step²/12, which fills a band-limited bed's stop
-    band, so the tilt read in the file's pauses is not the bare bed's. ``power`` or ``step``
-    None: the bare bed's."""
-    shaped = psd * tilt_gain(2 * (psd.size - 1), sr, delta_db_oct, hi_hz) ** 2
-    if power is not None and step is not None and shaped.sum() > 0:
-        # mean power of a signal = sum(psd) / (FRAME * sum(win^2)) for a one-sided sum ~x2
-        win2 = float(np.sum(np.hanning(FRAME) ** 2))
-        scale = power / (_mean_power(shaped) / win2)
-        shaped = shaped * scale + step * step / 12.0 * win2
-    return _fit(shaped, sr, hi_hz)
+def envelope_db(psd: np.ndarray, sr: int, f: np.ndarray) -> np.ndarray:
+    """Level (dB) of the spectrum ``psd`` (:func:`power_spectrum`) at frequencies ``f``,
+    averaged over :data:`ENVELOPE_SMOOTH_OCT` around each (its envelope, not its bins)."""
+    fb = np.arange(psd.size) * sr / FRAME
+    c = np.concatenate(([0.0], np.cumsum(psd)))
+    half = 2.0 ** (ENVELOPE_SMOOTH_OCT / 2)
+    i0 = np.clip(np.searchsorted(fb, f / half), 0, psd.size - 1)
+    i1 = np.clip(np.searchsorted(fb, f * half, side="right"), i0 + 1, psd.size)
+    mean = (c[i1] - c[i0]) / (i1 - i0)
+    return np.asarray(10.0 * np.log10(np.maximum(mean, 1e-30)))
 
 
-def _mean_power(psd: np.ndarray) -> float:
-    """Mean power (times sum(win^2)) of the signal whose framed spectrum is ``psd`` (Parseval
-    over the one-sided spectrum)."""
-    return float((2.0 * psd.sum() - psd[0] - psd[-1]) / FRAME)
-
-
-def to_tilt(
-    x: Audio,
-    sr: int,
-    target_db_oct: float,
-    *,
-    laid_power: float | None = None,
-    step: float | None = None,
-    hi_hz: float | None = None,
+def to_envelope(
+    x: Audio, sr: int, target_db_oct: float, *, hi_hz: float | None = None
 ) -> tuple[Audio, float]:
-    """``x`` shaped so its tilt is ``target_db_oct``, and the correction applied (dB/oct).
-
-    The tilt aimed at is the one read where the bed is heard: laid at mean power
-    ``laid_power`` into a file quantised in steps of ``step`` (16-bit PCM: 2^-15), see
-    :func:`laid_tilt`; either None: the bare bed's (then the tilt moves by exactly the
-    correction). ``hi_hz``: measure and shape only up to it (a band-limited bed's pass band:
-    above it the gain stays flat). The correction is found by bisection (the tilt rises with
-    it). The gain (:func:`tilt_gain`) is applied to the whole bed at once (zero phase); its
-    power is kept (the level is the floor rule's). A bed too short or silent to measure, or
-    one whose target lies farther than :data:`MAX_CORRECTION_DB_OCT` away, comes back
-    unchanged (0.0)."""
+    """``x`` with its spectral envelope in the band (:data:`TILT_BAND_HZ`, upper end ``hi_hz``)
+    made a straight line of ``target_db_oct`` dB per octave: tilt and roll-off inside the band
+    alike for every bed, the texture (the same noise) and the power (the floor rule's) its own.
+    The gain is the target over the bed's envelope (smoothed over
+    :data:`ENVELOPE_SMOOTH_OCT`, bounded by :data:`MAX_ENVELOPE_DB`), flat beyond the band's
+    ends, zero phase, applied to the whole bed at once. Returned with the bed's own tilt before
+    (dB/oct in the band; NaN, bed unchanged, when it is too short or silent to measure)."""
     psd = power_spectrum(x, sr)
     if psd.size == 0 or not np.any(psd > 0):
-        return x, 0.0
-    lo_d, hi_d = -MAX_CORRECTION_DB_OCT, MAX_CORRECTION_DB_OCT
-    at = [laid_tilt(psd, sr, d, laid_power, step, hi_hz) for d in (lo_d, 0.0, hi_d)]
-    if not all(math.isfinite(t) for t in at) or not at[0] <= target_db_oct <= at[2]:
-        return x, 0.0
-    for _ in range(50):  # deterministic: the same steps every time
-        mid = 0.5 * (lo_d + hi_d)
-        if laid_tilt(psd, sr, mid, laid_power, step, hi_hz) < target_db_oct:
-            lo_d = mid
-        else:
-            hi_d = mid
-    delta = 0.5 * (lo_d + hi_d)
+        return x, math.nan
+    lo, hi = _band(sr, hi_hz)
+    before = _fit(psd, sr, hi_hz)
+    grid = lo * 2.0 ** np.arange(0.0, math.log2(hi / lo) + 1e-9, 1.0 / 24.0)  # 1/24 octave
+    env = envelope_db(psd, sr, grid)
+    target = target_db_oct * (np.log2(grid) - math.log2(math.sqrt(lo * hi)))
+    gain_db = target - env
+    gain_db = np.clip(gain_db - np.median(gain_db), -MAX_ENVELOPE_DB, MAX_ENVELOPE_DB)
     x64 = np.asarray(x, dtype=np.float64)
-    y = np.fft.irfft(np.fft.rfft(x64) * tilt_gain(x64.size, sr, delta, hi_hz), n=x64.size)
+    fx = np.clip(np.fft.rfftfreq(x64.size, 1.0 / sr), lo, hi)
+    g = 10.0 ** (np.interp(np.log2(fx), np.log2(grid), gain_db) / 20.0)
+    y = np.fft.irfft(np.fft.rfft(x64) * g, n=x64.size)
     p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))
     if p1 > 0:
         y *= math.sqrt(p0 / p1)
-    return y.astype(np.float32), delta
+    return y.astype(np.float32), before

@@ -126,7 +126,7 @@ def render_mixed(
         tone = find_tone("mix", track, v, floor, exts, rec, sr, tone_rng(config, d))
     post = [floor.gained(gains[s]) for s in ids]
     out_floor = file_floor(cfg, post, tone)
-    tone = colour(tone, cfg.tone_tilt_for(d.language), out_floor, sr, limit)  # one per language
+    tone = colour(tone, cfg.tone_tilt_for(d.language), sr, limit)  # one per language
     target = edges.ABSOLUTE_FLOOR_DB if out_floor is None else out_floor
     extents: list[edges.Extent] = []
     for k, (blk, ext) in enumerate(zip(raw_blocks, coarse, strict=True)):

@@ -9,6 +9,7 @@ recording's, then noise of the floor's spectrum; its draws use their own generat
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -49,7 +50,7 @@ class Tone:
     samples: Audio
     origin: str  # window / recording / synthesized
     speaker: str
-    tilt_correction_db_oct: float | None = None  # colour matched (render.tone_tilt_db_oct)
+    own_tilt_db_oct: float | None = None  # colour matched (render.tone_tilt_db_oct): its own
 
 
 def find_tone(
@@ -72,24 +73,19 @@ def find_tone(
 
 
 def colour(
-    tone: Tone | None,
-    tilt_db_oct: float | None,
-    floor_db: float | None,
-    sr: int,
-    limit_hz: float | None,
+    tone: Tone | None, tilt_db_oct: float | None, sr: int, limit_hz: float | None
 ) -> Tone | None:
-    """``tone`` shaped to the colour ``render.tone_tilt_db_oct`` sets for the dialogue's
-    language (None: its own): its tilt in the pass band (up to ``limit_hz``, the language's
-    bandwidth, less the low-pass's transition), laid at ``floor_db`` (dBFS) in the 16-bit file
-    (:func:`duetflow.audio.tone_colour.to_tilt`); the correction is recorded."""
-    if tone is None or tilt_db_oct is None or floor_db is None:
+    """``tone`` with the colour ``render.tone_tilt_db_oct`` sets for the dialogue's language
+    (None: its own): its spectral envelope in the pass band (to ``limit_hz``, the language's
+    bandwidth, less the low-pass's transition) one line of that tilt
+    (:func:`duetflow.audio.tone_colour.to_envelope`); the bed's own tilt is recorded."""
+    if tone is None or tilt_db_oct is None:
         return tone
-    power, step = 10.0 ** (floor_db / 10.0), tone_colour.PCM16_STEP
     hi = tone_colour.pass_band_hz(limit_hz)
-    shaped, delta = tone_colour.to_tilt(
-        tone.samples, sr, tilt_db_oct, laid_power=power, step=step, hi_hz=hi
-    )
-    return replace(tone, samples=shaped, tilt_correction_db_oct=round(delta, 3))
+    shaped, own = tone_colour.to_envelope(tone.samples, sr, tilt_db_oct, hi_hz=hi)
+    if not math.isfinite(own):  # too short or silent to measure: laid as it is
+        return tone
+    return replace(tone, samples=shaped, own_tilt_db_oct=round(own, 3))
 
 
 def _find_tone(
@@ -139,8 +135,8 @@ def describe_tone(
             "floor_dbfs": round(floor_db, 2),
             "material_s": round(len(tone.samples) / sr, 3),
         }
-        if tone.tilt_correction_db_oct is not None:  # colour matched: by how much
-            meta["tilt_correction_db_oct"] = tone.tilt_correction_db_oct
+        if tone.own_tilt_db_oct is not None:  # colour matched: the bed's own tilt before
+            meta["own_tilt_db_oct"] = tone.own_tilt_db_oct
         return meta
     if not cfg.room_tone:
         return {"used": False, "reason": "render.room_tone is false"}

@@ -168,7 +168,7 @@ def render_separable(
                 break
     out_floor = file_floor(cfg, list(post.values()), tone)
     tilt = cfg.tone_tilt_for(d.language)  # one colour of room tone per language
-    tone = colour(tone, tilt, out_floor, sr, limit)
+    tone = colour(tone, tilt, sr, limit)
     target = edges.ABSOLUTE_FLOOR_DB if out_floor is None else out_floor
 
     # final extents: speech measured down to the file's floor, in each track's scale
@@ -217,8 +217,7 @@ def render_separable(
         # stays the tone above), at the mix's floor power; a speaker without one: the mix's
         if per_speaker:
             stem_tones = [
-                tone if s == tone.speaker else colour(own_tone(s), tilt, out_floor, sr, limit)
-                for s in ids
+                tone if s == tone.speaker else colour(own_tone(s), tilt, sr, limit) for s in ids
             ]
         beds = tuple(None if t is None or t is tone else t.samples for t in stem_tones)
         bed = Bed(tone.samples, 10.0 ** (out_floor / 10.0), beds)

@@ -43,7 +43,7 @@ from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, read_frames, resample, write_audio
 from duetflow.audio.loudness import apply_gain, gain_to_target, measure
 from duetflow.audio.roomtone import fill
-from duetflow.audio.tone_colour import PCM16_STEP, pass_band_hz, to_tilt
+from duetflow.audio.tone_colour import pass_band_hz, to_envelope
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
@@ -204,7 +204,7 @@ def assemble(
     amb_voice = next((v for v in voices if v.noise_path and v.snr_db is not None), None)
     tone: Audio | None = None
     noise_pow = 0.0
-    tilt_delta: float | None = None
+    own_tilt: float | None = None
     if config.synth.ambience and amb_voice is not None and amb_voice.noise_path:
         t, tone_sr = read_frames(amb_voice.noise_path, mono=True)
         # the bed's DC too: a reference's room tone can hold a few 1e-4 FS (its mean)
@@ -216,11 +216,9 @@ def assemble(
             if r.floor_target_dbfs is not None:  # one pause floor for every category
                 noise_pow = 10 ** (r.floor_target_dbfs / 10)
             target_tilt = r.tone_tilt_for(script.language)
-            if target_tilt is not None:  # one colour per language, as the file's pauses read
-                t, tilt_delta = to_tilt(
-                    t, sr, target_tilt, laid_power=noise_pow, step=PCM16_STEP,
-                    hi_hz=pass_band_hz(limit),
-                )  # fmt: skip
+            if target_tilt is not None:  # one colour of room tone per language
+                t, own_tilt = to_envelope(t, sr, target_tilt, hi_hz=pass_band_hz(limit))
+                own_tilt = own_tilt if math.isfinite(own_tilt) else None
                 tone = t
             for i, u in enumerate(gained):
                 trim_rng = rng_for(config.seed, draws_key(script.id), "trim", i)
@@ -363,7 +361,7 @@ def assemble(
             "from_clip_id": amb_voice.clip_id,
             "snr_db": amb_snr,
             "floor_dbfs": round(10 * math.log10(noise_pow), 2),
-            **({} if tilt_delta is None else {"tilt_correction_db_oct": round(tilt_delta, 3)}),
+            **({} if own_tilt is None else {"own_tilt_db_oct": round(own_tilt, 3)}),
         },
         "peak_ceiling_gain_db": round(ceil, 3),
         "pauses_ms": [round(p * 1000, 3) for p in pauses],
