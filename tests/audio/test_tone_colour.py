@@ -100,9 +100,9 @@ def test_band_limited_rooms_of_different_colour_read_alike_once_written() -> Non
     """The demo's English: beds low-passed at 4 kHz, laid at -56 dBFS in a 16-bit file. A dark
     and a bright room, and one whose top is darker (a second-order roll-off from 2.5 kHz, as
     DailyTalk's pauses), matched in the pass band (to 3.75 kHz), read alike by the audit's
-    tilt (within 0.3 dB/oct) and 85 % roll-off (100 Hz) once written, and by the octave-band slope; the 99 % frequency,
-    which lies in the low-pass's transition band (above the matched band), comes within
-    150 Hz (from over 300 Hz apart)."""
+    tilt (within 0.3 dB/oct) and 85 % roll-off (100 Hz) once written, and by the octave-band
+    slope; the 99 % frequency, which lies in the low-pass's transition band (above the matched
+    band), comes within 150 Hz (from over 300 Hz apart)."""
     top = butter(2, 2500.0, fs=SR, output="sos")  # a darker top: second order from 2.5 kHz
     darker = lowpass(sosfilt(top, room(0.8, 8.0, 14, None)).astype(np.float32), SR, 4000.0)
     beds = [room(0.5, 8.0, 12), room(0.93, 8.0, 13), darker]
