@@ -64,9 +64,9 @@ def main(root: Path) -> None:
         prov = json.loads(str(d.provenance))
         tone = prov.get("room_tone") or prov.get("ambience") or {}
         rows.append((str(d.language)[:2], str(d.category), str(d.corpus), octave_slope(seg, sr),
-                     tone.get("tilt_correction_db_oct")))  # fmt: skip
-    df = pd.DataFrame(rows, columns=["language", "category", "corpus", "slope", "correction"])
-    print(df.groupby(["language", "category", "corpus"])[["slope", "correction"]]
+                     tone.get("own_tilt_db_oct")))  # fmt: skip
+    df = pd.DataFrame(rows, columns=["language", "category", "corpus", "slope", "own_tilt"])
+    print(df.groupby(["language", "category", "corpus"])[["slope", "own_tilt"]]
           .agg(["mean", "std", "count"]).round(2).to_string())  # fmt: skip
     for lang, g in df.groupby("language"):
         for a, b in itertools.combinations(sorted(g.category.unique()), 2):
