@@ -6,7 +6,8 @@ minutes) when it ended, so the summary fits on a screen and says how busy the ma
 ``--only NAME ...`` runs a subset; ``--issue30`` the scripts behind issue 30's four figures
 (render with its honest peers and the kernels; the fixed cost of a CLI command and of a
 ``duetflow run``; CPU seconds per rendered hour at scales 1 / 4 / 16 with the memory ratio; the
-Dask runner's speed-up), printed again at the end as one block, each with its load average.
+Dask runner's speed-up; with ``--only``, those of them), whose last lines are printed again at
+the end as one block, each with its load average.
 ``--baseline SRC`` gives render.py a tree to run as *before* (e.g. an archive of main's
 ``src``). The figures and how to read them are in docs/performance.md.
 """
@@ -61,9 +62,9 @@ def main() -> int:
     summary: list[str] = []
     lasts: dict[str, str] = {}
     failed = 0
-    chosen = args.only or SCRIPTS
-    if args.issue30:
-        chosen = tuple(dict.fromkeys(n for _, names in ISSUE30 for n in names))
+    chosen = tuple(args.only or SCRIPTS)
+    if args.issue30:  # with --only: those of them
+        chosen = tuple(n for n in dict.fromkeys(n for _, ns in ISSUE30 for n in ns) if n in chosen)
     for name in chosen:
         print(f"== bench/{name}", flush=True)
         t0 = time.perf_counter()
@@ -92,7 +93,7 @@ def main() -> int:
         for what, names in ISSUE30:
             print(what)
             for n in names:
-                print(f"    {lasts.get(n, '(not run)')}")
+                print(f"    {n:<16} {lasts.get(n, '(not run)')}")
     return 1 if failed else 0
 
 
