@@ -67,7 +67,9 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
         for p in [proc, *proc.children(recursive=True)]:
             try:
                 t = p.cpu_times()
-                cpu[p.pid] = t.user + t.system + t.children_user + t.children_system
+                # each process's own time: its reaped children's (children_user) are sampled
+                # as processes of their own, so adding them would count them twice
+                cpu[p.pid] = t.user + t.system
             except psutil.Error:
                 pass
         time.sleep(0.05)
