@@ -1,7 +1,7 @@
 """What the bench scripts share: the tables of a synthetic rendered work directory, as records.
 
 A bench script runs as ``python bench/<name>.py``, so ``bench/`` is ``sys.path[0]`` and this
-module imports as ``_common``. Rows are the typed records of :mod:`duetflow.records`, so a
+module imports as ``_common``. Rows are the typed records of :mod:`duetflow.records.rows`, so a
 column added there shows up here as a missing argument, not as a silently null column.
 """
 
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from duetflow.manifest import RENDERED_DIALOGUE_SCHEMA, RENDERED_TURN_SCHEMA, WorkdirWriter
-from duetflow.model import DesignFields
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.dialogue import DesignFields
+from duetflow.records.manifest import RENDERED_DIALOGUE_SCHEMA, RENDERED_TURN_SCHEMA, WorkdirWriter
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 
 
 def rendered_writer(root: Path, turn_rows_per_group: int) -> WorkdirWriter:

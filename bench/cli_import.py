@@ -6,7 +6,7 @@ times interleaved with a bare ``python -c pass``; the figure is the child's CPU 
 (user + system, ``RUSAGE_CHILDREN``), best of the runs, less the bare interpreter's, so it is
 what duetflow's imports cost and not the machine's load (wall time is reported beside it, and
 on a loaded machine it is several times the CPU). Also listed: which heavy packages each command
-loaded (none should: ``tests/core/test_cli_import_cost.py``).
+loaded (none should: ``tests/cli/test_cli_import_cost.py``).
 
 Last line: ``cli_import: --help <c> s CPU (<w> s wall), ingest --help <c> s ...; heavy none;
 load <1-minute load average>``.

@@ -31,7 +31,7 @@ import numpy as np
 from _common import kept_dialogue, rendered_writer, spoken_turn
 
 from duetflow.audio.io import write_audio
-from duetflow.storage import sha256_file
+from duetflow.hashing import sha256_file
 
 SR = 8000
 

@@ -58,8 +58,8 @@ import numpy as np
 import soundfile as sf
 
 from duetflow.config import build_config
-from duetflow.model import Category, Dialogue, MultichannelSource, Speaker, Turn
 from duetflow.native_threads import default_threads
+from duetflow.records.dialogue import Category, Dialogue, MultichannelSource, Speaker, Turn
 
 SR = 16000
 UNIQUE = 3  # distinct recordings; dialogues reuse them under their own ids

@@ -25,7 +25,7 @@ import numpy as np
 from _common import kept_dialogue, rendered_writer, spoken_turn
 
 from duetflow.audio.io import write_audio
-from duetflow.model import Rejection, Stage
+from duetflow.records.dialogue import Rejection, Stage
 
 SR = 16000
 

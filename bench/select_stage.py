@@ -17,7 +17,14 @@ import tracemalloc
 from collections.abc import Iterator
 
 from duetflow.config import build_config
-from duetflow.model import Category, Dialogue, MixedMonoSource, Speaker, Turn, dialogue_id
+from duetflow.records.dialogue import (
+    Category,
+    Dialogue,
+    MixedMonoSource,
+    Speaker,
+    Turn,
+    dialogue_id,
+)
 from duetflow.seeding import rng_for
 from duetflow.turntaking.selection import select
 from duetflow.turntaking.stats import CorpusStats

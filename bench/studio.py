@@ -26,7 +26,7 @@ from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter
 from duetflow.corpora.studio.segment import score_turns
 from duetflow.demo.studio import write_session
-from duetflow.model import Dialogue, Turn
+from duetflow.records.dialogue import Dialogue, Turn
 
 
 def run(seeds: list[int], levels: list[float], out: Path) -> None:

@@ -29,7 +29,7 @@ from duetflow.config import TurnsConfig, build_config
 from duetflow.corpora.studio import StudioAdapter
 from duetflow.corpora.studio.segment import score_turns
 from duetflow.demo.studio import RoomLeak, write_session
-from duetflow.model import Dialogue, Rejection, Turn
+from duetflow.records.dialogue import Dialogue, Rejection, Turn
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 
 ROOMS = [

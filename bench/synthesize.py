@@ -62,7 +62,7 @@ def _rss_mb() -> float:
 def _voice(root: Path, seconds: float = 5.0):  # type: ignore[no-untyped-def]
     from duetflow.audio.io import write_audio
     from duetflow.tts import espeak
-    from duetflow.tts.base import Voice
+    from duetflow.tts.backend import Voice
 
     text = "This is the reference speaker reading a few sentences for the clone prompt."
     (wave,), sr = espeak.speak([text], "en-us+m3", 160, 40)
@@ -173,7 +173,7 @@ def gpu_check(args: argparse.Namespace) -> int:
 
     from duetflow.audio.io import read_seconds
     from duetflow.config import SynthConfig
-    from duetflow.tts.base import SynthesisError, Voice
+    from duetflow.tts.backend import SynthesisError, Voice
     from duetflow.tts.dia import SAMPLE_RATE, DiaBackend
     from duetflow.tts.qa import SpeakerEncoder, similarity
 

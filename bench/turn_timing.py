@@ -33,7 +33,8 @@ import soundfile as sf
 
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
-from duetflow.model import (
+from duetflow.pipeline.process import process_dialogues
+from duetflow.records.dialogue import (
     AudioSource,
     Category,
     Dialogue,
@@ -42,7 +43,6 @@ from duetflow.model import (
     Speaker,
     Turn,
 )
-from duetflow.pipeline.process import process_dialogues
 from duetflow.turntaking.timing import refine_timing
 
 SR = 16000

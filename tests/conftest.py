@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+#: fixtures kept in their own modules (tests/ is on sys.path: this conftest has no package)
+pytest_plugins = ["s3_fixtures"]
+
 # --- Prefect (tests/flows) ----------------------------------------------------------------------
 # Before anything imports prefect: never write runs into the developer's ~/.prefect, never send
 # telemetry from a sandbox.
@@ -57,6 +60,16 @@ def prefect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
 
 
 # --- sample corpora (tests/corpora and anyone needing real-layout data) -------------------------
+
+
+@pytest.fixture(scope="session")
+def flow_samples(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """DailyTalk (with its broken items), the studio sessions, the scripts (pipeline/flows/cli)."""
+    from duetflow.demo import make_samples
+
+    root = tmp_path_factory.mktemp("flow-samples")
+    make_samples(root, seed=0, scale=1, include=["dailytalk", "studio", "scripts"])
+    return root
 
 
 @pytest.fixture(scope="session")

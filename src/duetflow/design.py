@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from duetflow.config import DesignConfig
-from duetflow.model import DesignFields
+from duetflow.records.dialogue import DesignFields
 
 #: Rejection reason of an HM session in a language its system does not speak.
 SYSTEM_LANGUAGE = "system_language"

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from duetflow.manifest import REJECTIONS, read_rejections
-from duetflow.model import Rejection
+from duetflow.records.dialogue import Rejection
+from duetflow.records.manifest import REJECTIONS, read_rejections
 from duetflow.turntaking.filters import REASON_KNOBS
 
 #: the window suffix of an item id (``model.window_id``), to name the source dialogue

@@ -2,7 +2,7 @@
 
 A Turing-test set compares HH, HM and PH dialogues that should differ only in who speaks, so
 their topics must be comparable: every dialogue's ``topic`` is one taxonomy id, and the source's
-own label is kept in ``source_topic`` (:class:`duetflow.model.DesignFields`). The default
+own label is kept in ``source_topic`` (:class:`duetflow.records.dialogue.DesignFields`). The default
 taxonomy is the ten everyday topics of DailyDialog, which the seed study uses (ids are the
 names in snake case; ``&`` reads ``and``):
 

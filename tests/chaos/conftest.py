@@ -20,9 +20,6 @@ from chaos_helpers import Cli, CliResult
 import duetflow.cli
 from moto_s3 import moto_server, use_fake_aws
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "studio"))  # studio_helpers: tiny sessions
-sys.path.insert(0, str(Path(__file__).parents[1] / "release"))  # release_fixtures: workdirs
-
 
 @pytest.fixture(scope="session")
 def chaos_moto() -> Iterator[str]:

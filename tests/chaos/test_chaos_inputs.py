@@ -18,7 +18,7 @@ from chaos_helpers import Cli, intake, summary_counts
 from studio_helpers import write_session
 
 from duetflow.audio.io import write_audio
-from duetflow.corpora.checks import checked_audio_info
+from duetflow.corpora.source_checks import checked_audio_info
 from duetflow.errors import InputError
 from duetflow.langtag import is_language_tag
 

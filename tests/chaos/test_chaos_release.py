@@ -25,10 +25,11 @@ from chaos_helpers import Cli, duetflow_exe
 from release_fixtures import make_workdir, specs
 
 from duetflow.errors import StorageError
+from duetflow.hashing import sha256_bytes
 from duetflow.release.layout import manifest_key, release_json_key
 from duetflow.release.publish import publish
 from duetflow.release.validate import validate_release
-from duetflow.storage import LocalStore, Store, open_store, sha256_bytes
+from duetflow.storage import LocalStore, Store, open_store
 
 pytestmark = pytest.mark.timeout(300)
 

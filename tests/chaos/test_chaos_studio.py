@@ -136,7 +136,7 @@ def test_alias_bomb_sidecar_is_one_bounded_rejection(cli: Cli, tmp_path: Path, l
 def test_intake_tables_are_all_or_nothing(
     cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from duetflow import manifest
+    from duetflow.records import manifest
 
     root = tmp_path / "studio"
     write_session(root / "ok", session_id="ok")

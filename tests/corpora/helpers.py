@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from duetflow.corpora import get_adapter
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 
 
 def scan(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from duetflow.audio.io import audio_info, write_audio
-from duetflow.model import Category, PerTurnSource, TurnKind
+from duetflow.records.dialogue import Category, PerTurnSource, TurnKind
 
 from .helpers import ms, scan, scan_against_truth, timeline, truth_for, truth_timeline
 

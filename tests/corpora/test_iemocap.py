@@ -8,7 +8,7 @@ import numpy as np
 
 from duetflow.audio.io import write_audio
 from duetflow.demo.voice import FEMALE, MALE, speech
-from duetflow.model import Category, MixedMonoSource, MultichannelSource, TurnKind
+from duetflow.records.dialogue import Category, MixedMonoSource, MultichannelSource, TurnKind
 
 from .helpers import ms, scan, scan_against_truth, timeline, truth_timeline
 

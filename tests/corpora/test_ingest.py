@@ -15,9 +15,9 @@ from duetflow.cli import main
 from duetflow.config import RunConfig
 from duetflow.corpora import available_adapters, get_adapter, registry_entries, registry_errors
 from duetflow.errors import ConfigError
-from duetflow.locations import stamp_root
-from duetflow.manifest import iter_dialogues, iter_rejections
 from duetflow.pipeline.ingest import ingest
+from duetflow.records.locations import stamp_root
+from duetflow.records.manifest import iter_dialogues, iter_rejections
 
 from .helpers import truth_for
 
@@ -42,7 +42,7 @@ def test_ingest_writes_what_the_adapter_yields(
     adapter = get_adapter(corpus)
     direct = [d for d in adapter(root).scan() if not hasattr(d, "reason")]
     # lossless round trip through the intake tables, plus the licence and the corpus root
-    # (for the later stages, never published: duetflow.locations) ingest stamps on
+    # (for the later stages, never published: duetflow.records.locations) ingest stamps on
     assert written == [stamp_root(replace(d, licence=adapter.licence), root.resolve())
                        for d in direct]  # fmt: skip
     assert adapter.licence and {d.licence for d in written} == {adapter.licence}
@@ -95,7 +95,7 @@ def test_cli_corpora_list() -> None:
 # --- plugins from another package ---------------------------------------------------------------
 
 PLUGIN = '''
-from duetflow.corpora.base import CorpusAdapter
+from duetflow.corpora.adapter import CorpusAdapter
 from duetflow.corpora.dailytalk import DailyTalkAdapter
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from duetflow.audio.io import write_audio
 from duetflow.corpora import get_adapter
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 
 KNOWN = {
     "malformed_line",

@@ -17,8 +17,8 @@ from duetflow.config import RunConfig
 from duetflow.corpora import get_adapter, registry_entries
 from duetflow.corpora.scaffold import LAYOUTS, class_name, render, scaffold
 from duetflow.demo import generators
-from duetflow.manifest import iter_dialogues
 from duetflow.pipeline.ingest import ingest
+from duetflow.records.manifest import iter_dialogues
 
 
 def test_cli_new_writes_three_files_and_refuses_to_overwrite(tmp_path: Path) -> None:

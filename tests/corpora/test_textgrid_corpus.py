@@ -14,9 +14,9 @@ from duetflow.audio.io import write_audio
 from duetflow.config import RunConfig
 from duetflow.corpora import registry_entries
 from duetflow.demo.voice import random_voice, room_tone, speech
-from duetflow.manifest import iter_dialogues
 from duetflow.pipeline.commands import process_workdir
 from duetflow.pipeline.ingest import ingest
+from duetflow.records.manifest import iter_dialogues
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.release.validate import validate_release
@@ -29,10 +29,10 @@ from collections.abc import Iterator
 from functools import partial
 from typing import Any, ClassVar
 
-from duetflow.corpora.base import CorpusAdapter
+from duetflow.corpora.adapter import CorpusAdapter
 from duetflow.corpora.formats.dialogue import annotated_dialogue, paired_items, require
 from duetflow.corpora.formats.textgrid import read_textgrid
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 
 
 class PraatAdapter(CorpusAdapter):

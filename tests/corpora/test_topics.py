@@ -10,7 +10,7 @@ import pytest
 from duetflow.config import build_config
 from duetflow.corpora import get_adapter
 from duetflow.errors import ConfigError
-from duetflow.model import Dialogue
+from duetflow.records.dialogue import Dialogue
 from duetflow.topics import DEFAULT_TAXONOMY, TopicMapper, iemocap_scenario, normalise_topic
 from duetflow.turntaking.filters import FilterContext, topics
 

@@ -6,4 +6,3 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # cue_signals: constructed dialogues
-sys.path.insert(0, str(Path(__file__).parents[1] / "release"))  # release_fixtures: workdirs

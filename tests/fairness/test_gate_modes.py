@@ -1,6 +1,6 @@
 """The release gate ``release.cue_parity: off | warn | fail`` through a real publish.
 
-The work directories are written for real (tests/release/release_fixtures.py); the planted
+The work directories are written for real (tests/release_fixtures.py); the planted
 difference is the duration: PH dialogues 30 s, HH 20.5 s (each with a little spread).
 """
 
@@ -17,11 +17,12 @@ from release_fixtures import make_workdir, specs
 from duetflow.cli import main
 from duetflow.config import RunConfig
 from duetflow.fairness.gate import CueParityError
+from duetflow.hashing import sha256_file
 from duetflow.release.layout import list_releases, release_json_key
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.report import build_report, release_report
-from duetflow.storage import open_store, sha256_file
+from duetflow.storage import open_store
 
 N = 8
 

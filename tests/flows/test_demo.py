@@ -10,10 +10,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from duetflow.hashing import sha256_file
 from duetflow.release.pull import pull
 from duetflow.release.validate import validate_release
 from duetflow.release.view import ReleaseFilter
-from duetflow.storage import sha256_file
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

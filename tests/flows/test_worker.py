@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from flow_helpers import write_config
 
-from duetflow import manifest
 from duetflow.flows import local_server
+from duetflow.records import manifest
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

@@ -1,7 +1,7 @@
 """``duetflow game export`` → ``game score`` on a published release, and what a packet hides.
 
 The release is published for real (``release.publish.publish``) from tiny rendered work
-directories (tests/release/release_fixtures.py): 5 HH, 5 HM (two S2S systems), 5 PH (two TTS
+directories (tests/release_fixtures.py): 5 HH, 5 HM (two S2S systems), 5 PH (two TTS
 backends) in English, 3 + 2 of each category in two duration bins, plus Chinese HH that the
 English game must not play. The PH files are at another sample rate than the rest and every
 source file carries FLAC tags naming its dialogue and category, so the blinding checks have
@@ -15,18 +15,14 @@ import json
 import math
 import re
 import struct
-import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import release_fixtures
 import soundfile as sf
 from click.testing import CliRunner
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "release"))
-
-import release_fixtures
 from release_fixtures import Spec, make_workdir
 
 from duetflow.cli import main
@@ -35,8 +31,8 @@ from duetflow.errors import ConfigError
 from duetflow.game.packets import export_game
 from duetflow.game.plan import GameItem, plan_rounds
 from duetflow.game.score import Z95, score_game, wilson
+from duetflow.hashing import sha256_file
 from duetflow.release.publish import publish
-from duetflow.storage import sha256_file
 
 SHORT, LONG = 20.5, 35.0  # bins "<30s" and ">=30s" with edges (30,)
 

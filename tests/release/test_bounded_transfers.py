@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from duetflow.release.publish import _json_bytes, _release_json
+from duetflow.release.release_json import json_bytes, release_json
 from duetflow.storage.parallel import bounded_map
 
 
@@ -60,10 +60,10 @@ def test_release_json_is_the_same_bytes_as_json_dumps_of_the_whole_document(n: i
         for i in range(n)
     ]
     doc = {"release_id": "r1", "counts": {"train": 2}, "workdirs": ["wd ü"], "zz": [], "a": 1}
-    expected = _json_bytes(
+    expected = json_bytes(
         {**doc, "objects": [{"key": k, "sha256": s, "size": z} for k, s, z in objects]}
     )
-    assert _release_json(doc, objects) == expected
+    assert release_json(doc, objects) == expected
     assert json.loads(expected)["objects"] == [
         {"key": k, "sha256": s, "size": z} for k, s, z in objects
     ]

@@ -12,9 +12,10 @@ import pytest
 from release_fixtures import Spec, make_workdir
 
 from duetflow.config import RunConfig
-from duetflow.model import DESIGN_COLUMNS
+from duetflow.records.dialogue import DESIGN_COLUMNS
 from duetflow.release import publish as publish_module
-from duetflow.release.export import export_hf, export_lhotse
+from duetflow.release.export_hf import export_hf
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.publish import publish
 from duetflow.release.pull import open_release, pull
 from duetflow.release.splits import SplitPlan

@@ -17,9 +17,10 @@ import pytest
 from release_fixtures import make_workdir, specs
 
 from duetflow.config import TurnsConfig
-from duetflow.records import RenderedTurnRow, TurnEventRow
+from duetflow.records.rows import RenderedTurnRow, TurnEventRow
 from duetflow.release.events import EVENT_SCHEMA
-from duetflow.release.export import export_hf, export_lhotse
+from duetflow.release.export_hf import export_hf
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.publish import publish
 from duetflow.release.pull import open_release, pull
 from duetflow.release.validate import validate_release
@@ -144,7 +145,7 @@ def test_a_tampered_event_table_fails_validation(
     tampered bytes (the checksum alone would pass)."""
     import shutil
 
-    from duetflow.storage import sha256_file
+    from duetflow.hashing import sha256_file
 
     store = tmp_path / "store"
     shutil.copytree(released[0], store)

@@ -11,7 +11,9 @@ import pytest
 from release_fixtures import make_workdir, specs
 
 from duetflow.errors import ManifestError
-from duetflow.release.export import export_hf, export_lhotse, iter_dialogues_with_turns
+from duetflow.release.export import iter_dialogues_with_turns
+from duetflow.release.export_hf import export_hf
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 

@@ -17,10 +17,10 @@ from release_fixtures import Spec, make_workdir
 from duetflow.cli import main
 from duetflow.config import RunConfig
 from duetflow.errors import StorageError
+from duetflow.hashing import sha256_file
 from duetflow.release.publish import publish
 from duetflow.release.pull import open_release, pull
 from duetflow.release.view import ReleaseFilter
-from duetflow.storage import sha256_file
 
 TOPICS = ("work", "weather", "travel")
 

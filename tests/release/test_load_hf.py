@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from release_fixtures import SR, fixture_samples, make_workdir, specs
 
-from duetflow.release import export
-from duetflow.release.export import export_hf, hf_decode, load_hf
+from duetflow.release import export_hf as hf_module
+from duetflow.release.export_hf import export_hf, hf_decode, load_hf
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 
@@ -35,15 +35,15 @@ def hf_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_torchcodec_is_only_used_where_it_decodes() -> None:
     if importlib.util.find_spec("torchcodec") is None:
-        assert export.torchcodec_decodes() is False
+        assert hf_module.torchcodec_decodes() is False
     # where it is installed the answer comes from a real decode, either way a bool
-    assert isinstance(export.torchcodec_decodes(), bool)
+    assert isinstance(hf_module.torchcodec_decodes(), bool)
 
 
 def test_load_hf_without_torchcodec_filters_maps_and_decodes(
     hf_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(export, "torchcodec_decodes", lambda: False)
+    monkeypatch.setattr(hf_module, "torchcodec_decodes", lambda: False)
     ds = load_hf(hf_dir)
     assert isinstance(ds, datasets.DatasetDict) and set(ds) <= {"train", "val", "test"}
     n = 0
@@ -65,7 +65,7 @@ def test_load_hf_without_torchcodec_filters_maps_and_decodes(
 def test_load_hf_keeps_decoding_where_torchcodec_works(
     hf_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(export, "torchcodec_decodes", lambda: True)
+    monkeypatch.setattr(hf_module, "torchcodec_decodes", lambda: True)
     ds = load_hf(hf_dir)
     assert all(ds[s].features["audio"].decode for s in ds)
     forced = load_hf(hf_dir, decode=False)

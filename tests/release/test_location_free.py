@@ -13,8 +13,8 @@ import yaml
 
 from duetflow.config import load_config
 from duetflow.demo import make_samples
-from duetflow.locations import relative_path, relative_text, root_spellings
 from duetflow.pipeline.run import run_pipeline
+from duetflow.records.locations import relative_path, relative_text, root_spellings
 
 
 def release_content(store: Path, release_id: str) -> dict[str, str]:

@@ -23,7 +23,7 @@ def test_publish_to_a_missing_bucket_fails_first_naming_it(
 ) -> None:
     bucket = f"no-such-{uuid.uuid4().hex[:8]}"
     validated: list[object] = []
-    monkeypatch.setattr(publish_module, "_validate_all", lambda *a: validated.append(a))
+    monkeypatch.setattr(publish_module, "validate_workdirs", lambda *a: validated.append(a))
     with pytest.raises(StorageError) as e:
         publish([tmp_path / "rendered"], f"s3://{bucket}/datasets", s3_cfg)
     assert f"bucket {bucket!r} does not exist" in str(e.value)

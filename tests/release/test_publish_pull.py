@@ -13,12 +13,13 @@ from release_fixtures import make_workdir, specs
 
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ManifestError, StorageError
+from duetflow.hashing import sha256_file
 from duetflow.release.layout import LATEST_KEY, list_releases, manifest_key, read_release_json
 from duetflow.release.publish import publish
 from duetflow.release.pull import open_release, pull
 from duetflow.release.validate import parse_release_uri, validate_release
 from duetflow.report import release_report
-from duetflow.storage import open_store, sha256_file
+from duetflow.storage import open_store
 
 
 def tree(root: Path) -> dict[str, bytes]:

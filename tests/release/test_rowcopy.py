@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from duetflow.errors import ManifestError
-from duetflow.manifest import RENDERED_TURN_SCHEMA, TableWriter, iter_records
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.manifest import RENDERED_TURN_SCHEMA, TableWriter, iter_records
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 from duetflow.release.rowcopy import copy_rows
 
 

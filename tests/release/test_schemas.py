@@ -10,12 +10,11 @@ from release_fixtures import make_workdir, specs
 
 from duetflow.config import build_config
 from duetflow.errors import ManifestError
-from duetflow.manifest import RENDERED_TURN_SCHEMA, TURNS, iter_rows, write_table
-from duetflow.model import DESIGN_COLUMNS
-from duetflow.schemas import (
+from duetflow.records.dialogue import DESIGN_COLUMNS
+from duetflow.records.manifest import RENDERED_TURN_SCHEMA, TURNS, iter_rows, write_table
+from duetflow.release.table_schemas import dialogue_schema, release_index_schema
+from duetflow.release.workdir_checks import (
     collect_workdir_failures,
-    dialogue_schema,
-    release_index_schema,
     schema_failures,
     validate_workdir,
 )
@@ -144,8 +143,8 @@ def test_acoustic_gaps_and_holes_measured_on_the_audio(tmp_path: Path) -> None:
     import numpy as np
 
     from duetflow.audio.io import write_audio
-    from duetflow.schemas.checks import collect_workdir_failures
-    from duetflow.storage.base import sha256_file
+    from duetflow.hashing import sha256_file
+    from duetflow.release.workdir_checks import collect_workdir_failures
 
     items = specs(3, per_source=1)
     wd = make_workdir(

@@ -20,6 +20,7 @@ import pytest
 import soundfile as sf
 from release_fixtures import make_workdir, specs
 
+from duetflow.hashing import sha256_file
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.release.shards import (
@@ -29,7 +30,6 @@ from duetflow.release.shards import (
     sample_key,
     verify_shards,
 )
-from duetflow.storage import sha256_file
 
 
 @pytest.fixture(scope="module")

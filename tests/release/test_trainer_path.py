@@ -24,7 +24,7 @@ from release_fixtures import SR, Spec, fixture_samples, make_workdir, specs
 from duetflow.cli import main
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ManifestError
-from duetflow.manifest import (
+from duetflow.records.manifest import (
     DIALOGUES,
     INTAKE_DIALOGUE_SCHEMA,
     INTAKE_TURN_SCHEMA,
@@ -33,7 +33,8 @@ from duetflow.manifest import (
     TURNS,
     write_table,
 )
-from duetflow.release.export import export_hf, export_lhotse, hf_decode
+from duetflow.release.export_hf import export_hf, hf_decode
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.layout import read_release_json
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull

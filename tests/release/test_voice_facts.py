@@ -16,7 +16,8 @@ import pyarrow.parquet as pq
 import pytest
 from release_fixtures import Spec, make_workdir, specs
 
-from duetflow.release.export import export_hf, export_lhotse
+from duetflow.release.export_hf import export_hf
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.release.validate import validate_release

@@ -25,15 +25,15 @@ import pytest
 
 from duetflow.audio.io import write_audio
 from duetflow.audio.loudness import measure
-from duetflow.manifest import (
+from duetflow.records.convert import dumps
+from duetflow.records.dialogue import Rejection, Stage
+from duetflow.records.manifest import (
     REJECTION_SCHEMA,
     RENDERED_DIALOGUE_SCHEMA,
     RENDERED_TURN_SCHEMA,
-    dumps,
     write_table,
 )
-from duetflow.model import Rejection, Stage
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, from_row
+from duetflow.records.rows import ReleaseDialogueRow, RenderedDialogueRow, from_row
 from duetflow.release.layout import RELEASE_DIALOGUE_SCHEMA
 from duetflow.seeding import rng_for
 from duetflow.turntaking.overlaps import BalanceStats

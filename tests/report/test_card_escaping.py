@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from duetflow.config import RunConfig
-from duetflow.manifest import (
+from duetflow.records.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
     REJECTIONS,

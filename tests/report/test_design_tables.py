@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from duetflow.config import RunConfig
-from duetflow.manifest import (
+from duetflow.records.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
     REJECTIONS,

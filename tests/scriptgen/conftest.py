@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from duetflow.manifest import (
+from duetflow.records.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
     REJECTIONS,

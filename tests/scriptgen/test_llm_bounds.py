@@ -20,9 +20,9 @@ import pytest
 
 from duetflow.bounded_http import HttpFailure, Limits, request
 from duetflow.config import build_config
-from duetflow.manifest import iter_rows
+from duetflow.records.manifest import iter_rows
 from duetflow.scriptgen import generate_scripts
-from duetflow.scriptgen.run import request_seed
+from duetflow.scriptgen.generate import request_seed
 from llm_server import (
     GOOD_EN,
     HTML_PAGE,

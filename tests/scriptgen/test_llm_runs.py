@@ -19,10 +19,10 @@ import pytest
 
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import BackendError
-from duetflow.manifest import iter_rows
-from duetflow.model import Stage
+from duetflow.records.dialogue import Stage
+from duetflow.records.manifest import iter_rows
 from duetflow.scriptgen import generate_scripts, rewrite_scripts
-from duetflow.scriptgen.run import request_seed
+from duetflow.scriptgen.generate import request_seed
 from duetflow.tts.script import Script, load_scripts
 from llm_server import (
     GOOD_EN,

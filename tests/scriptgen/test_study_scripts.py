@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from duetflow.config import build_config
-from duetflow.manifest import iter_rows
+from duetflow.records.manifest import iter_rows
 from duetflow.scriptgen import generate_scripts, rewrite_scripts
 from duetflow.scriptgen.dedup import edit_similarity, find_near_duplicates, tokens
-from duetflow.scriptgen.run import generate_requests, request_seed
+from duetflow.scriptgen.generate import generate_requests, request_seed
 from duetflow.tts.script import Script, ScriptLine, load_scripts
 from llm_server import GOOD_LINES_EN, Received, Reply, chat_server, client_for, lines_json
 

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 from tts_helpers import tts_config, write_json
 
-from duetflow.manifest import DIALOGUES, iter_rows
 from duetflow.pipeline import steps
 from duetflow.pipeline.commands import synthesize
-from duetflow.tts import base
+from duetflow.records.manifest import DIALOGUES, iter_rows
+from duetflow.tts import backend as base
 from duetflow.tts.espeak import EspeakBackend
 from duetflow.tts.voices import build_voice_pool
 
@@ -121,7 +121,7 @@ def test_default_voice_pool_is_hm_participants_only(voices_workdir: Path, tmp_pa
 def test_person_key_scopes_session_roles_and_follows_participants() -> None:
     """Two studio sessions' ``user`` are two people unless the sidecar names one participant;
     corpus speaker ids name people corpus-wide."""
-    from duetflow.tts.voices import person_key
+    from duetflow.tts.voice_sources import person_key
 
     def row(source: str, participants: dict[str, str] | None, corpus: str = "studio") -> Any:
         prov = {"input": {"participants": participants}} if participants else {}

@@ -21,9 +21,10 @@ from tts_helpers import tts_config
 
 from duetflow.config import RunConfig, SynthConfig
 from duetflow.errors import ConfigError
-from duetflow.manifest import iter_rows
+from duetflow.hashing import path_checksum
 from duetflow.pipeline.commands import synthesize
-from duetflow.tts.base import SynthesisError, Voice, load_backend, path_checksum
+from duetflow.records.manifest import iter_rows
+from duetflow.tts.backend import SynthesisError, Voice, load_backend
 from duetflow.tts.dia import MAX_DELAY, SAMPLE_RATE, DiaBackend, build_prompt, max_new_tokens_for
 
 pytestmark = [pytest.mark.tts, pytest.mark.usefixtures("torch_one_thread")]

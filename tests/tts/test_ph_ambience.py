@@ -19,9 +19,9 @@ import pytest
 from duetflow.audio.edges import change_gaps
 from duetflow.audio.io import read_frames
 from duetflow.config import build_config
-from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS, iter_rows
 from duetflow.pipeline.commands import process_workdir, synthesize
 from duetflow.pipeline.ingest import ingest
+from duetflow.records.manifest import DIALOGUES, REJECTIONS, TURNS, iter_rows
 from duetflow.tts.script import Script, ScriptLine
 from duetflow.tts.voices import build_voice_pool
 

@@ -10,8 +10,8 @@ import pytest
 from tts_helpers import tts_config
 
 from duetflow.audio.io import read_frames
-from duetflow.manifest import iter_rows
 from duetflow.pipeline.commands import synthesize
+from duetflow.records.manifest import iter_rows
 from duetflow.tts.qa import SpeakerEncoder, similarity
 from duetflow.tts.voices import build_voice_pool
 

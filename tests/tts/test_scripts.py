@@ -9,8 +9,8 @@ import pytest
 from tts_helpers import write_json
 
 from duetflow.errors import InputError
-from duetflow.manifest import DIALOGUES, TURNS, iter_rows
-from duetflow.model import Rejection
+from duetflow.records.dialogue import Rejection
+from duetflow.records.manifest import DIALOGUES, TURNS, iter_rows
 from duetflow.tts.script import (
     Script,
     clean_text,

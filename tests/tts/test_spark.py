@@ -21,7 +21,7 @@ import pytest
 from duetflow.audio.io import write_audio
 from duetflow.config import SynthConfig
 from duetflow.errors import BackendError, ConfigError
-from duetflow.tts.base import SynthesisError, Voice, load_backend
+from duetflow.tts.backend import SynthesisError, Voice, load_backend
 from duetflow.tts.spark import (
     LICENSE,
     SparkBackend,

@@ -11,8 +11,8 @@ import soundfile as sf
 from tts_helpers import tts_config
 
 from duetflow.demo.scripts import SAMPLE_SCRIPTS, SAMPLE_SPEECH_S
-from duetflow.manifest import DIALOGUES, REJECTIONS, iter_rows
 from duetflow.pipeline.commands import synthesize
+from duetflow.records.manifest import DIALOGUES, REJECTIONS, iter_rows
 from duetflow.tts.speaking_rate import (
     SPEAKING_RATES,
     rate_for,

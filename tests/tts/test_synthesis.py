@@ -15,16 +15,16 @@ from click.testing import CliRunner
 from tts_helpers import TRUE_SNR_DB, tts_config, write_json
 
 from duetflow.audio.edges import change_gaps
+from duetflow.audio.gap_tolerance import floor_in_file_db
 from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import measure
 from duetflow.audio.trim import acoustic_extent, rms_db
 from duetflow.cli import main
 from duetflow.errors import ConfigError, InputError
-from duetflow.manifest import iter_rows
 from duetflow.pipeline.commands import synthesize
-from duetflow.rendering.mixdown import floor_in_file_db
-from duetflow.schemas.tables import dialogue_schema, rejection_schema, turn_schema
-from duetflow.tts.base import Voice, available_backends, load_backend
+from duetflow.records.manifest import iter_rows
+from duetflow.release.table_schemas import dialogue_schema, rejection_schema, turn_schema
+from duetflow.tts.backend import Voice, available_backends, load_backend
 from duetflow.tts.clip_measures import estimate_pitch, speech_power
 from duetflow.tts.script import Script, ScriptLine
 from duetflow.tts.voices import build_voice_pool, choose_voices
@@ -300,7 +300,7 @@ def test_cli(voices_workdir: Path, sample_scripts: Path, tmp_path: Path) -> None
 
 
 def test_machine_side_of_hm_is_never_cloned(voices_workdir: Path, tmp_path: Path) -> None:
-    from duetflow.manifest import DIALOGUES, RENDERED_DIALOGUE_SCHEMA, write_table
+    from duetflow.records.manifest import DIALOGUES, RENDERED_DIALOGUE_SCHEMA, write_table
 
     wd = tmp_path / "hm"
     shutil.copytree(voices_workdir, wd)
@@ -322,8 +322,15 @@ def test_intake_workdir_as_voice_source(tmp_path: Path) -> None:
     from tts_helpers import SR, pink_noise, speak
 
     from duetflow.audio.io import write_audio
-    from duetflow.manifest import IntakeWriter
-    from duetflow.model import Category, Dialogue, MultichannelSource, Role, Speaker, Turn
+    from duetflow.records.dialogue import (
+        Category,
+        Dialogue,
+        MultichannelSource,
+        Role,
+        Speaker,
+        Turn,
+    )
+    from duetflow.records.manifest import IntakeWriter
 
     texts = [
         ("A", "The train was late again this morning, so I missed the first meeting."),

@@ -13,7 +13,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 from tts_helpers import tts_config
 
-from duetflow.manifest import DIALOGUES, TURNS, dumps
+from duetflow.records.convert import dumps
+from duetflow.records.manifest import DIALOGUES, TURNS
 from duetflow.tts.voices import SELECTION_VERSION, build_voice_pool
 
 

@@ -15,14 +15,14 @@ import numpy as np
 
 from duetflow.audio.io import Audio, resample, write_audio
 from duetflow.config import RunConfig, build_config
-from duetflow.manifest import (
+from duetflow.records.convert import dumps
+from duetflow.records.manifest import (
     DIALOGUES,
     REJECTION_SCHEMA,
     REJECTIONS,
     RENDERED_DIALOGUE_SCHEMA,
     RENDERED_TURN_SCHEMA,
     TURNS,
-    dumps,
     write_table,
 )
 from duetflow.tts import espeak

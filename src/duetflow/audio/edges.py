@@ -744,7 +744,7 @@ def change_gaps(
     schema checks and the benchmark read gaps this way). ``turns``: the floor-holding turns
     (rows of kind ``turn``) in seconds; ``digital``: the file was rendered without room tone, so
     its pauses are measured against the absolute floor; ``floor_db``: the floor level the file's
-    pauses hold, when recorded (see :func:`duetflow.rendering.mixdown.floor_in_file_db`)."""
+    pauses hold, when recorded (see :func:`duetflow.audio.gap_tolerance.floor_in_file_db`)."""
     x = to_mono(samples)
     an = analyse(x, sample_rate)
     sr = sample_rate

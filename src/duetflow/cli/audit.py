@@ -22,7 +22,7 @@ from duetflow.config import ReleaseConfig, RunConfig, load_config
 from duetflow.errors import DuetflowError
 
 if TYPE_CHECKING:
-    from duetflow.records import RenderedDialogueRow
+    from duetflow.records.rows import RenderedDialogueRow
     from duetflow.report.sources import ReportInput
 
 log = logging.getLogger(__name__)
@@ -31,10 +31,10 @@ log = logging.getLogger(__name__)
 def pulled_inputs(dest: Path) -> list[ReportInput]:
     """The splits of a folder made by ``duetflow pull`` (``<split>.parquet``, ``turns.parquet``,
     ``RELEASE.json``, ``audio/``); empty when ``dest`` is not one."""
-    from duetflow.records import ReleaseDialogueRow
+    from duetflow.records.rows import ReleaseDialogueRow
+    from duetflow.release.table_schemas import SPLITS
     from duetflow.report.sources import ReportInput
-    from duetflow.schemas.tables import SPLITS
-    from duetflow.storage.base import checked_audio_key
+    from duetflow.storage.store import checked_audio_key
 
     meta_path = dest / "RELEASE.json"
     splits = [dest / f"{s}.parquet" for s in SPLITS if (dest / f"{s}.parquet").is_file()]

@@ -111,12 +111,12 @@ def command(
     if report is not None:
         click.echo(f"dataset card: {report / 'README.md'}  report: {report / 'index.html'}")
     if "lhotse" in exports:
-        from duetflow.release.export import export_lhotse
+        from duetflow.release.export_lhotse import export_lhotse
 
         export_lhotse(dest, dest / "lhotse", splits)
         click.echo(f"lhotse manifests in {dest / 'lhotse'}")
     if "hf" in exports:
-        from duetflow.release.export import export_hf
+        from duetflow.release.export_hf import export_hf
 
         export_hf(dest, dest / "hf", splits)
         click.echo(f"HF datasets layout in {dest / 'hf'}")

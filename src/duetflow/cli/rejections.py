@@ -21,7 +21,7 @@ def command(workdir: Path, reasons: tuple[str, ...], limit: int | None) -> None:
     """List WORKDIR's rejections (intake or rendered): reason, where in the source (file and time
     range), and the config knob that decided it with the value the run used."""
     from duetflow.errors import ManifestError
-    from duetflow.manifest import REJECTIONS
+    from duetflow.records.manifest import REJECTIONS
     from duetflow.rejections import iter_explained
 
     if not (workdir / REJECTIONS).is_file():

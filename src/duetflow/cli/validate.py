@@ -21,13 +21,13 @@ from duetflow.config import load_config
     type=click.IntRange(min=0),
     default=None,
     help="Dialogues whose audio is re-measured (acoustic gaps, digital holes); 0 skips them."
-    " Default: duetflow.schemas.checks.AUDIO_SAMPLE.",
+    " Default: duetflow.release.workdir_checks.AUDIO_SAMPLE.",
 )
 @config_option("Run config YAML (default: the release's own recorded render/release settings).")
 def command(uri: str, shallow: bool, audio_sample: int | None, config_path: Path | None) -> None:
     """Re-check a published release against its RELEASE.json and the schemas."""
     from duetflow.release.validate import validate_release
-    from duetflow.schemas.checks import AUDIO_SAMPLE
+    from duetflow.release.workdir_checks import AUDIO_SAMPLE
 
     cfg = load_config(config_path) if config_path else None
     n = AUDIO_SAMPLE if audio_sample is None else audio_sample

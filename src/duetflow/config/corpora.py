@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from duetflow.config.base import _licence_value, _Section
+from duetflow.config.section import _licence_value, _Section
 from duetflow.licences import STUDIO_CONSENT
 from duetflow.topics import DEFAULT_TAXONOMY, UNMAPPED, TopicMapper, normalise_topic
 

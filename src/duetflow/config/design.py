@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from duetflow.config.base import _Section
+from duetflow.config.section import _Section
 
 #: The elicitation strategies of the seed study (the studio sidecar's ``strategy`` values).
 SEED_STUDY_STRATEGIES = ("human_guided_initiation", "role_playing", "human_likeness_prompting")

@@ -13,7 +13,7 @@ import yaml
 from pydantic import ValidationError
 
 from duetflow.bounded_yaml import load_yaml
-from duetflow.config.run import RunConfig
+from duetflow.config.run_config import RunConfig
 from duetflow.errors import ConfigError, brief_repr
 
 ENV_PREFIX = "DUETFLOW__"

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from duetflow.config.base import CATEGORIES, _Section
+from duetflow.config.section import CATEGORIES, _Section
 
 
 class CueThresholds(_Section):

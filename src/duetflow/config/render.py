@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from duetflow.config.base import _Section, language_keys
+from duetflow.config.section import _Section, language_keys
 
 #: Longest re-timed gap between turns (ms); beyond it the "dialogue" is mostly silence.
 MAX_GAP_MS = 10_000.0

@@ -7,10 +7,13 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from duetflow.config.base import _Section, language_keys
-from duetflow.tts.speaking_rate import SCRIPT_SPEECH_S
+from duetflow.config.section import _Section, language_keys
 
 VoiceCategory = Literal["HM", "HH"]
+
+#: Speech time (s) the seed study's two-speaker scripts run to (the estimate of
+#: :mod:`duetflow.tts.speaking_rate`).
+SCRIPT_SPEECH_S = (40.0, 50.0)
 
 
 def _hm_voices() -> list[VoiceCategory]:

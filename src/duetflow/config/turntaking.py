@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from duetflow.config.base import _Section
+from duetflow.config.section import _Section
 
 
 class TurnsConfig(_Section):

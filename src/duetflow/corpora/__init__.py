@@ -1,12 +1,12 @@
 """Corpus adapters: one module per corpus, found through the ``duetflow.corpora`` entry points.
 
 ``get_adapter(name)(root, options, config=cfg).scan()`` lazily yields ``Dialogue | Rejection``;
-see :mod:`duetflow.corpora.base` for the protocol and docs/adding-a-corpus.md for a new corpus.
+see :mod:`duetflow.corpora.adapter` for the protocol and docs/adding-a-corpus.md for a new corpus.
 """
 
 from __future__ import annotations
 
-from duetflow.corpora.base import (
+from duetflow.corpora.adapter import (
     CorpusAdapter,
     RegistryEntry,
     available_adapters,

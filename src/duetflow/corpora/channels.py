@@ -2,7 +2,7 @@
 
 Corpora that record one speaker per channel rarely document which is which, and some copies
 are mixed down or carry heavy crosstalk: :func:`decide_channels` measures it per dialogue
-instead of assuming it. Adapters may import these names from :mod:`duetflow.corpora.base` as
+instead of assuming it. Adapters may import these names from :mod:`duetflow.corpora.adapter` as
 well.
 """
 

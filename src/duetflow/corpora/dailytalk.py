@@ -20,14 +20,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from duetflow.corpora.base import (
+from duetflow.corpora.adapter import (
     CorpusAdapter,
     checked_audio_info,
     duplicate_keys_hook,
     read_text,
 )
 from duetflow.errors import InputError
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Category,
     DesignFields,
     Dialogue,

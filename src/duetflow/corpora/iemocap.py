@@ -22,7 +22,7 @@ temporal order; ``XX`` utterance ids without a sentence WAV; lines not starting 
 * A line pasted twice is heard once (``merged_duplicate_turns``); one speaker's utterances
   overlapping by a little segmentation slack are joined (``merged_overlapping_turns``), larger
   overlaps reject the dialogue (``overlapping_turns``; see
-  :func:`~duetflow.corpora.checks.merge_same_speaker_duplicates`).
+  :func:`~duetflow.corpora.source_checks.merge_same_speaker_duplicates`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from duetflow.corpora.base import (
+from duetflow.corpora.adapter import (
     CorpusAdapter,
     DuplicateGuard,
     check_turn_timing,
@@ -45,7 +45,7 @@ from duetflow.corpora.base import (
 )
 from duetflow.errors import InputError
 from duetflow.licences import IEMOCAP_EULA
-from duetflow.model import (
+from duetflow.records.dialogue import (
     AudioSource,
     Category,
     DesignFields,

@@ -24,7 +24,7 @@ decodes as GB18030 too, into nonsense), else the recording is rejected ``bad_enc
 encoding used is recorded in provenance (``text_encoding``). A line pasted twice is heard once
 (``merged_duplicate_turns``); one speaker's segments overlapping by a little segmentation slack
 are joined (``merged_overlapping_turns``), larger overlaps reject the recording
-(``overlapping_turns``; see :func:`~duetflow.corpora.checks.merge_same_speaker_duplicates`).
+(``overlapping_turns``; see :func:`~duetflow.corpora.source_checks.merge_same_speaker_duplicates`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from duetflow.corpora.base import (
+from duetflow.corpora.adapter import (
     CorpusAdapter,
     check_turn_timing,
     checked_audio_info,
@@ -45,7 +45,7 @@ from duetflow.corpora.base import (
     read_text_as,
 )
 from duetflow.errors import ConfigError, InputError
-from duetflow.model import (
+from duetflow.records.dialogue import (
     AudioSource,
     Category,
     DesignFields,

@@ -84,10 +84,10 @@ from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Any, ClassVar
 
-from duetflow.corpora.base import CorpusAdapter
+from duetflow.corpora.adapter import CorpusAdapter
 from duetflow.corpora.formats.__FORMAT_MODULE__ import __READER__
 from duetflow.corpora.formats.dialogue import annotated_dialogue, paired_items, require
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 
 
 class __CLASS__(CorpusAdapter):
@@ -146,7 +146,7 @@ from typing import Any
 
 from duetflow.audio.io import write_audio
 from duetflow.demo.annotations import __WRITER__, stereo_take
-from duetflow.model import dialogue_id
+from duetflow.records.dialogue import dialogue_id
 
 CORPUS = "__NAME__"
 FOLDER = CORPUS  # the folder under the samples root (`duetflow samples make`)

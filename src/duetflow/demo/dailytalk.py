@@ -19,7 +19,7 @@ import numpy as np
 from duetflow.audio.io import write_audio
 from duetflow.demo.plan import ENGLISH
 from duetflow.demo.voice import random_voice, room_tone, speech
-from duetflow.model import dialogue_id
+from duetflow.records.dialogue import dialogue_id
 from duetflow.seeding import rng_for
 
 CORPUS = "dailytalk"

@@ -22,7 +22,7 @@ import numpy as np
 from duetflow.audio.io import write_audio
 from duetflow.demo.plan import ENGLISH, ENGLISH_BACKCHANNELS, Plan, plan_dialogue, truth_entry
 from duetflow.demo.voice import Voice, db_to_amp, random_voice, room_tone, speech
-from duetflow.model import dialogue_id
+from duetflow.records.dialogue import dialogue_id
 from duetflow.seeding import rng_for
 
 CORPUS = "iemocap"

@@ -30,7 +30,7 @@ from duetflow.demo.plan import (
     truth_entry,
 )
 from duetflow.demo.voice import Voice, db_to_amp, random_voice, room_tone, speech
-from duetflow.model import dialogue_id
+from duetflow.records.dialogue import dialogue_id
 from duetflow.seeding import rng_for
 
 CORPUS = "magicdata_ramc"

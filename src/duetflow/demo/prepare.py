@@ -14,8 +14,8 @@ from duetflow.demo import make_samples
 
 
 def bundled_config(name: str = "default.yaml") -> Path:
-    """Path of a config shipped in the package (``duetflow/configs``)."""
-    return Path(str(resources.files("duetflow").joinpath("configs", name)))
+    """Path of a config shipped in the package (``duetflow/data/configs``)."""
+    return Path(str(resources.files("duetflow").joinpath("data", "configs", name)))
 
 
 def prepare_demo(out: Path, *, seed: int = 0, scale: int = 1) -> Path:

@@ -16,7 +16,9 @@ an HM session whose system says an identity-disclosure phrase (rejected
 ``identity_disclosure``), and a malformed sidecar (rejected ``bad_sidecar``).
 
 Dialogues are 20–60 s, alternate speakers (balanced), and have real-talk timing: gaps around
-250 ms, some overlaps up to 0.5 s, and short backchannels inside long turns.
+250 ms, some overlaps up to 0.5 s, and short backchannels inside long turns. What is said and
+when is planned in :mod:`duetflow.demo.studio_plan`; this module makes the sound (the room, its
+leaks and reverb, breaths, eSpeak or the synthetic voice) and writes the session folders.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -35,8 +36,15 @@ import yaml
 from scipy.signal import butter, fftconvolve, lfilter
 
 from duetflow.audio.io import Audio, resample, write_audio
+from duetflow.demo.studio_plan import (
+    DISCLOSURE_TEXT,
+    Planned,
+    plan_turns,
+    session_topic,
+    truth_turns,
+)
 from duetflow.demo.voice import Voice, db_to_amp, random_voice, room_tone, speech
-from duetflow.model import dialogue_id
+from duetflow.records.dialogue import dialogue_id
 from duetflow.seeding import rng_for
 
 log = logging.getLogger(__name__)
@@ -50,46 +58,6 @@ CROSSTALK_DB = -20.0
 """Level of one party's voice in the other party's mic, relative to its own mic (realistic for
 close-talk mics a metre apart, or a loudspeaker heard by the user's mic)."""
 ROOM_TONE_DBFS = -62.0
-
-_EN = {
-    "human": [
-        "I was thinking we could go somewhere quiet this weekend.",
-        "That sounds good, what would you suggest?",
-        "Hmm, I am not sure about the weather though.",
-        "Could we take the train instead of driving?",
-        "Okay, and how long does it take to get there?",
-        "Great, let us book it then.",
-    ],
-    "machine": [
-        "There is a small lake town about two hours away.",
-        "The forecast says it will be sunny on Saturday.",
-        "Yes, the train leaves every hour from the central station.",
-        "It takes about ninety minutes, with one change.",
-        "I can look up a few places to stay near the water.",
-        "Sure, shall I pick the morning train?",
-    ],
-}
-_ZH = [
-    "我们周末去公园走走吧。",
-    "好啊，你想几点出发？",
-    "上午十点怎么样？",
-    "可以，我带点水果。",
-    "那我来订午饭的地方。",
-    "太好了，就这么定了。",
-]
-_BACKCHANNELS = {"en": ["mm-hm", "yeah", "right", "okay"], "zh": ["嗯", "对", "好的"]}
-#: sidecar topics must be taxonomy topics (duetflow.topics); sessions cycle through a few
-#: everyday ones (picked from the session id, no random draw) so that HH <-> HM matching of the
-#: demo finds corpus HH windows on the same topics
-TOPICS = ("tourism", "ordinary_life", "work")
-
-
-def session_topic(sid: str) -> str:
-    """The sample session's topic: stable per session id."""
-    return TOPICS[zlib.crc32(sid.encode()) % len(TOPICS)]
-
-
-DISCLOSURE_TEXT = "As an AI, I don't go on trips myself, but I can help you plan one."
 
 
 @dataclass(frozen=True)
@@ -141,7 +109,7 @@ def _breath(sr: int, rng: np.random.Generator, level_dbfs: float) -> Audio:
 
 
 def _participant_in_room(
-    plan: list[_Planned], who: int, x: Audio, room: RoomLeak, rng: np.random.Generator
+    plan: list[Planned], who: int, x: Audio, room: RoomLeak, rng: np.random.Generator
 ) -> Audio:
     """Fade the participant's word endings and put breaths in front of some turns."""
     out = x.copy()
@@ -173,8 +141,8 @@ _ESPEAK_EDGE = 1e-3  # a sentence starts/ends where |x| first/last exceeds this 
 
 
 def _espeak_plan(
-    plan: list[_Planned], genders: tuple[str, str]
-) -> tuple[list[_Planned], dict[int, Audio]]:
+    plan: list[Planned], genders: tuple[str, str]
+) -> tuple[list[Planned], dict[int, Audio]]:
     """Re-lay ``plan`` with eSpeak NG sentences: same gaps/overlaps, the sentences' lengths.
 
     Returns the new plan and each item's signal (16 kHz, trimmed to its speech, unit RMS);
@@ -193,10 +161,10 @@ def _espeak_plan(
             loud = np.flatnonzero(np.abs(x) > _ESPEAK_EDGE * float(np.max(np.abs(x))))
             x = x[loud[0] : loud[-1] + 1]
             signals[k] = (x / (float(np.sqrt(np.mean(x * x))) + 1e-12)).astype(np.float32)
-    out: list[_Planned] = []
+    out: list[Planned] = []
     new_index: dict[int, int] = {}
     prev_old_end = prev_new_end = plan[0].start
-    host_new: _Planned | None = None
+    host_new: Planned | None = None
     for k, p in enumerate(plan):
         length = len(signals[k]) / SAMPLE_RATE
         if p.kind == "backchannel" and host_new is not None:
@@ -204,7 +172,7 @@ def _espeak_plan(
         else:
             start = prev_new_end + (p.start - prev_old_end) if out else p.start
             prev_old_end = p.end
-        q = _Planned(p.speaker, round(start, 3), round(start + length, 3), p.kind, p.text)
+        q = Planned(p.speaker, round(start, 3), round(start + length, 3), p.kind, p.text)
         if p.kind != "backchannel":
             prev_new_end, host_new = q.end, q
         new_index[k] = len(out)
@@ -215,7 +183,7 @@ def _espeak_plan(
 
 
 def _place_spoken(
-    plan: list[_Planned], spoken: dict[int, Audio], who: int, level: float, n: int
+    plan: list[Planned], spoken: dict[int, Audio], who: int, level: float, n: int
 ) -> Audio:
     x = np.zeros(n, dtype=np.float32)
     for k, p in enumerate(plan):
@@ -228,64 +196,8 @@ def _place_spoken(
     return x
 
 
-@dataclass(frozen=True)
-class _Planned:
-    speaker: int
-    start: float
-    end: float
-    kind: str
-    text: str
-
-
-def _plan(
-    rng: np.random.Generator, language: str, roles: tuple[str, str], interruption: bool = False
-) -> tuple[list[_Planned], list[dict[str, Any]]]:
-    """Turn timings of one 20–60 s dialogue and the interruptions placed in it.
-
-    Alternating turns of 1.4–4.6 s; gaps of 0.1–1.2 s around 300 ms; listener backchannels
-    (overlapping speech) inside long turns; with ``interruption`` one transition in the middle
-    overlaps by 0.3–0.45 s (a floor-taking interruption). Transitions never overlap by a few
-    tens of ms, which the overlap analysis could count either way.
-    """
-    target = float(rng.uniform(24.0, 42.0))
-    t = round(float(rng.uniform(0.4, 0.9)), 3)
-    spk = 0
-    out: list[_Planned] = []
-    interruptions: list[dict[str, Any]] = []
-    k = 0
-    while t < target:
-        dur = round(float(rng.uniform(1.4, 4.6)), 3)
-        text = _line(rng, language, roles[spk], k)
-        out.append(_Planned(spk, t, round(t + dur, 3), "turn", text))
-        earliest = t + 0.5
-        if dur > 2.8 and rng.random() < 0.4:  # listener backchannel inside a long turn
-            bs = round(t + float(rng.uniform(0.9, dur - 1.4)), 3)
-            bd = round(float(rng.uniform(0.3, 0.55)), 3)
-            bc = _BACKCHANNELS[language][int(rng.integers(len(_BACKCHANNELS[language])))]
-            out.append(_Planned(1 - spk, bs, round(bs + bd, 3), "backchannel", bc))
-            earliest = bs + bd + 0.5
-        gap = float(np.clip(rng.normal(0.3, 0.2), 0.1, 1.2))
-        if interruption and not interruptions and k >= 3 and earliest <= t + dur - 0.45:
-            gap = -float(rng.uniform(0.3, 0.45))
-        host_end = t + dur
-        t = round(max(t + dur + gap, earliest), 3)
-        if t < host_end - 0.25:
-            interruptions.append({"time": t, "interrupter": 1 - spk})
-        spk = 1 - spk
-        k += 1
-    out.sort(key=lambda p: (p.start, p.speaker))
-    return out, interruptions
-
-
-def _line(rng: np.random.Generator, language: str, role: str, k: int) -> str:
-    if language == "zh":
-        return _ZH[k % len(_ZH)]
-    bank = _EN["machine" if role == "machine" else "human"]
-    return bank[int(rng.integers(len(bank)))]
-
-
 def _render_party(
-    plan: list[_Planned], who: int, voice: Voice, level: float, n: int, rng: np.random.Generator
+    plan: list[Planned], who: int, voice: Voice, level: float, n: int, rng: np.random.Generator
 ) -> Audio:
     x = np.zeros(n, dtype=np.float32)
     for p in plan:
@@ -301,19 +213,6 @@ def _render_party(
 def _delay(x: Audio, ms: float) -> Audio:
     d = int(round(ms * SAMPLE_RATE / 1000))
     return np.concatenate([np.zeros(d, dtype=np.float32), x[: len(x) - d]]) if d else x
-
-
-def _truth_turns(plan: list[_Planned], speakers: tuple[str, str]) -> list[dict[str, Any]]:
-    return [
-        {
-            "speaker": speakers[p.speaker],
-            "start": p.start,
-            "end": p.end,
-            "kind": p.kind,
-            "text": p.text,
-        }
-        for p in plan
-    ]
 
 
 def _sidecar(
@@ -354,7 +253,7 @@ def _write_yaml(path: Path, data: dict[str, Any]) -> None:
 
 
 def _write_transcript(
-    path: Path, plan: list[_Planned], speakers: tuple[str, str], timed: bool
+    path: Path, plan: list[Planned], speakers: tuple[str, str], timed: bool
 ) -> None:
     turns = []
     for p in plan:
@@ -399,11 +298,11 @@ def write_session(
     ids = ("user", "system") if category == "HM" else ("spk_a", "spk_b")
     genders: tuple[str, str] = ("F", "M") if rng.random() < 0.5 else ("M", "F")
     voices = [random_voice(rng, g, ids[i]) for i, g in enumerate(genders)]  # type: ignore[arg-type]
-    plan, placed = _plan(rng, language, roles, interruption=interruption)
+    plan, placed = plan_turns(rng, language, roles, interruption=interruption)
     if disclosure:
         k = next(i for i, p in enumerate(plan) if p.speaker == 1 and p.kind == "turn")
         p = plan[k]
-        plan[k] = _Planned(p.speaker, p.start, p.end, p.kind, DISCLOSURE_TEXT)
+        plan[k] = Planned(p.speaker, p.start, p.end, p.kind, DISCLOSURE_TEXT)
     spoken: dict[int, Audio] | None = None
     if voice == "espeak":
         if language != "en":
@@ -508,7 +407,7 @@ def write_session(
         if room is None
         else {"rt60_s": room.rt60_s, "leak_db": room.leak_db, "delay_ms": room.delay_ms},
         "turn_source": "transcript" if transcript == "timed" else ("rttm" if rttm else "audio"),
-        "turns": _truth_turns(plan, ids),
+        "turns": truth_turns(plan, ids),
         "interruptions": [
             {"time": x["time"], "interrupter": ids[x["interrupter"]]} for x in placed
         ],

@@ -25,8 +25,8 @@ from duetflow.fairness.table import (
     summary_bytes,
     write_cues,
 )
-from duetflow.manifest import DIALOGUES, TURNS, iter_record_groups
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.manifest import DIALOGUES, TURNS, iter_record_groups
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 
 #: One dialogue to audit: its row, its turn rows, its audio file.
 Item = tuple[RenderedDialogueRow, Sequence[RenderedTurnRow], Path]

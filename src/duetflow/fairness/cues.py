@@ -35,7 +35,7 @@ import numpy as np
 from duetflow.audio.bs1770 import SILENCE_LUFS, measure
 from duetflow.audio.io import read_frames
 from duetflow.errors import DuetflowError
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 
 log = logging.getLogger(__name__)
 

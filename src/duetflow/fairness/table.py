@@ -23,7 +23,7 @@ from duetflow.errors import ManifestError
 from duetflow.fairness.compare import PairAudit
 from duetflow.fairness.cues import DialogueCues
 from duetflow.fairness.gate import ParityVerdict
-from duetflow.manifest import TableWriter
+from duetflow.records.manifest import TableWriter
 
 CUES_FILE = "cues.parquet"
 SUMMARY_FILE = "summary.json"

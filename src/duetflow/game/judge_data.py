@@ -32,10 +32,10 @@ from typing import Any
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
 from duetflow.game.packets import system_of
-from duetflow.manifest import iter_record_groups, iter_records
-from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
+from duetflow.records.manifest import iter_record_groups, iter_records
+from duetflow.records.rows import ReleaseDialogueRow, RenderedTurnRow
 from duetflow.release.layout import manifest_key, read_release_json, resolve_release
-from duetflow.schemas.tables import SPLITS
+from duetflow.release.table_schemas import SPLITS
 from duetflow.storage import open_store
 
 

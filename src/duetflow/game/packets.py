@@ -47,10 +47,10 @@ from duetflow.game.plan import (
     plan_rounds,
     shared_source_rounds,
 )
-from duetflow.manifest import iter_records
-from duetflow.records import ReleaseDialogueRow
+from duetflow.records.manifest import iter_records
+from duetflow.records.rows import ReleaseDialogueRow
 from duetflow.release.layout import manifest_key, read_release_json, resolve_release
-from duetflow.schemas.tables import SPLITS
+from duetflow.release.table_schemas import SPLITS
 from duetflow.storage import open_store
 
 #: Columns of ``packet/rounds.csv`` (all a judge sees).

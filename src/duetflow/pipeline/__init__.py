@@ -11,6 +11,6 @@
 * :mod:`~duetflow.pipeline.run` — :func:`~duetflow.pipeline.run.run_pipeline`, the whole run.
 
 This ``__init__`` imports nothing: a stage's cache key hashes the import closure of its entry
-modules *with their parent packages* (:func:`duetflow.pipeline.keys.import_closure`), so a
+modules *with their parent packages* (:func:`duetflow.hashing.import_closure`), so a
 re-export here would put the whole pipeline into every stage's key.
 """

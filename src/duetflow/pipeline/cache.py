@@ -30,12 +30,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import DiskFullError
-from duetflow.model import Rejection
 from duetflow.pipeline import durable
-from duetflow.records import RejectionRow
+from duetflow.records import manifest
+from duetflow.records.dialogue import Rejection
+from duetflow.records.rows import RejectionRow
 
 log = logging.getLogger(__name__)
 

@@ -31,13 +31,13 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.pipeline import steps
 from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome
 from duetflow.pipeline.executors import Batch, Executor, PlainExecutor
 from duetflow.pipeline.merge import merge_workdirs
+from duetflow.records import convert, manifest
 from duetflow.turntaking.stats import seconds_of
 
 log = logging.getLogger(__name__)
@@ -240,7 +240,7 @@ def synthesize(
         batch=Batch("synthesize", out.name, steps.count_synth_jobs(cfg, [voices_workdir])),
         size=lambda o: o.found,
     )
-    records = [manifest.rejection_record(r) for r in rejected]
+    records = [convert.rejection_record(r) for r in rejected]
     merged = _merge_into_out(PH_LABEL, shards, out, "synth", extra_rejections=records)
     report = SynthReport(
         out_dir=out,

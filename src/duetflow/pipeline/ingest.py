@@ -1,6 +1,6 @@
 """Ingest: one corpus root → the intake tables of a work directory.
 
-Streams the adapter's records straight into :class:`~duetflow.manifest.IntakeWriter`, one
+Streams the adapter's records straight into :class:`~duetflow.records.manifest.IntakeWriter`, one
 dialogue at a time, so memory does not grow with the corpus. Every source item is counted once:
 ``found == kept + rejected``. A dialogue id seen twice (two items mapping to one id) is
 quarantined as ``duplicate_id`` rather than written twice.
@@ -18,13 +18,14 @@ from typing import Any
 
 from duetflow.config import RunConfig
 from duetflow.corpora import get_adapter
-from duetflow.corpora.base import DuplicateGuard
+from duetflow.corpora.adapter import DuplicateGuard
 from duetflow.errors import ConfigError, InputError, is_utf8, printable
 from duetflow.langtag import language_tag_problem
-from duetflow.locations import relative_rejection, root_spellings, stamp_root
-from duetflow.manifest import IntakeWriter, dialogue_records
-from duetflow.model import Dialogue, Rejection, Stage
 from duetflow.progress import Progress
+from duetflow.records.convert import dialogue_records
+from duetflow.records.dialogue import Dialogue, Rejection, Stage
+from duetflow.records.locations import relative_rejection, root_spellings, stamp_root
+from duetflow.records.manifest import IntakeWriter
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ def ingest(
 ) -> IngestReport:
     """Scan ``root`` with the adapter registered as ``corpus`` and write intake tables.
 
-    Where the corpus sits is recorded for the later stages only (:mod:`duetflow.locations`:
+    Where the corpus sits is recorded for the later stages only (:mod:`duetflow.records.locations`:
     each dialogue's provenance carries its root, rejections name paths relative to it).
     Every dialogue is stamped with its licence: ``licence`` (the config's ``corpora[].licence``)
     when given, else the one the adapter set on the dialogue, else the adapter's declared one.

@@ -2,36 +2,26 @@
 
 A stage's key (:func:`stage_key`) hashes three things and nothing else:
 
-* **its code**: the source of every module its entry modules import, transitively, inside the
-  ``duetflow`` package (:func:`code_hash`). The import graph is read from the source (every
-  ``import`` statement, also those inside functions, and module names written as strings such
-  as the ``"duetflow.tts.espeak:EspeakBackend"`` targets of a plugin table); ``if
-  TYPE_CHECKING:`` blocks are skipped, they never run. A module that cannot be found is an
-  error, never a silent gap in the hash. Plugins named by the config (a corpus adapter, a TTS
-  backend, a filter from another package) are added by the stage as extra entry modules.
+* **its code**: :func:`duetflow.hashing.code_hash` of its entry modules, the source of every
+  module they import, transitively, inside the ``duetflow`` package. Plugins named by the
+  config (a corpus adapter, a TTS backend, a filter from another package) are added by the
+  stage as extra entry modules.
 * **its config sections**: only those the stage declares (:mod:`duetflow.pipeline.stages`), and the
   stage's work functions receive a config in which every other section raises on access
   (:func:`scoped_config`), so a section it reads is a section its key covers.
 * **its inputs**: fingerprints of the data it reads (:func:`tree_fingerprint`,
-  :func:`dialogues_fingerprint`, :func:`files_fingerprint`).
+  :func:`dialogues_fingerprint`, :func:`duetflow.hashing.files_fingerprint`).
 
 Where a run happens (work directory, store, task runner, shard size) is in none of them.
-
-This module imports nothing heavy: the studio adapter uses :func:`code_hash` for its own
-per-session state.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import os
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -39,165 +29,7 @@ from duetflow.errors import ConfigError
 
 if TYPE_CHECKING:
     from duetflow.config import RunConfig
-    from duetflow.model import Dialogue
-
-PACKAGE = "duetflow"
-#: a module path written as a string (a plugin table's ``"pkg.module:Class"`` target)
-_MODULE_STRING = re.compile(r"^(duetflow(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?::[A-Za-z_][\w.]*)?$")
-
-
-class CodeHashError(ConfigError):
-    """A module of a stage's import closure has no readable source (a broken install)."""
-
-
-# --- the import closure -------------------------------------------------------------------------
-
-
-_ROOT = Path(__file__).resolve().parent.parent
-
-
-def _package_path(name: str) -> Path | None:
-    """Where module ``name`` of ``duetflow`` lives on disk (None when it does not)."""
-    rel = name.split(".")[1:]
-    base = _ROOT.joinpath(*rel)
-    for candidate in (base / "__init__.py", base.with_name(base.name + ".py") if rel else None):
-        if candidate is not None and candidate.is_file():
-            return candidate
-    return None
-
-
-def module_file(name: str) -> Path:
-    """The source file of module ``name`` (``__init__.py`` for a package), without importing it.
-
-    ``duetflow`` modules are found by path beside this file; a plugin's module (another
-    package) through its import spec. Raises :class:`CodeHashError` when the module cannot be
-    found or has no ``.py`` source.
-    """
-    if name == PACKAGE or name.startswith(PACKAGE + "."):
-        path = _package_path(name)
-        if path is None:
-            raise CodeHashError(f"code hash: module {name} has no source file under {_ROOT}")
-        return path
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError) as e:
-        raise CodeHashError(f"code hash: module {name} cannot be located: {e}") from None
-    origin = spec.origin if spec is not None else None
-    if origin is None or not origin.endswith(".py"):
-        raise CodeHashError(f"code hash: module {name} has no Python source file ({origin})")
-    return Path(origin)
-
-
-def _is_module(name: str) -> bool:
-    """``name`` is a module of ``duetflow`` (the only ones a closure follows)."""
-    return (name == PACKAGE or name.startswith(PACKAGE + ".")) and _package_path(name) is not None
-
-
-def read_source(path: Path) -> bytes:
-    """The bytes of one source file (the one place keys read code; tests substitute it)."""
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise CodeHashError(f"code hash: cannot read {path}: {e}") from None
-
-
-def _type_checking_block(node: ast.AST) -> bool:
-    if not isinstance(node, ast.If):
-        return False
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _walk_runtime(tree: ast.AST) -> Iterable[ast.AST]:
-    """Every node of ``tree`` except those under ``if TYPE_CHECKING:`` (its ``else`` runs)."""
-    stack: list[ast.AST] = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        if _type_checking_block(node):
-            assert isinstance(node, ast.If)
-            stack.extend(node.orelse)
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-
-
-def _package_of(name: str, path: Path) -> str:
-    return name if path.name == "__init__.py" else name.rpartition(".")[0]
-
-
-def imported_modules(name: str, source: bytes, path: Path) -> set[str]:
-    """``duetflow`` modules that module ``name`` imports (directly), read from its source."""
-    return set(_imported_modules(name, source, path))
-
-
-@lru_cache(maxsize=1024)
-def _imported_modules(name: str, source: bytes, path: Path) -> frozenset[str]:
-    # parsed once per module source and process: every stage's closure shares most modules
-    tree = ast.parse(source, filename=str(path))
-    package = _package_of(name, path)
-    found: set[str] = set()
-    for node in _walk_runtime(tree):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            found.add(target)
-            for alias in node.names:  # ``from duetflow.audio import io``: io is a module
-                if alias.name != "*" and _is_module(sub := f"{target}.{alias.name}"):
-                    found.add(sub)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            m = _MODULE_STRING.match(node.value)
-            if m and "." in m.group(1) and _is_module(m.group(1)):
-                found.add(m.group(1))
-    return frozenset(m for m in found if m == PACKAGE or m.startswith(PACKAGE + "."))
-
-
-def _with_parents(name: str) -> list[str]:
-    parts = name.split(".")
-    return [".".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def import_closure(entries: Iterable[str]) -> dict[str, Path]:
-    """Every module the ``entries`` import transitively inside ``duetflow`` (+ their packages).
-
-    Entries outside ``duetflow`` (a plugin's own module) are included themselves; what they
-    import outside ``duetflow`` is not followed.
-    """
-    todo = [m for e in entries for m in (_with_parents(e) if e.startswith(PACKAGE) else [e])]
-    seen: dict[str, Path] = {}
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        path = module_file(name)
-        seen[name] = path
-        for dep in imported_modules(name, read_source(path), path):
-            todo.extend(p for p in _with_parents(dep) if p not in seen)
-    return seen
-
-
-@lru_cache(maxsize=256)
-def code_hash(entries: tuple[str, ...]) -> str:
-    """Hash of the source of the import closure of ``entries`` (module names, sorted)."""
-    closure = import_closure(entries)
-    h = hashlib.sha256()
-    for name in sorted(closure):
-        h.update(name.encode() + b"\0")
-        h.update(read_source(closure[name]))
-        h.update(b"\0")
-    return h.hexdigest()[:16]
-
-
-def clear_code_hashes() -> None:
-    """Forget computed code hashes (tests that substitute :func:`read_source`)."""
-    code_hash.cache_clear()
-
+    from duetflow.records.dialogue import Dialogue
 
 # --- config sections ----------------------------------------------------------------------------
 
@@ -356,22 +188,3 @@ def dialogue_digest(d: Dialogue) -> str:
     payload = {"kind": d.source.kind, "dialogue": dataclasses.asdict(d)}
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def files_fingerprint(paths: Iterable[str | Path]) -> str:
-    """Content hash of small files (manifest tables), missing ones included by name."""
-    h = hashlib.sha256()
-    for p in paths:
-        h.update(str(Path(p).name).encode())
-        try:
-            with open(p, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    h.update(block)
-        except FileNotFoundError:
-            h.update(b"missing")
-    return h.hexdigest()
-
-
-def text_digest(text: str) -> str:
-    """sha256 hex of a text (canonical JSON of a script shard, a drop list)."""
-    return hashlib.sha256(text.encode()).hexdigest()

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
-from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import DiskFullError, ManifestError
+from duetflow.hashing import code_hash, files_fingerprint, text_digest
 from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome, load_outcome
-from duetflow.pipeline.keys import code_hash, files_fingerprint, text_digest
-from duetflow.records import RejectionRow
+from duetflow.records import convert, manifest
+from duetflow.records.rows import RejectionRow
 from duetflow.turntaking.stats import mean_of, seconds_of
 
 if TYPE_CHECKING:  # not at run time: the merge's code (its cache key) is not the steps'
@@ -271,7 +271,7 @@ def merge_process(
 def merge_synth(
     shards: Sequence[StepOutcome], script_rejections: Sequence[Any], config: RunConfig
 ) -> StepOutcome:
-    records = [manifest.rejection_record(r) for r in script_rejections]
+    records = [convert.rejection_record(r) for r in script_rejections]
     merged = merge_workdirs(
         PH_LABEL, shards, rendered_dir(config, PH_LABEL), extra_rejections=records, stage="synth"
     )

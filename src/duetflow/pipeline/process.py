@@ -6,7 +6,8 @@ work directory.
 (:func:`duetflow.pipeline.commands.process_workdir`). It streams: one source dialogue is timed
 from its audio (:mod:`duetflow.turntaking.timing`, read in chunks), selected, and its kept
 windows rendered before the next is read, and its records go to row-group writers (rows only
-at the write, :class:`duetflow.manifest.WorkdirWriter`), so memory does not grow with the shard.
+at the write, :class:`duetflow.records.manifest.WorkdirWriter`), so memory does not grow with the
+shard.
 
 Accounting: every window selection produces is either rendered or rejected (a render failure
 is an ``InputError`` → ``Stage.RENDER`` rejection, and the run goes on; so is rendered audio
@@ -24,12 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from duetflow import manifest
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.locations import dialogue_roots, relative_rejection
-from duetflow.model import Dialogue, Rejection, Stage
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records import convert, manifest
+from duetflow.records.dialogue import Dialogue, Rejection, Stage
+from duetflow.records.locations import dialogue_roots, relative_rejection
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 from duetflow.rendering.render import render_dialogue
 from duetflow.rendering.rows import RenderedDialogue
 from duetflow.turntaking.rendered_length import length_problem
@@ -95,7 +96,7 @@ def _length_rejection(
         item_id=d.id,
         stage=Stage.RENDER,
         reason=reason,
-        detail=manifest.dumps({**detail, "window": window}),
+        detail=convert.dumps({**detail, "window": window}),
         corpus=d.corpus,
         source_path=str(getattr(d.source, "path", "")),
     )

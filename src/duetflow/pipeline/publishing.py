@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from duetflow import manifest
 from duetflow.config import RunConfig
+from duetflow.hashing import files_fingerprint, text_digest
 from duetflow.pipeline.cache import StepOutcome, build_cached, cache_dir
-from duetflow.pipeline.keys import files_fingerprint, text_digest
 from duetflow.pipeline.stages import REPORT
+from duetflow.records import convert, manifest
 
 if TYPE_CHECKING:
-    from duetflow.release.publish import ReportMaker, StagedRelease
+    from duetflow.release.staging import ReportMaker, StagedRelease
 
 
 @dataclass(frozen=True)
@@ -36,12 +36,12 @@ def report_key(staged: StagedRelease) -> str:
     dirs = staged.workdirs
     names = (manifest.DIALOGUES, manifest.TURNS, manifest.REJECTIONS, "stats.json")
     fp = files_fingerprint(d / n for d in dirs for n in names)
-    splits = text_digest(manifest.dumps(sorted(staged.splits.items())))
+    splits = text_digest(convert.dumps(sorted(staged.splits.items())))
     return REPORT.key(staged.config, fp, staged.release_id, splits, *(d.name for d in dirs))
 
 
 def cached_report(config: RunConfig, done: list[StepOutcome]) -> ReportMaker:
-    """A :data:`~duetflow.release.publish.ReportMaker` that reuses a finished report.
+    """A :data:`~duetflow.release.staging.ReportMaker` that reuses a finished report.
 
     The report is drawn from the staged release (its splits and id) into
     ``<workdir>/cache/report/<key>/report``; re-publishing the same release re-measures

@@ -17,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from duetflow.config import RUN_ONLY_FIELDS, RunConfig
-from duetflow.pipeline.keys import code_hash, scoped_config, stage_key
+from duetflow.hashing import code_hash
+from duetflow.pipeline.keys import scoped_config, stage_key
 
 #: every section that can change what a release holds (all but where a run happens)
 CONTENT_SECTIONS: tuple[str, ...] = tuple(
@@ -81,7 +82,7 @@ SCRIPTS = StageSpec(
 SYNTH = StageSpec(
     "synth",
     ("seed", "sample_rate", "synth", "render", "turns", "window", "topics"),
-    ("duetflow.tts.pipeline", "duetflow.tts.script", "duetflow.tts.voices"),
+    ("duetflow.tts.synthesize", "duetflow.tts.script", "duetflow.tts.voices"),
     inputs="a shard of scripts, the voice pool of the rendered work directories",
     outputs="PH tables + audio of the shard; merged into rendered/ph",
 )

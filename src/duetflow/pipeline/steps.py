@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from duetflow import manifest
 from duetflow.config import CorpusSpec, RunConfig
 from duetflow.errors import ConfigError
-from duetflow.model import Dialogue, safe_id
+from duetflow.hashing import files_fingerprint, text_digest
 from duetflow.pipeline.cache import (
     PH_LABEL,
     RESULT,
@@ -35,13 +34,10 @@ from duetflow.pipeline.cache import (
     record_counts,
     table_counts,
 )
-from duetflow.pipeline.keys import (
-    dialogues_fingerprint,
-    files_fingerprint,
-    text_digest,
-    tree_fingerprint,
-)
+from duetflow.pipeline.keys import dialogues_fingerprint, tree_fingerprint
 from duetflow.pipeline.stages import INGEST, MATCH, PROCESS, SCRIPTS, SYNTH
+from duetflow.records import convert, manifest
+from duetflow.records.dialogue import Dialogue, safe_id
 from duetflow.turntaking.stats import micros
 
 if TYPE_CHECKING:
@@ -136,11 +132,11 @@ def ingest_key(job: CorpusJob, config: RunConfig) -> str:
     """Key of one corpus's ingest: adapter, options, licence and the tree's fingerprint, plus the
     resolved root as a locator (the intake tables point at its audio by absolute path, so an
     intake is valid only where it was read; no release records the root,
-    :mod:`duetflow.locations`)."""
+    :mod:`duetflow.records.locations`)."""
     from duetflow.corpora import get_adapter
 
     spec = job.spec
-    options = manifest.dumps(dict(sorted(spec.options.items())))
+    options = convert.dumps(dict(sorted(spec.options.items())))
     return INGEST.key(
         config, spec.name, str(Path(spec.root).resolve()), options,
         tree_fingerprint(spec.root), spec.licence or "",
@@ -261,7 +257,7 @@ def voices_fingerprint(pool: VoicePoolLike) -> str:
     """What the synthesized audio depends on: each voice's clip, transcript and measurements."""
     payload: list[Any] = [dataclasses.asdict(v) for v in pool.voices]
     payload.append([list(x) for x in pool.lengths])  # PH lengths drawn from
-    return hashlib.sha256(manifest.dumps(payload).encode()).hexdigest()
+    return hashlib.sha256(convert.dumps(payload).encode()).hexdigest()
 
 
 def plan_synth_shards(
@@ -277,8 +273,8 @@ def plan_synth_shards(
     enabled, the kept HH transcripts. Those rejected on loading, or whose language has no
     backend, go to ``rejected`` (once, not per backend).
     """
-    from duetflow.model import Rejection
-    from duetflow.tts.pipeline import backend_rejection
+    from duetflow.records.dialogue import Rejection
+    from duetflow.tts.synthesize import backend_rejection
 
     voices_fp = voices_fingerprint(pool)
     index = 0
@@ -295,7 +291,7 @@ def plan_synth_shards(
                     rejected.append(rej)
 
         for batch in stable_chunks(good(), config.runner.shard_size, _script_key):
-            text = manifest.dumps([s.to_json() for s in batch])
+            text = convert.dumps([s.to_json() for s in batch])
             key = SYNTH.key(config, backend, text_digest(text), voices_fp)
             yield SynthShard(PH_LABEL, index, key, tuple(batch), backend)
             index += 1
@@ -323,7 +319,7 @@ def count_synth_jobs(
     """How many synthesis jobs :func:`plan_synth_shards` cuts into shards: each readable
     script once per backend of its language (the shards' ``found`` add up to it; the
     progress total). One extra pass over the scripts, which are small text."""
-    from duetflow.model import Rejection
+    from duetflow.records.dialogue import Rejection
 
     return sum(
         len(config.synth.backends_for(item.language))
@@ -336,7 +332,7 @@ def run_synth_shard(shard: SynthShard, pool: VoicePoolLike, config: RunConfig) -
     """Synthesize one shard of scripts into its cache directory (or reuse it)."""
 
     def build(out: Path) -> StepOutcome:
-        from duetflow.tts.pipeline import synthesize_scripts  # the TTS stack: only to build
+        from duetflow.tts.synthesize import synthesize_scripts  # the TTS stack: only to build
 
         scoped = SYNTH.scoped(config)
         qa = scoped.synth.clone_qa
@@ -397,7 +393,7 @@ def run_match(merged: Sequence[StepOutcome], config: RunConfig) -> list[StepOutc
             continue
         key = MATCH.key(
             config, files_fingerprint([d / manifest.DIALOGUES, d / manifest.REJECTIONS]),
-            manifest.dumps(sorted(drop.items())),
+            convert.dumps(sorted(drop.items())),
         )  # fmt: skip
         target = matched_dir(config, m.label)
         done = load_outcome(target)

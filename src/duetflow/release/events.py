@@ -16,13 +16,13 @@ from pathlib import Path
 
 from duetflow.config import TurnsConfig
 from duetflow.errors import ManifestError
-from duetflow.manifest import TableWriter, iter_records
-from duetflow.records import RenderedTurnRow, TurnEventRow, arrow_schema
+from duetflow.records.manifest import TableWriter, iter_records
+from duetflow.records.rows import RenderedTurnRow, TurnEventRow, arrow_schema
 from duetflow.turntaking.events import dialogue_events
 
 log = logging.getLogger(__name__)
 
-#: the Arrow schema of ``events.parquet`` (from :class:`~duetflow.records.TurnEventRow`)
+#: the Arrow schema of ``events.parquet`` (from :class:`~duetflow.records.rows.TurnEventRow`)
 EVENT_SCHEMA = arrow_schema(TurnEventRow)
 #: the manifest name of the event table (``releases/<id>/manifests/events.parquet``)
 EVENTS = "events"

@@ -28,9 +28,9 @@ from typing import Any
 import pyarrow as pa
 
 from duetflow.errors import StorageError, brief_repr
-from duetflow.manifest import RENDERED_DIALOGUE_SCHEMA
-from duetflow.records import ReleaseDialogueRow, arrow_schema
-from duetflow.storage.base import Store
+from duetflow.records.manifest import RENDERED_DIALOGUE_SCHEMA
+from duetflow.records.rows import ReleaseDialogueRow, arrow_schema
+from duetflow.storage.store import Store
 
 RELEASES = "releases/"
 LATEST_KEY = "releases/LATEST"
@@ -58,7 +58,7 @@ def _release_dialogue_schema() -> pa.Schema:
     return pa.schema(fields + [f for f in added if f.name not in AFTER_SHA256])
 
 
-#: Dialogue rows of a release (:class:`~duetflow.records.ReleaseDialogueRow`): the rendered
+#: Dialogue rows of a release (:class:`~duetflow.records.rows.ReleaseDialogueRow`): the rendered
 #: columns, ``split`` and ``audio_key`` after ``sha256``; ``audio_path`` is the audio's path
 #: relative to the store root (= ``audio_key``), so a pulled folder that mirrors the layout
 #: resolves it unchanged.
@@ -96,7 +96,7 @@ def require_store(store: Store) -> None:
 
     Readers (``releases list``, ``pull``, ``validate``) must not report an empty store for a
     path that is not there, nor "no release published yet" for an S3 bucket that does not exist
-    (:meth:`~duetflow.storage.base.Store.check_ready`).
+    (:meth:`~duetflow.storage.store.Store.check_ready`).
     """
     from duetflow.storage.local import LocalStore
 

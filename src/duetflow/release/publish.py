@@ -20,23 +20,23 @@ A release does not know how it is drawn: the orchestrator passes a ``report`` ca
 (:data:`ReportMaker`, e.g. :func:`duetflow.report.release_report`) that receives the
 :class:`StagedRelease` (its id, splits and work directories) and returns the folder uploaded
 as ``releases/<id>/report/``.
+
+The steps before the upload live in :mod:`duetflow.release.staging` (validation, split items,
+manifests, audio uploads, :class:`~duetflow.release.staging.StagedRelease`) and the release's
+identity in :mod:`duetflow.release.release_json` (id, claim, RELEASE.json bytes); this module
+orders them and uploads.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-
-import pyarrow.parquet as pq
 
 from duetflow._version import __version__
 from duetflow.config import TRANSPORT_FIELDS, RunConfig
@@ -44,44 +44,48 @@ from duetflow.design import DesignReport, DesignTally, design_json, format_desig
 from duetflow.errors import ManifestError, StorageError
 from duetflow.fairness.audit import AuditResult, audit_workdirs, write_audit
 from duetflow.fairness.gate import enforce
+from duetflow.hashing import sha256_bytes, sha256_file
 from duetflow.leftovers import remove_stale_staging, staging_prefix
-from duetflow.licences import UNDECLARED
-from duetflow.manifest import (
-    DIALOGUES,
-    REJECTION_SCHEMA,
-    RENDERED_TURN_SCHEMA,
-    TURNS,
-    TableWriter,
-    iter_records,
-    iter_rejections,
-    rejection_to_row,
-)
-from duetflow.model import Rejection, Stage, safe_id
 from duetflow.progress import Progress
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.dialogue import safe_id
+from duetflow.records.manifest import (
+    DIALOGUES,
+    iter_records,
+)
+from duetflow.records.rows import RenderedDialogueRow
 from duetflow.release.events import EVENTS, stage_events
 from duetflow.release.layout import (
     LATEST_KEY,
     MANIFEST_NAMES,
-    RELEASE_DIALOGUE_SCHEMA,
     RELEASE_FORMAT,
     check_release_id,
-    claim_key,
     manifest_key,
     release_json_key,
     release_prefix,
 )
-from duetflow.release.rowcopy import copy_rows
+from duetflow.release.release_json import (
+    claim_release,
+    content_config_hash,
+    default_release_id,
+    json_bytes,
+    release_json,
+)
 from duetflow.release.splits import (
-    SplitItem,
     format_split_report,
     plan_splits,
     split_report,
-    surplus_reason,
 )
-from duetflow.schemas.checks import Failure, collect_workdir_failures, raise_if_failures
-from duetflow.schemas.tables import SPLITS
-from duetflow.storage import Store, audio_key, open_store, sha256_bytes, sha256_file
+from duetflow.release.staging import (
+    ReportMaker,
+    StagedRelease,
+    Upload,
+    licence_counts,
+    split_items,
+    stage_manifests,
+    validate_workdirs,
+)
+from duetflow.release.table_schemas import SPLITS
+from duetflow.storage import Store, open_store
 from duetflow.storage.parallel import bounded_map
 
 log = logging.getLogger(__name__)
@@ -105,114 +109,6 @@ class ReleaseInfo:
     cue_parity: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class StagedRelease:
-    """A release staged for upload, before anything is sent: what its report is drawn from.
-
-    ``workdirs`` are the validated rendered work directories in publish order, ``splits`` the
-    split plan (dialogue id → split), ``staging`` a scratch folder that lives until the upload
-    is done, ``cue_audit`` the release's cue audit (None when ``release.cue_parity`` is off).
-    """
-
-    release_id: str
-    workdirs: tuple[Path, ...]
-    splits: Mapping[str, str]
-    config: RunConfig
-    staging: Path
-    cue_audit: AuditResult | None = None
-
-
-#: builds a release's report from the staged release; returns the folder to upload as report/
-ReportMaker = Callable[[StagedRelease], Path]
-
-
-@dataclass(frozen=True, slots=True)
-class _Upload:
-    """One planned object: a slotted record with the file as a plain string (a ``Path`` per
-    object would hold its parsed parts, interned, for the whole publish)."""
-
-    key: str
-    path: str
-    sha256: str
-    size: int
-
-
-def _json_bytes(obj: Any) -> bytes:
-    return (json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode()
-
-
-#: stands for the object list while the rest of RELEASE.json is dumped (see _release_json)
-_OBJECTS_SLOT = "\x00objects\x00"
-
-
-def _object_json(key: str, sha256: str, size: int) -> str:
-    """One ``{key, sha256, size}`` entry as ``json.dumps(..., indent=2)`` writes it at depth 2."""
-    k = json.dumps(key, ensure_ascii=False)
-    s = json.dumps(sha256, ensure_ascii=False)
-    return f'    {{\n      "key": {k},\n      "sha256": {s},\n      "size": {size}\n    }}'
-
-
-def _release_json(doc: Mapping[str, Any], objects: Iterable[tuple[str, str, int]]) -> bytes:
-    """RELEASE.json bytes: ``doc`` plus ``"objects"`` (key, sha256, size; sorted by key), the
-    same bytes as :func:`_json_bytes` of the whole document, without a dict per object or the
-    JSON encoder's token list for them."""
-    head = json.dumps(
-        {**doc, "objects": _OBJECTS_SLOT}, sort_keys=True, indent=2, ensure_ascii=False
-    )
-    entries = ",\n".join(_object_json(*o) for o in objects)
-    listed = f"[\n{entries}\n  ]" if entries else "[]"
-    slot = json.dumps(_OBJECTS_SLOT, ensure_ascii=False)
-    assert head.count(slot) == 1
-    return (head.replace(slot, listed) + "\n").encode()
-
-
-def check_rendered(workdir: Path) -> None:
-    """Raise ManifestError unless ``workdir`` holds rendered tables (not intake ones)."""
-    path = workdir / DIALOGUES
-    if not path.is_file():
-        raise ManifestError(
-            f"{workdir}: not a work directory (no {DIALOGUES}); publish the output of "
-            "`duetflow process` or `duetflow synthesize`"
-        )
-    names = set(pq.read_schema(path).names)
-    if "audio_path" not in names:
-        hint = " (it holds intake tables from `duetflow ingest`)" if "source" in names else ""
-        raise ManifestError(
-            f"{workdir}: not a rendered work directory{hint}; run `duetflow process` on it "
-            "first and publish that"
-        )
-
-
-def _validate_all(workdirs: Sequence[Path], config: RunConfig) -> None:
-    for wd in workdirs:
-        check_rendered(wd)
-    failures: list[Failure] = []
-    for wd in workdirs:
-        found = collect_workdir_failures(wd, config)
-        if len(workdirs) > 1:
-            found = [
-                Failure(f"{wd.name}/{f.table}", f.row_id, f.column, f.check, f.value) for f in found
-            ]
-        failures += found
-    raise_if_failures(", ".join(str(w) for w in workdirs), failures)
-
-
-def _split_items(workdirs: Sequence[Path]) -> list[SplitItem]:
-    items: list[SplitItem] = []
-    seen: set[str] = set()
-    dups: list[Failure] = []
-    for wd in workdirs:
-        for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
-            did = rec.dialogue_id
-            if did in seen:
-                dups.append(Failure(f"{wd.name}/dialogues", did, "dialogue_id", "unique", did))
-                continue
-            seen.add(did)
-            items.append(SplitItem.of(rec))
-    raise_if_failures("dialogue ids repeat across work directories", dups)
-    return items
-
-
 def _iter_report_files(report_dir: Path) -> Iterator[tuple[str, Path]]:
     for p in sorted(report_dir.rglob("*")):
         if p.is_file():
@@ -225,16 +121,16 @@ class _Publisher:
     def __init__(self, store: Store, workers: int) -> None:
         self.store = store
         self.workers = workers
-        self.files: list[_Upload] = []
+        self.files: list[Upload] = []
         self.blobs: list[tuple[str, bytes]] = []
         self.uploaded = 0
         self.skipped = 0
 
     def add_file(self, key: str, path: Path, sha256: str | None = None) -> None:
         digest = sha256 or sha256_file(path)
-        self.files.append(_Upload(key, str(path), digest, path.stat().st_size))
+        self.files.append(Upload(key, str(path), digest, path.stat().st_size))
 
-    def add_uploads(self, uploads: Iterable[_Upload]) -> None:
+    def add_uploads(self, uploads: Iterable[Upload]) -> None:
         """Plan objects already described (the audio, from staging): kept, not copied."""
         self.files.extend(uploads)
 
@@ -246,7 +142,7 @@ class _Publisher:
         same key wins)."""
         recs = {u.key: (u.key, u.sha256, u.size) for u in self.files}
         for key, data in self.blobs:
-            recs[key] = (key, hashlib.sha256(data).hexdigest(), len(data))
+            recs[key] = (key, sha256_bytes(data), len(data))
         return sorted(recs.values())
 
     def count(self, sent: bool) -> None:
@@ -264,7 +160,7 @@ class _Publisher:
         """
         bar = Progress("publish", "", len(self.files) + len(self.blobs))
 
-        def send(u: _Upload) -> bool:
+        def send(u: Upload) -> bool:
             return self.store.put_file(u.key, Path(u.path), u.sha256)
 
         for sent in bounded_map(send, self.files, self.workers):
@@ -277,128 +173,6 @@ class _Publisher:
 
     def put_bytes(self, key: str, data: bytes) -> None:
         self.count(self.store.put_bytes(key, data))
-
-
-def _stage_manifests(
-    workdirs: Sequence[Path],
-    staging: Path,
-    splits: Mapping[str, str],
-    dropped: Mapping[str, str],
-    licences: Counter[tuple[str, str]],
-) -> tuple[dict[str, int], list[_Upload]]:
-    """Write the release manifests into ``staging``; return row counts and the audio uploads.
-
-    ``licences`` receives the number of dialogues per (licence, split).
-    """
-    writers = {
-        name: TableWriter(staging / f"{name}.parquet", RELEASE_DIALOGUE_SCHEMA, 1024)
-        for name in (*SPLITS, "dialogues")
-    }
-    turns = TableWriter(staging / "turns.parquet", RENDERED_TURN_SCHEMA, 8192)
-    rejections = TableWriter(staging / "rejections.parquet", REJECTION_SCHEMA, 8192)
-    uploads: dict[str, _Upload] = {}
-    try:
-        for wd in workdirs:
-            for rec in iter_records(wd / DIALOGUES, RenderedDialogueRow):
-                did = rec.dialogue_id
-                if did in dropped:
-                    continue
-                ext = PurePosixPath(rec.audio_path).suffix.lstrip(".") or "flac"
-                key = audio_key(rec.sha256, ext)
-                if key not in uploads:
-                    path = os.path.join(wd, rec.audio_path)
-                    uploads[key] = _Upload(key, path, rec.sha256, os.stat(path).st_size)
-                skey = None  # issue 27: the two-channel file, content-addressed like the mix
-                if rec.stereo_path and rec.stereo_sha256:
-                    sext = PurePosixPath(rec.stereo_path).suffix.lstrip(".") or "flac"
-                    skey = audio_key(rec.stereo_sha256, sext)
-                    if skey not in uploads:
-                        spath = os.path.join(wd, rec.stereo_path)
-                        size = os.stat(spath).st_size
-                        uploads[skey] = _Upload(skey, spath, rec.stereo_sha256, size)
-                out = ReleaseDialogueRow.released(rec, splits[did], key, skey).to_row()
-                licences[(rec.licence or UNDECLARED, splits[did])] += 1
-                writers["dialogues"].write([out])
-                writers[splits[did]].write([out])
-            copy_rows(wd / TURNS, RenderedTurnRow, turns, dropped, keep=False)
-            for rej in iter_rejections(wd):
-                rejections.write([rejection_to_row(rej)])
-        rejections.write(
-            rejection_to_row(
-                Rejection(did, Stage.PUBLISH, surplus_reason(detail), detail, corpus="")
-            )
-            for did, detail in sorted(dropped.items())
-        )
-    except BaseException:
-        for w in (*writers.values(), turns, rejections):
-            w.abort()
-        raise
-    counts = {}
-    for name, w in writers.items():
-        w.close()
-        counts[name] = w.rows_written
-    turns.close()
-    rejections.close()
-    counts["turns"] = turns.rows_written
-    counts["rejections"] = rejections.rows_written
-    return counts, sorted(uploads.values(), key=lambda u: u.key)
-
-
-def licence_counts(by: Mapping[tuple[str, str], int]) -> dict[str, dict[str, int]]:
-    """``{licence: {"dialogues": n, "train": n, "val": n, "test": n}}`` (RELEASE.json)."""
-    out: dict[str, dict[str, int]] = {}
-    for (lic, split), n in sorted(by.items()):
-        cell = out.setdefault(lic, {"dialogues": 0, **dict.fromkeys(SPLITS, 0)})
-        cell[split] += n
-        cell["dialogues"] += n
-    return out
-
-
-def content_config_hash(config: RunConfig) -> str:
-    """Config hash without where a run happened and how the release travels.
-
-    The same content built in any work directory on any runner, published to a local store or
-    to S3, gets the same id and RELEASE.json.
-    """
-    return config.content_hash()
-
-
-def default_release_id(manifest_digests: Mapping[str, str], config: RunConfig) -> str:
-    """Release id from content: manifests' sha256 + config hash + code version."""
-    blob = json.dumps(
-        {
-            "manifests": dict(manifest_digests),
-            "config": content_config_hash(config),
-            "code": __version__,
-        },
-        sort_keys=True,
-    )
-    return "rel-" + hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-
-def _claim_release(store: Store, rid: str, doc: bytes) -> bool:
-    """Make this content the only one that may be written under release id ``rid``.
-
-    The claim object is created exclusively (S3 ``If-None-Match: *``, ``link()`` locally): of
-    publishers racing on one id exactly one creates it. A publisher whose claim is already
-    there continues only when it claims the same content (a re-run, or a twin publishing the
-    same bytes; both write identical objects); any other one fails before writing anything.
-    Returns True when this call created the claim.
-    """
-    claim = _json_bytes({"release_id": rid, "release_json_sha256": sha256_bytes(doc)})
-    key = claim_key(rid)
-    if store.create_exclusive(key, claim):
-        return True
-    try:
-        held = store.get_bytes(key)
-    except StorageError:
-        held = b""
-    if held != claim:
-        raise StorageError(
-            f"{store.uri}: release id {rid} is taken by another publish with different content "
-            f"(see {key}); publish under another release id"
-        )
-    return False
 
 
 def publish(
@@ -427,8 +201,8 @@ def publish(
         raise ManifestError("publish: no work directory given")
     st = store or open_store(store_uri, cfg.release)
     st.check_ready()  # a missing bucket fails here, before any validation or upload
-    _validate_all(wds, cfg)
-    items = _split_items(wds)
+    validate_workdirs(wds, cfg)
+    items = split_items(wds)
     plan = plan_splits(items, cfg.release)
     # what the split facts are needed for, drawn now so they are not held through the upload
     report_rows = split_report(items, plan.splits)
@@ -446,7 +220,7 @@ def publish(
     with tempfile.TemporaryDirectory(prefix=staging_prefix(_STAGING)) as tmp:
         staging = Path(tmp)
         by_licence: Counter[tuple[str, str]] = Counter()
-        counts, audio = _stage_manifests(wds, staging, plan.splits, plan.dropped, by_licence)
+        counts, audio = stage_manifests(wds, staging, plan.splits, plan.dropped, by_licence)
         # trainers (issue 27): the turn-taking events of every dialogue, from its turns
         counts[EVENTS] = stage_events(
             staging / "turns.parquet", staging / f"{EVENTS}.parquet", cfg.turns
@@ -470,7 +244,7 @@ def publish(
         del audio
         for name in (*SPLITS, "dialogues", "turns", "rejections", EVENTS):
             pub.add_file(manifest_key(rid, name), staging / f"{name}.parquet")
-        pub.add_bytes(prefix + "splits.json", _json_bytes([asdict(r) for r in report_rows]))
+        pub.add_bytes(prefix + "splits.json", json_bytes([asdict(r) for r in report_rows]))
         pub.add_bytes(prefix + "splits.md", format_split_report(report_rows).encode())
         design = _design_report(wds, plan.dropped, cfg) if cfg.design.declared else None
         if design is not None:
@@ -503,7 +277,7 @@ def publish(
                 "passed": parity.verdict.passed,
                 "failing": [str(f) for f in parity.verdict.failures],
             }
-        doc = _release_json(
+        doc = release_json(
             {
                 "format": RELEASE_FORMAT,
                 "release_id": rid,
@@ -529,7 +303,7 @@ def publish(
                 f"{st.uri}: release {rid} already exists with different content; "
                 "publish under another release id"
             )
-        pub.count(_claim_release(st, rid, doc))  # before any object of the release is written
+        pub.count(claim_release(st, rid, doc))  # before any object of the release is written
         pub.upload()  # audio, manifests, reports: everything RELEASE.json lists
         pub.put_bytes(key, doc)  # the release becomes visible ...
         pub.put_bytes(LATEST_KEY, f"{rid}\n".encode())  # ... and then the newest

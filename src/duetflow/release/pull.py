@@ -41,16 +41,17 @@ import pyarrow.parquet as pq
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError, StorageError
+from duetflow.hashing import sha256_file
 from duetflow.leftovers import remove_stale_temp_files, temp_file
-from duetflow.manifest import (
+from duetflow.progress import Progress
+from duetflow.records.manifest import (
     RENDERED_TURN_SCHEMA,
     TableWriter,
     iter_column,
     iter_records,
     parquet_problem,
 )
-from duetflow.progress import Progress
-from duetflow.records import ReleaseDialogueRow, RenderedTurnRow, TurnEventRow
+from duetflow.records.rows import ReleaseDialogueRow, RenderedTurnRow, TurnEventRow
 from duetflow.release.events import EVENT_SCHEMA, EVENTS
 from duetflow.release.layout import (
     manifest_key,
@@ -60,11 +61,11 @@ from duetflow.release.layout import (
     resolve_release,
 )
 from duetflow.release.rowcopy import copy_rows
+from duetflow.release.table_schemas import SPLITS
 from duetflow.release.view import FilterValues, ReleaseFilter, filter_manifest
-from duetflow.schemas.tables import SPLITS
-from duetflow.storage import Store, open_store, sha256_file
-from duetflow.storage.base import checked_audio_key
+from duetflow.storage import Store, open_store
 from duetflow.storage.parallel import bounded_map
+from duetflow.storage.store import checked_audio_key
 
 log = logging.getLogger(__name__)
 

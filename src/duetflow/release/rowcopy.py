@@ -1,4 +1,4 @@
-"""Copy a table's rows into a :class:`~duetflow.manifest.TableWriter` as Arrow, filtered by
+"""Copy a table's rows into a :class:`~duetflow.records.manifest.TableWriter` as Arrow, filtered by
 dialogue id, without a Python row per row.
 
 Publish copies the work directories' turn rows into the release and pull copies the pulled
@@ -18,8 +18,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from duetflow.errors import ManifestError
-from duetflow.manifest import TableWriter, missing_columns
-from duetflow.records import R, arrow_schema, columns
+from duetflow.records.manifest import TableWriter, missing_columns
+from duetflow.records.rows import R, arrow_schema, columns
 
 
 def copy_rows(

@@ -7,7 +7,7 @@ write shards of at most ``shard_size`` dialogues that stream without unpacking:
   sample per dialogue: ``<key>.flac`` (the pulled FLAC, byte for byte; ``<key>.stereo.flac``
   the two-channel file where the dialogue has one) and ``<key>.json`` (the
   dialogue's columns as in the HF export — every release column but
-  :data:`~duetflow.release.export.HF_DROPPED_COLUMNS` — with its ``turns`` and ``events``).
+  :data:`~duetflow.release.export_hf.HF_DROPPED_COLUMNS` — with its ``turns`` and ``events``).
   ``<key>`` is the dialogue id with characters WebDataset would split on replaced
   (:func:`sample_key`). Members are written with fixed metadata (mtime 0, uid/gid 0), so the
   same pull gives the same bytes.
@@ -35,18 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from duetflow.errors import ManifestError
+from duetflow.hashing import sha256_file
 from duetflow.release.events import EVENTS, EventWalk
-from duetflow.release.export import (
-    HF_DROPPED_COLUMNS,
-    _hf_event,
-    _hf_turn,
-    _non_empty,
-    _present_splits,
-    export_lhotse,
-    iter_dialogues_with_turns,
-)
+from duetflow.release.export import iter_dialogues_with_turns, non_empty_splits, present_splits
+from duetflow.release.export_hf import HF_DROPPED_COLUMNS, hf_event, hf_turn
+from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.pull import pulled_audio_path
-from duetflow.storage import sha256_file
 
 #: the index of a sharded export's files (in the export's folder)
 SHARD_INDEX = "SHARDS.json"
@@ -91,8 +85,8 @@ def _samples(src: Path, split: str) -> Iterator[tuple[str, bytes, bytes | None, 
             raise ManifestError(f"{src}: two dialogues share the WebDataset key {key!r}")
         seen.add(key)
         values = {k: v for k, v in row.to_row().items() if k not in HF_DROPPED_COLUMNS}
-        values["turns"] = [_hf_turn(t) for t in turns]
-        values["events"] = [_hf_event(e) for e in walk.take(row.dialogue_id)]
+        values["turns"] = [hf_turn(t) for t in turns]
+        values["events"] = [hf_event(e) for e in walk.take(row.dialogue_id)]
         audio = pulled_audio_path(src, row.audio_key, row.sha256).read_bytes()
         stereo = (
             pulled_audio_path(src, row.stereo_path, row.stereo_sha256).read_bytes()
@@ -120,7 +114,7 @@ def export_webdataset(
     for old in folder.glob("*.tar"):
         old.unlink()
     shards: list[ShardFile] = []
-    for split in _non_empty(src, _present_splits(src, splits)):
+    for split in non_empty_splits(src, present_splits(src, splits)):
         samples = _samples(src, split)
         index = 0
         while (first := next(samples, None)) is not None:

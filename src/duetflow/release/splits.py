@@ -43,8 +43,8 @@ from dataclasses import dataclass, fields
 
 from duetflow.config import ReleaseConfig
 from duetflow.errors import ConfigError
-from duetflow.records import RenderedDialogueRow
-from duetflow.schemas.tables import SPLITS
+from duetflow.records.rows import RenderedDialogueRow
+from duetflow.release.table_schemas import SPLITS
 
 log = logging.getLogger(__name__)
 

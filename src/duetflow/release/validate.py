@@ -7,7 +7,7 @@ speaker B has turns, gaps in the window...); every dialogue's ``audio_key`` is l
 sha256; split files agree with ``dialogues.parquet``; split groups are disjoint; no PH dialogue
 is in another split than the HH recording it was made from; counts match; on a sample of
 dialogues the acoustic gaps and digital holes measured on the audio
-(:func:`duetflow.schemas.checks.acoustic_failures`).
+(:func:`duetflow.release.workdir_checks.acoustic_failures`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 
 from duetflow.config import ReleaseConfig, RenderConfig, RunConfig, TurnsConfig, WindowConfig
 from duetflow.errors import DuetflowError, StorageError
-from duetflow.manifest import iter_column, iter_records, missing_columns, parquet_problem
-from duetflow.records import ReleaseDialogueRow, RenderedTurnRow
+from duetflow.records.manifest import iter_column, iter_records, missing_columns, parquet_problem
+from duetflow.records.rows import ReleaseDialogueRow, RenderedTurnRow
 from duetflow.release.events import EVENTS, event_problem
 from duetflow.release.layout import (
     manifest_key,
@@ -33,7 +33,8 @@ from duetflow.release.layout import (
     resolve_release,
 )
 from duetflow.release.splits import SplitItem, group_keys, leakage_problems
-from duetflow.schemas.checks import (
+from duetflow.release.table_schemas import SPLITS, release_index_schema
+from duetflow.release.workdir_checks import (
     AUDIO_SAMPLE,
     AudioSample,
     Failure,
@@ -44,7 +45,6 @@ from duetflow.schemas.checks import (
     row_ids,
     schema_failures,
 )
-from duetflow.schemas.tables import SPLITS, release_index_schema
 from duetflow.storage import Store, open_store
 
 log = logging.getLogger(__name__)

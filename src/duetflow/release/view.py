@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from duetflow.errors import ConfigError, ManifestError
-from duetflow.manifest import TableWriter
-from duetflow.records import ReleaseDialogueRow, columns
+from duetflow.records.manifest import TableWriter
+from duetflow.records.rows import ReleaseDialogueRow, columns
 
 #: The dialogue columns a pull can filter on (each a :class:`ReleaseDialogueRow` field).
 FILTER_FIELDS = ("category", "language", "corpus", "topic")

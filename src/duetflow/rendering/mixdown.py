@@ -34,7 +34,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -42,6 +42,7 @@ import numpy as np
 
 from duetflow.audio import bs1770, edges
 from duetflow.audio import loudness as ld
+from duetflow.audio.gap_tolerance import ROW_GAP_TOL_MS
 from duetflow.audio.io import Audio, pcm16_levels
 from duetflow.audio.mix import place
 from duetflow.audio.roomtone import fill
@@ -55,15 +56,6 @@ GAP_TOLERANCE_S = 0.002
 #: measures those gaps again (one pass almost always suffices; the room tone joined anew can
 #: shift an edge by a few ms).
 MAX_CORRECTIONS = 3
-#: How far outside the configured gap band a confirmed gap may lie (ms): what the schema checks
-#: allow for the encoder and the reader. A dialogue with a gap further out is rejected
-#: (:data:`GAP_UNCONFIRMED`), never published.
-ACOUSTIC_GAP_TOL_MS = 10.0
-#: How far outside the band a gap the rows carry may lie (ms): the rows take these measured
-#: gaps, and the schema checks hold them to the band within rounding
-#: (``duetflow.schemas.tables.GAP_TOL_MS``, the same value), so a dialogue whose corrections end
-#: further out is rejected here rather than refused, with its whole release, by ``publish``.
-ROW_GAP_TOL_MS = 1.0
 #: Rejection reason of a dialogue whose gaps could not be confirmed inside the band.
 GAP_UNCONFIRMED = "gap_unconfirmed"
 #: Re-measurements from the edges found, at most, and how close two must agree to hold (s).
@@ -416,29 +408,6 @@ def measure_change(
         if held:
             break
     return m
-
-
-def floor_in_file_db(provenance: Mapping[str, Any]) -> float | None:
-    """The floor level (dBFS) a rendered file's pauses hold, from its provenance: the room tone
-    (HH/HM) or the ambience (PH) laid, after the true-peak ceiling; -inf when none was laid
-    (digital silence); None when the provenance does not say."""
-    tone = provenance.get("room_tone")
-    if isinstance(tone, Mapping) and isinstance(tone.get("used"), bool):
-        if not tone["used"]:
-            return -math.inf
-        level = tone.get("floor_dbfs")
-        ceiling = provenance.get("ceiling_gain_db", 0.0)
-    elif "ambience" in provenance:
-        amb = provenance.get("ambience")
-        if not isinstance(amb, Mapping):
-            return -math.inf
-        level = amb.get("floor_dbfs")
-        ceiling = provenance.get("peak_ceiling_gain_db", 0.0)
-    else:
-        return None
-    if not isinstance(level, int | float) or not isinstance(ceiling, int | float):
-        return None
-    return float(level) + min(0.0, float(ceiling))
 
 
 def _check_band(

@@ -19,7 +19,7 @@ from duetflow.audio import loudness as ld
 from duetflow.audio.mix import fade_envelope, smooth_steps
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind
+from duetflow.records.dialogue import Dialogue, MixedMonoSource, Turn, TurnKind
 from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
 from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
 from duetflow.rendering.roomtone import (

@@ -31,8 +31,8 @@ docs/turn-taking.md, *Gaps* and *Room tone*):
    At every change the turn rows carry the measured
    edges, so a row gap is the acoustic gap of the file.
 
-Turn times in a windowed :class:`~duetflow.model.Dialogue` are on the source timeline (the
-model's convention); windows whose turns are relative to the window start are recognised (all
+Turn times in a windowed :class:`~duetflow.records.dialogue.Dialogue` are on the source timeline
+(the model's convention); windows whose turns are relative to the window start are recognised (all
 turns lie before ``window[0]`` and fit in the window length) and shifted.
 """
 
@@ -47,12 +47,12 @@ from duetflow.audio import loudness as ld
 from duetflow.audio.io import PCM16, Audio, to_pcm16, write_audio
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.model import Dialogue, MixedMonoSource, safe_id
+from duetflow.hashing import sha256_file
+from duetflow.records.dialogue import Dialogue, MixedMonoSource, safe_id
 from duetflow.rendering.mixed import render_mixed
 from duetflow.rendering.rows import (
     RenderedDialogue,
     dialogue_record,
-    file_sha256,
     ordered_turn_rows,
 )
 from duetflow.rendering.separable import render_separable
@@ -108,11 +108,11 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         spath = write_audio(
             out_dir / stereo_rel, to_pcm16(stems), sr, audio_format=cfg.audio_format
         )
-        stereo_sha = file_sha256(spath)
+        stereo_sha = sha256_file(spath)
 
     rows = ordered_turn_rows(res.rows)
     row = dialogue_record(
-        d, config, res, files, audio_path=rel, audio_sha256=file_sha256(path),
+        d, config, res, files, audio_path=rel, audio_sha256=sha256_file(path),
         duration_s=len(out) / sr, stems_path=stems_rel, n_turns=len(rows),
         stereo=(stereo_rel, stereo_sha) if stereo_rel and stereo_sha else None,
     )  # fmt: skip

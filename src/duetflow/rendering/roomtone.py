@@ -21,7 +21,7 @@ from duetflow.audio.bandlimit import lowpass
 from duetflow.audio.io import Audio
 from duetflow.audio.trim import rms_db
 from duetflow.config import RenderConfig, RunConfig
-from duetflow.model import Dialogue, Turn
+from duetflow.records.dialogue import Dialogue, Turn
 from duetflow.rendering.sources import Track
 from duetflow.rendering.tone_sources import RecordingTone, recording_tone
 from duetflow.seeding import rng_for

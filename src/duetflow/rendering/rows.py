@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import duetflow
@@ -13,16 +11,16 @@ from duetflow.audio import loudness as ld
 from duetflow.audio.io import Audio
 from duetflow.config import RunConfig
 from duetflow.licences import UNDECLARED
-from duetflow.locations import dialogue_roots, public_provenance, relative_path
-from duetflow.manifest import dumps
-from duetflow.model import Dialogue, TurnKind
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.convert import dumps
+from duetflow.records.dialogue import Dialogue, TurnKind
+from duetflow.records.locations import dialogue_roots, public_provenance, relative_path
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 from duetflow.rendering.source_rate import source_rate
 
 
 @dataclass(frozen=True)
 class RenderedDialogue:
-    """The typed records of one rendered dialogue (:mod:`duetflow.records`)."""
+    """The typed records of one rendered dialogue (:mod:`duetflow.records.rows`)."""
 
     record: RenderedDialogueRow
     turn_records: tuple[RenderedTurnRow, ...]
@@ -75,15 +73,6 @@ def turn_row(d: Dialogue, index: int, hosted: bool, start: float, end: float) ->
         orig_end_s=float(o.annotated_span[1]),
         text=o.text,
     )
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a written file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def ordered_turn_rows(rows: Sequence[RenderedTurnRow]) -> list[RenderedTurnRow]:

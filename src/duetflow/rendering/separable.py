@@ -18,7 +18,7 @@ from duetflow.audio.io import Audio
 from duetflow.audio.mix import fade_envelope
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.model import Dialogue, PerTurnSource, Turn, TurnKind
+from duetflow.records.dialogue import Dialogue, PerTurnSource, Turn, TurnKind
 from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
 from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
 from duetflow.rendering.roomtone import (

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from duetflow.audio.io import audio_info
-from duetflow.model import AudioSource, PerSpeakerSource, PerTurnSource
+from duetflow.records.dialogue import AudioSource, PerSpeakerSource, PerTurnSource
 
 #: How rendering resamples (duetflow.audio.io.resample): soxr, band-limited, "HQ" quality.
 RESAMPLER = "soxr HQ"

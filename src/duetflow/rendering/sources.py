@@ -20,7 +20,7 @@ from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, audio_info, read_frames, resample
 from duetflow.audio.mix import place
 from duetflow.errors import InputError
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Dialogue,
     MixedMonoSource,
     MultichannelSource,

@@ -16,7 +16,7 @@ import numpy as np
 from duetflow.audio import edges, source_acoustics
 from duetflow.audio.io import Audio
 from duetflow.audio.trim import frame_db
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 from duetflow.rendering.sources import Track
 from duetflow.turntaking.retime import Block
 

@@ -34,7 +34,7 @@ from duetflow.report.tables import counts_table
 
 if TYPE_CHECKING:
     from duetflow.fairness.audit import AuditResult
-    from duetflow.release.publish import StagedRelease
+    from duetflow.release.staging import StagedRelease
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ def build_report(
 
 
 def release_report(staged: StagedRelease) -> Path:
-    """The report of a staged release (a :data:`~duetflow.release.publish.ReportMaker`).
+    """The report of a staged release (a :data:`~duetflow.release.staging.ReportMaker`).
 
     Drawn from the release's work directories with its own splits and id, into the staging
     folder; returns the folder publish uploads as ``releases/<id>/report/``.

@@ -26,6 +26,7 @@ import numpy as np
 
 from duetflow._version import __version__
 from duetflow.audio.edges import change_gaps
+from duetflow.audio.gap_tolerance import floor_in_file_db
 from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import SILENCE_LUFS, measure
 from duetflow.config import RunConfig
@@ -34,10 +35,9 @@ from duetflow.errors import DuetflowError
 from duetflow.fairness.audit import AuditResult
 from duetflow.licences import UNDECLARED, release_terms
 from duetflow.licences import terms as terms_of
-from duetflow.manifest import read_rejections
-from duetflow.model import Category, Rejection, Stage
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
-from duetflow.rendering.mixdown import floor_in_file_db
+from duetflow.records.dialogue import Category, Rejection, Stage
+from duetflow.records.manifest import read_rejections
+from duetflow.records.rows import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
 from duetflow.report.data import (
     DEFAULT_AUDIO_SAMPLE,
     MAX_EXAMPLES,

@@ -13,8 +13,8 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from duetflow.manifest import iter_column, iter_record_groups, iter_records
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow, columns, from_row
+from duetflow.records.manifest import iter_column, iter_record_groups, iter_records
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow, columns, from_row
 from duetflow.report.sources import ReportInput
 
 log = logging.getLogger(__name__)

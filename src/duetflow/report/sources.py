@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from duetflow.errors import InputError, StorageError
-from duetflow.manifest import DIALOGUES, REJECTIONS, TURNS
-from duetflow.records import ReleaseDialogueRow, RenderedDialogueRow
-from duetflow.storage.base import checked_audio_key
+from duetflow.records.manifest import DIALOGUES, REJECTIONS, TURNS
+from duetflow.records.rows import ReleaseDialogueRow, RenderedDialogueRow
+from duetflow.storage.store import checked_audio_key
 
 log = logging.getLogger(__name__)
 

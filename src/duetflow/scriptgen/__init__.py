@@ -8,7 +8,7 @@ OpenAI-compatible chat endpoint works (``llm`` config section, extra ``duetflow[
 * :func:`generate_scripts` / :func:`rewrite_scripts` — the two runs (CLI: ``duetflow scripts
   generate`` / ``duetflow scripts rewrite``; also a stage of ``build_dataset`` when an LLM is
   configured);
-* :mod:`~duetflow.scriptgen.checks` — what makes an answer valid;
+* :mod:`~duetflow.scriptgen.answer_checks` — what makes an answer valid;
 * :mod:`~duetflow.scriptgen.llm` — the client and its transport retries;
 * :mod:`~duetflow.scriptgen.prompts` — the shipped prompt templates;
 * :mod:`~duetflow.scriptgen.store` — one file per script: checkpoint and resume.
@@ -16,7 +16,7 @@ OpenAI-compatible chat endpoint works (``llm`` config section, extra ``duetflow[
 The output folder is in the scripts format ``duetflow synthesize`` reads.
 """
 
-from duetflow.scriptgen.run import (
+from duetflow.scriptgen.generate import (
     ScriptGenReport,
     ScriptRequest,
     ask,

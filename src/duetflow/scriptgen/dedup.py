@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from duetflow.model import Rejection, Stage
+from duetflow.records.dialogue import Rejection, Stage
 from duetflow.tts.script import Script
 
 Method = Literal["tfidf", "edit"]

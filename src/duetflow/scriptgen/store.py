@@ -22,8 +22,9 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from duetflow.manifest import REJECTION_SCHEMA, REJECTIONS, dumps, rejection_to_row, write_table
-from duetflow.model import Rejection, Stage
+from duetflow.records.convert import dumps, rejection_to_row
+from duetflow.records.dialogue import Rejection, Stage
+from duetflow.records.manifest import REJECTION_SCHEMA, REJECTIONS, write_table
 from duetflow.tts.script import Script
 
 log = logging.getLogger(__name__)

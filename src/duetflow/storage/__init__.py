@@ -13,15 +13,8 @@ from urllib.parse import unquote, urlparse
 
 from duetflow.config import ReleaseConfig
 from duetflow.errors import StorageError
-from duetflow.storage.base import (
-    ObjectInfo,
-    Store,
-    audio_key,
-    check_key,
-    sha256_bytes,
-    sha256_file,
-)
 from duetflow.storage.local import LocalStore
+from duetflow.storage.store import ObjectInfo, Store, audio_key, check_key
 
 if TYPE_CHECKING:
     from duetflow.storage.s3 import S3Store
@@ -34,8 +27,6 @@ __all__ = [
     "audio_key",
     "check_key",
     "open_store",
-    "sha256_bytes",
-    "sha256_file",
 ]
 
 

@@ -16,15 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from duetflow.errors import StorageError
+from duetflow.hashing import sha256_bytes, sha256_file
 from duetflow.leftovers import remove_stale_temp_files, temp_file
-from duetflow.storage.base import (
-    ObjectInfo,
-    Store,
-    check_digest,
-    check_key,
-    sha256_bytes,
-    sha256_file,
-)
+from duetflow.storage.store import ObjectInfo, Store, check_digest, check_key
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,6 @@ same sha256 is already there and downloads are verified against it.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
 import os
 import time
@@ -39,16 +38,9 @@ from botocore.exceptions import (
 )
 
 from duetflow.errors import StorageError
+from duetflow.hashing import CHUNK, sha256_bytes, sha256_chunks, sha256_file
 from duetflow.leftovers import temp_file
-from duetflow.storage.base import (
-    CHUNK,
-    ObjectInfo,
-    Store,
-    check_digest,
-    check_key,
-    sha256_bytes,
-    sha256_file,
-)
+from duetflow.storage.store import ObjectInfo, Store, check_digest, check_key
 
 log = logging.getLogger(__name__)
 
@@ -332,11 +324,7 @@ class S3Store(Store):
 
     def content_sha256(self, key: str) -> str:
         def call() -> str:
-            r = self._get_object(key)
-            h = hashlib.sha256()
-            for chunk in r["Body"].iter_chunks(CHUNK):
-                h.update(chunk)
-            return h.hexdigest()
+            return sha256_chunks(self._get_object(key)["Body"].iter_chunks(CHUNK))
 
         return self._retry(f"read {key}", call)
 

@@ -30,7 +30,6 @@ utterances laid end to end, as for a per-turn source).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -47,14 +46,15 @@ from duetflow.audio.roomtone import fill
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
+from duetflow.hashing import sha256_file
 from duetflow.licences import UNDECLARED, combine
-from duetflow.manifest import dumps
-from duetflow.model import Category, DesignFields, TurnKind, safe_id
-from duetflow.records import RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.convert import dumps
+from duetflow.records.dialogue import Category, DesignFields, TurnKind, safe_id
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
 from duetflow.rendering.source_rate import resampling_record
 from duetflow.seeding import rng_for
-from duetflow.tts.base import Synthesis, Voice
+from duetflow.tts.backend import Synthesis, Voice
 from duetflow.tts.clip_measures import speech_power
 from duetflow.tts.script import Script
 from duetflow.turntaking.rendered_length import length_problem
@@ -138,14 +138,6 @@ def _fade(x: Audio, n: int) -> Audio:
     y[:n] *= ramp
     y[-n:] *= ramp[::-1]
     return y
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def assemble(
@@ -306,7 +298,7 @@ def assemble(
     if mixed.stems is not None:  # A left, B right, at the mix's ceiling gain
         stereo = apply_gain(mixed.stems, ceil) if ceil < 0 else mixed.stems
         stereo_rel = f"stereo/{did}.{r.audio_format}"
-        stereo_sha = _sha256(
+        stereo_sha = sha256_file(
             write_audio(out_dir / stereo_rel, stereo, sr, audio_format=r.audio_format)
         )
 
@@ -390,7 +382,7 @@ def assemble(
         speaker_b=voices[1].name,
         design=design,
         audio_path=rel,
-        sha256=_sha256(path),
+        sha256=sha256_file(path),
         duration_s=round(total / sr, 6),
         sample_rate=sr,
         num_channels=1,

@@ -30,7 +30,7 @@ import numpy as np
 from duetflow.audio.io import Audio
 from duetflow.config import SynthConfig
 from duetflow.errors import BackendError
-from duetflow.tts.base import Synthesis, Voice
+from duetflow.tts.backend import Synthesis, Voice
 
 log = logging.getLogger(__name__)
 

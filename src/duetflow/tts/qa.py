@@ -24,7 +24,7 @@ import numpy as np
 
 from duetflow.audio.io import Audio, read_seconds, resample
 from duetflow.config import SynthConfig
-from duetflow.tts.base import Voice, count_speech_chars
+from duetflow.tts.backend import Voice, count_speech_chars
 
 log = logging.getLogger(__name__)
 

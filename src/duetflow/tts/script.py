@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from duetflow.errors import InputError
-from duetflow.locations import relative_path, relative_rejection, root_spellings
-from duetflow.manifest import DIALOGUES, TurnRecord, iter_work_records
-from duetflow.model import Category, Rejection, Stage, TurnKind, safe_id
+from duetflow.records.dialogue import Category, Rejection, Stage, TurnKind, safe_id
+from duetflow.records.locations import relative_path, relative_rejection, root_spellings
+from duetflow.records.manifest import DIALOGUES, TurnRecord, iter_work_records
 
 SOURCES = ("generated", "rewritten-hh", "hh-transcript")
 ScriptSource = Literal["generated", "rewritten-hh", "hh-transcript"]
@@ -230,7 +230,7 @@ def load_scripts(path: str | Path) -> Iterator[Script | Rejection]:
 
     Lazily yields scripts and rejections; a duplicate id is rejected (ids name the output).
     Paths they record (``Script.path``, rejections) are relative to the folder (or the file's
-    folder): where scripts sit is not content (:mod:`duetflow.locations`).
+    folder): where scripts sit is not content (:mod:`duetflow.records.locations`).
     """
     p = Path(path)
     if not p.exists():

@@ -45,14 +45,14 @@ import numpy as np
 from duetflow.audio.io import Audio
 from duetflow.config import SynthConfig
 from duetflow.errors import BackendError, ConfigError
+from duetflow.hashing import path_checksum
 from duetflow.seeding import seed_for
-from duetflow.tts.base import (
+from duetflow.tts.backend import (
     Synthesis,
     SynthesisError,
     Voice,
     count_speech_chars,
     expected_duration_bounds,
-    path_checksum,
 )
 
 log = logging.getLogger(__name__)

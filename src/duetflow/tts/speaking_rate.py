@@ -1,6 +1,7 @@
 """Speaking time of a script estimated from its text, at one conversational rate per language.
 
-The seed study's PH scripts run 40–50 s of speech (:data:`SCRIPT_SPEECH_S`). Whatever writes or
+The seed study's PH scripts run 40–50 s of speech (the defaults of ``scripts.speaking_s_min`` /
+``speaking_s_max``, :data:`duetflow.config.synth.SCRIPT_SPEECH_S`). Whatever writes or
 checks a script (the sample scripts, ``duetflow scripts generate/rewrite``) estimates its length
 here, so there is one rate per language in the project:
 
@@ -24,7 +25,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 __all__ = [
-    "SCRIPT_SPEECH_S",
     "SPEAKING_RATES",
     "SpeakingRate",
     "rate_for",
@@ -32,9 +32,6 @@ __all__ = [
     "speaking_time_s",
     "speech_units",
 ]
-
-#: Speech time (s) the seed study's two-speaker scripts run to.
-SCRIPT_SPEECH_S = (40.0, 50.0)
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,17 @@
 """Voice references: a clean 5–10 s clip (with transcript) per real speaker, and the pairing policy.
 
-Only human speakers are cloned (:func:`human_speakers`): never the machine side of an HM
-dialogue, never a PH dialogue, and only from the categories in ``synth.voice_categories``
-(default: HM, the studio participants). Input is a *rendered* work directory (``audio_path`` per
-dialogue, turn times on that audio) or an *intake* one (``source`` JSON per dialogue, turn
-times on the source timeline). For every human speaker of every kept dialogue we build candidate
-clips from runs of the speaker's own turns (no overlap with the other speaker, backchannels and
-tag-only turns excluded) whose total length lies in ``[synth.reference_min_s,
-synth.reference_max_s]``, and score them by signal-to-noise ratio (VAD speech power over the
-recording's room-tone power) and voiced share. The best clip per speaker wins; ties go to the
-earlier dialogue and turn, so the choice is deterministic. Each dialogue's result is cached on
-disk under a key derived from the audio's content hash, the turns and the selection parameters,
-so reruns read no audio.
+Only human speakers are cloned (:func:`~duetflow.tts.voice_sources.human_speakers`): never the
+machine side of an HM dialogue, never a PH dialogue, and only from the categories in
+``synth.voice_categories`` (default: HM, the studio participants). Input is a *rendered* work
+directory (``audio_path`` per dialogue, turn times on that audio) or an *intake* one (``source``
+JSON per dialogue, turn times on the source timeline). For every human speaker of every kept
+dialogue we build candidate clips from runs of the speaker's own turns (no overlap with the other
+speaker, backchannels and tag-only turns excluded) whose total length lies in
+``[synth.reference_min_s, synth.reference_max_s]``, and score them by signal-to-noise ratio (VAD
+speech power over the recording's room-tone power) and voiced share. The best clip per speaker
+wins; ties go to the earlier dialogue and turn, so the choice is deterministic. Each dialogue's
+result is cached on disk under a key derived from the audio's content hash, the turns and the
+selection parameters, so reruns read no audio.
 
 Pairing (:func:`choose_voices`): same language as the script; ``mixed_gender`` takes one male
 and one female speaker, ``any`` two distinct speakers; the draw comes from
@@ -19,7 +19,9 @@ and one female speaker, ``any`` two distinct speakers; the draw comes from
 
 Selection, its on-disk cache and pairing stay in one module: they share the :class:`Voice`
 record and the pool that the synthesis steps receive whole. The clip measures they score by
-are :mod:`duetflow.tts.clip_measures`.
+are :mod:`duetflow.tts.clip_measures`; reading the speakers' audio (which speakers are human,
+who they are, their tracks and the content hash the cache keys on) is
+:mod:`duetflow.tts.voice_sources`.
 """
 
 from __future__ import annotations
@@ -31,37 +33,31 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import numpy as np
 
-from duetflow.audio.io import Audio, read_frames, read_seconds, resample, write_audio
+from duetflow.audio.io import Audio, read_seconds, write_audio
 from duetflow.audio.roomtone import extract_room_tone, xfade_concat
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.manifest import (
-    DIALOGUES,
-    DialogueRecord,
-    TurnRecord,
-    dumps,
-    iter_work_records,
-    source_from_json,
-)
-from duetflow.model import (
-    PARTICIPANTS,
-    Category,
-    MixedMonoSource,
-    MultichannelSource,
-    PerSpeakerSource,
-    PerTurnSource,
-    Role,
+from duetflow.records.convert import dumps
+from duetflow.records.dialogue import (
     TurnKind,
 )
-from duetflow.records import IntakeDialogueRow, RenderedDialogueRow
+from duetflow.records.manifest import DIALOGUES, DialogueRecord, TurnRecord, iter_work_records
 from duetflow.seeding import rng_for
-from duetflow.tts.base import Voice
+from duetflow.tts.backend import Voice
 from duetflow.tts.clip_measures import estimate_pitch, mean_power, snr_db, speech_power
 from duetflow.tts.script import Script, clean_text, is_backchannel_text
+from duetflow.tts.voice_sources import (
+    DialogueAudio,
+    content_hash,
+    human_speakers,
+    load_track,
+    person_key,
+    speaker_gender,
+)
 
 log = logging.getLogger(__name__)
 
@@ -89,141 +85,6 @@ def _lang(code: str) -> str:
 
 
 # --- reading dialogues --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _DialogueAudio:
-    """A speaker's track on the dialogue's timeline (the mix for single-file sources)."""
-
-    samples: Audio
-    sr: int
-    offset_s: float  # timeline time of samples[0]
-
-
-def _resolve(path: str, workdir: Path) -> Path:
-    p = Path(path)
-    return p if p.is_absolute() else workdir / p
-
-
-def _file_hash(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _audio_files(row: DialogueRecord, workdir: Path) -> list[Path]:
-    if isinstance(row, RenderedDialogueRow):
-        return [_resolve(row.audio_path, workdir)]
-    src = source_from_json(row.source)
-    if isinstance(src, MultichannelSource | MixedMonoSource):
-        return [_resolve(src.path, workdir)]
-    if isinstance(src, PerSpeakerSource):
-        return [_resolve(p, workdir) for _, p in sorted(src.paths.items())]
-    return [_resolve(p, workdir) for p in src.paths]
-
-
-def _content_hash(row: DialogueRecord, workdir: Path) -> str:
-    if isinstance(row, RenderedDialogueRow) and row.sha256:
-        return row.sha256
-    h = hashlib.sha256()
-    for f in _audio_files(row, workdir):
-        if not f.exists():
-            raise InputError(f, "reference audio not found", reason="missing_file")
-        h.update(_file_hash(f).encode())
-    return h.hexdigest()
-
-
-def _load_track(row: DialogueRecord, speaker: str, workdir: Path) -> _DialogueAudio:
-    """The audio a speaker's turns are cut from (mono)."""
-    if isinstance(row, RenderedDialogueRow):
-        x, sr = read_frames(_resolve(row.audio_path, workdir), mono=True)
-        return _DialogueAudio(x, sr, 0.0)
-    src = source_from_json(row.source)  # turn times are on the source's own timeline
-    if isinstance(src, MultichannelSource):
-        ch = src.channels.get(speaker)
-        x, sr = read_frames(_resolve(src.path, workdir), channel=ch, mono=ch is None)
-        return _DialogueAudio(x, sr, 0.0)
-    if isinstance(src, PerSpeakerSource):
-        path = src.paths.get(speaker)
-        if path is None:
-            raise InputError(workdir / DIALOGUES, f"no audio file for speaker {speaker!r}")
-        ch = src.channels.get(speaker)
-        x, sr = read_frames(_resolve(path, workdir), channel=ch, mono=ch is None)
-        return _DialogueAudio(x, sr, 0.0)
-    if isinstance(src, MixedMonoSource):
-        x, sr = read_frames(_resolve(src.path, workdir), channel=src.channel, mono=True)
-        return _DialogueAudio(x, sr, 0.0)
-    assert isinstance(src, PerTurnSource)
-    pieces: list[Audio] = []
-    sr = 0
-    for p in src.paths:
-        y, sr_i = read_frames(_resolve(p, workdir), mono=True)
-        if sr and sr_i != sr:
-            y = resample(y, sr_i, sr)
-        sr = sr or sr_i
-        pieces.append(y)
-    return _DialogueAudio(np.concatenate(pieces).astype(np.float32), sr, 0.0)
-
-
-def _speaker_records(row: DialogueRecord) -> list[Mapping[str, Any]]:
-    """Speaker dicts from the intake ``speakers`` column or ``provenance.speakers``."""
-    out: list[Mapping[str, Any]] = []
-    if isinstance(row, IntakeDialogueRow) and row.speakers:
-        out.extend(s for s in json.loads(row.speakers) if isinstance(s, dict))
-    prov = json.loads(row.provenance) if row.provenance else {}
-    if isinstance(prov, dict) and isinstance(prov.get("speakers"), list):
-        out.extend(s for s in prov["speakers"] if isinstance(s, dict))
-    return out
-
-
-def _speaker_gender(row: DialogueRecord, speaker: str) -> Literal["M", "F"] | None:
-    for s in _speaker_records(row):
-        if s.get("id") == speaker and s.get("gender") in ("M", "F"):
-            g: Literal["M", "F"] = s["gender"]
-            return g
-    return None
-
-
-class _Owned(Protocol):
-    """What :func:`person_key` reads of a dialogue record (intake or rendered)."""
-
-    @property
-    def corpus(self) -> str: ...
-    @property
-    def provenance(self) -> str: ...
-
-
-def person_key(row: _Owned, speaker: str) -> str:
-    """Who ``speaker`` of ``row`` is beyond the dialogue: the pool holds one voice per person.
-
-    The adapter's participant map (:data:`~duetflow.model.PARTICIPANTS` in the dialogue's
-    provenance, or in a rendered row's ``input`` provenance) when it has one, else the corpus
-    speaker id qualified by the corpus (corpus ids name people corpus-wide).
-    """
-    prov = json.loads(row.provenance) if row.provenance else {}
-    for where in (prov, prov.get("input") if isinstance(prov, dict) else None):
-        if isinstance(where, dict) and isinstance(where.get(PARTICIPANTS), dict):
-            person = where[PARTICIPANTS].get(speaker)
-            if isinstance(person, str) and person:
-                return f"{row.corpus}:{person}"
-    return f"{row.corpus}:{speaker}"
-
-
-def human_speakers(row: DialogueRecord) -> list[str]:
-    """Speakers of a dialogue that may be cloned: humans only, never a machine.
-
-    Roles come from the manifest when it has them; a rendered HM row without roles follows the
-    model's convention that speaker B (the responder a judge listens to) is the machine.
-    """
-    roles = {s.get("id"): s.get("role") for s in _speaker_records(row) if s.get("role")}
-    speakers = [row.speaker_a, row.speaker_b]
-    if roles:
-        return [s for s in speakers if roles.get(s, str(Role.HUMAN)) == str(Role.HUMAN)]
-    if row.category == str(Category.HM):
-        return [row.speaker_a]
-    return speakers
 
 
 # --- candidate clips ----------------------------------------------------------------------------
@@ -271,14 +132,14 @@ class _Scored:
     turn_indices: tuple[int, ...]
 
 
-def _cut(track: _DialogueAudio, t: _TurnSpan) -> Audio:
+def _cut(track: DialogueAudio, t: _TurnSpan) -> Audio:
     a = max(0, int(round((t.start - track.offset_s) * track.sr)))
     b = min(len(track.samples), int(round((t.end - track.offset_s) * track.sr)))
     return track.samples[a:b]
 
 
 def _score(
-    track: _DialogueAudio, cand: Sequence[_TurnSpan], noise_pow: float, language: str
+    track: DialogueAudio, cand: Sequence[_TurnSpan], noise_pow: float, language: str
 ) -> _Scored:
     fade_n = max(1, int(0.005 * track.sr))
     clip = xfade_concat([_cut(track, t) for t in cand], fade_n)
@@ -322,7 +183,7 @@ def references_for_dialogue(
         for t in sorted(turns, key=lambda r: int(r.turn_index))
     ]
     synth = config.synth
-    content = _content_hash(row, workdir)
+    content = content_hash(row, workdir)
     out: list[tuple[float, Voice]] = []
     for speaker in human_speakers(row):
         key_src = {
@@ -377,7 +238,7 @@ def _select(
     cands = _candidates(own, others, synth.reference_min_s, synth.reference_max_s)
     if not cands:
         return None
-    track = _load_track(row, speaker, workdir)
+    track = load_track(row, speaker, workdir)
     speech = [(s.start - track.offset_s, s.end - track.offset_s) for s in spans]
     tone = extract_room_tone(track.samples, track.sr, speech)
     noise_pow = mean_power(tone) if tone is not None else 0.0
@@ -393,7 +254,7 @@ def _select(
     noise_path = None
     if tone is not None and best.snr is not None:
         noise_path = str(write_audio(entry / "noise.wav", tone, track.sr, subtype="FLOAT"))
-    gender = _speaker_gender(row, speaker)
+    gender = speaker_gender(row, speaker)
     pitch = estimate_pitch(best.clip, track.sr)
     gender_source = "manifest"
     if gender is None:

@@ -18,7 +18,7 @@ Plain typed Python, no Prefect. One source dialogue goes through these modules i
 
 :mod:`~duetflow.turntaking.retime` (where each turn lands on the rendered timeline) is the
 arithmetic the length model, acoustic timing and the renderer share; :mod:`duetflow.rendering`
-imports it, never the reverse (``tests/core/test_layers.py``).
+imports it, never the reverse (``tests/architecture/test_layers.py``).
 
 The package re-exports nothing, so importing one module does not import the others.
 """

@@ -23,7 +23,7 @@ it decides:
 * :func:`lexical_class`: whether the words are all backchannel tokens (English and Mandarin
   lists below), carry other content, or cannot be judged (no words, tags only, another script).
 
-Both are pure functions of one :class:`~duetflow.model.Turn`.
+Both are pure functions of one :class:`~duetflow.records.dialogue.Turn`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import functools
 import re
 from enum import StrEnum
 
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 __all__ = [
     "CUT_OFF_LABEL",

@@ -1,7 +1,7 @@
 """Turn-taking events of a rendered dialogue, for trainers of turn-taking models.
 
 :func:`dialogue_events` reads a dialogue's rendered turn rows (the output timeline) and
-returns its events as :class:`~duetflow.records.TurnEventRow` records, in the classes the
+returns its events as :class:`~duetflow.records.rows.TurnEventRow` records, in the classes the
 analysis computes everywhere else (:mod:`duetflow.turntaking.overlaps`, TurnBench's classes plus
 the terminal overlap), with the same thresholds (``turns`` config):
 
@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from duetflow.config import TurnsConfig
-from duetflow.model import Turn, TurnKind
-from duetflow.records import RenderedTurnRow, TurnEventRow
+from duetflow.records.dialogue import Turn, TurnKind
+from duetflow.records.rows import RenderedTurnRow, TurnEventRow
 from duetflow.turntaking.overlaps import (
     OverlapClass,
     classify_overlaps,

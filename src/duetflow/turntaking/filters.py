@@ -23,7 +23,7 @@ from typing import Any, TypeAlias
 
 from duetflow.config import RunConfig
 from duetflow.errors import ConfigError
-from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind
+from duetflow.records.dialogue import Dialogue, MixedMonoSource, Turn, TurnKind
 from duetflow.turntaking.overlaps import (
     BalanceStats,
     OverlapClass,

@@ -27,10 +27,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from duetflow import manifest
 from duetflow.config import MatchConfig
-from duetflow.model import Category, Rejection, Stage
-from duetflow.records import RenderedDialogueRow
+from duetflow.records import convert, manifest
+from duetflow.records.dialogue import Category, Rejection, Stage
+from duetflow.records.rows import RenderedDialogueRow
 from duetflow.seeding import seed_for
 
 REASON = "hh_topic_surplus"
@@ -167,8 +167,8 @@ def apply_match(workdir: Path, out_dir: Path, dropped: Mapping[str, str]) -> tup
                 except OSError:
                     shutil.copy2(src, dst)
     with manifest.TableWriter(partial / manifest.REJECTIONS, manifest.REJECTION_SCHEMA) as rw:
-        rw.write(manifest.rejection_to_row(r) for r in manifest.iter_rejections(workdir))
-        rw.write(manifest.rejection_to_row(r) for r in rejections)
+        rw.write(convert.rejection_to_row(r) for r in manifest.iter_rejections(workdir))
+        rw.write(convert.rejection_to_row(r) for r in rejections)
     stats = workdir / "stats.json"
     if stats.is_file():
         shutil.copy2(stats, partial / "stats.json")

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from duetflow.config import TurnsConfig
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 from duetflow.turntaking.cues import Lexical, is_cut_off, lexical_class, stops_mid_clause
 
 log = logging.getLogger(__name__)

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from duetflow.config import RenderConfig, RunConfig, TurnsConfig, WindowConfig
-from duetflow.model import Dialogue, MixedMonoSource, Turn
+from duetflow.records.dialogue import Dialogue, MixedMonoSource, Turn
 from duetflow.turntaking.overlaps import OverlapEvent, mark_backchannels
 from duetflow.turntaking.retime import (
     Block,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from duetflow.config import RenderConfig
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 
 
 def edge_silence_s(cfg: RenderConfig) -> float:

@@ -22,9 +22,9 @@ from typing import Any
 
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.locations import dialogue_roots, relative_rejection
-from duetflow.manifest import dumps
-from duetflow.model import Dialogue, Rejection, Stage, Turn, TurnKind
+from duetflow.records.convert import dumps
+from duetflow.records.dialogue import Dialogue, Rejection, Stage, Turn, TurnKind
+from duetflow.records.locations import dialogue_roots, relative_rejection
 from duetflow.turntaking.filters import FilterContext, apply_filters
 from duetflow.turntaking.overlaps import (
     OverlapEvent,

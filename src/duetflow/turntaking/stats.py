@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from duetflow.model import Dialogue, Rejection
+from duetflow.records.dialogue import Dialogue, Rejection
 from duetflow.turntaking.overlaps import BalanceStats, OverlapClass, OverlapEvent
 
 __all__ = [

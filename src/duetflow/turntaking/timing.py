@@ -9,8 +9,8 @@ to the acoustic extent of its speech *within* its annotation, with the project's
 definition (:func:`duetflow.audio.edges.speech_extent` over the track's floor, crosstalk blocked
 as :mod:`duetflow.audio.source_acoustics` does for rendering). Windows, overlap classes, balance,
 the length model and the renderer see the refined times; the annotation stays on the turn
-(:attr:`~duetflow.model.Turn.annotated`) and the manifest's ``orig_start_s``/``orig_end_s``
-keep meaning it.
+(:attr:`~duetflow.records.dialogue.Turn.annotated`) and the manifest's
+``orig_start_s``/``orig_end_s`` keep meaning it.
 
 Rules (docs/turn-taking.md, *Acoustic turn timing*):
 
@@ -54,7 +54,7 @@ from typing import Any
 
 from duetflow.config import TurnsConfig
 from duetflow.errors import InputError
-from duetflow.model import (
+from duetflow.records.dialogue import (
     Dialogue,
     MixedMonoSource,
     MultichannelSource,

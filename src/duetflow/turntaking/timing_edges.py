@@ -17,7 +17,7 @@ from enum import StrEnum
 import numpy as np
 
 from duetflow.audio import edges, source_acoustics
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 from duetflow.turntaking.track_reader import Span
 
 #: A chunk whose background is shorter than this (s) is judged against the floor last measured

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from duetflow.audio import edges, source_acoustics
 from duetflow.config import TurnsConfig
-from duetflow.model import Dialogue, Turn
+from duetflow.records.dialogue import Dialogue, Turn
 from duetflow.turntaking.retime import merge_blocks
 from duetflow.turntaking.timing_edges import (
     MIN_SLACK_EDGES,

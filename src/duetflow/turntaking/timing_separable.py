@@ -20,7 +20,7 @@ from duetflow.audio import edges, source_acoustics
 from duetflow.audio.io import read_frames
 from duetflow.config import TurnsConfig
 from duetflow.errors import InputError
-from duetflow.model import Dialogue, PerTurnSource, Turn
+from duetflow.records.dialogue import Dialogue, PerTurnSource, Turn
 from duetflow.turntaking.timing_edges import (
     MIN_BACKGROUND_S,
     MIN_SLACK_EDGES,

@@ -18,7 +18,7 @@ import numpy as np
 from duetflow.audio.io import Audio, audio_info, read_frames, resample
 from duetflow.audio.levels import file_dc_offsets, minus_offset
 from duetflow.errors import InputError
-from duetflow.model import MixedMonoSource, MultichannelSource, PerSpeakerSource
+from duetflow.records.dialogue import MixedMonoSource, MultichannelSource, PerSpeakerSource
 
 __all__ = [
     "CHUNK_S",

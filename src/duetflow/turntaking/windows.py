@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from duetflow.config import RenderConfig, TurnsConfig, WindowConfig
-from duetflow.model import Dialogue, MixedMonoSource, Turn, TurnKind, window_id
+from duetflow.records.dialogue import Dialogue, MixedMonoSource, Turn, TurnKind, window_id
 from duetflow.turntaking.overlaps import (
     OverlapClass,
     OverlapEvent,

@@ -2,9 +2,9 @@
 
 :func:`finish` is the one place the readers apply the project's timing rules: each turn finite,
 ``0 <= start < end`` (``bad_timing``), sorted by time, and one speaker's pasted or overlapping
-turns merged or refused (:func:`~duetflow.corpora.checks.merge_same_speaker_duplicates`,
+turns merged or refused (:func:`~duetflow.corpora.source_checks.merge_same_speaker_duplicates`,
 ``overlapping_turns``). :meth:`Annotation.check_audio` then checks the turns against the audio's
-duration (:func:`~duetflow.corpora.checks.check_turn_timing`).
+duration (:func:`~duetflow.corpora.source_checks.check_turn_timing`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from duetflow.corpora.checks import (
+from duetflow.corpora.source_checks import (
     SameSpeakerFixes,
     check_turn_timing,
     merge_same_speaker_duplicates,
 )
 from duetflow.errors import InputError
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 
 #: A label that is wholly one bracketed token (``<laugh>``, ``[noise]``, ``{breath}``) marks
 #: non-speech, as transcription conventions (LDC, CHAT, Switchboard) write it. Readers take

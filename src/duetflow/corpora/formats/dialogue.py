@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from duetflow.corpora.base import CorpusAdapter
+from duetflow.corpora.adapter import CorpusAdapter
 from duetflow.corpora.channels import decide_channels
-from duetflow.corpora.checks import checked_audio_info
 from duetflow.corpora.formats.annotation import Annotation
+from duetflow.corpora.source_checks import checked_audio_info
 from duetflow.errors import InputError
-from duetflow.model import (
+from duetflow.records.dialogue import (
     AudioSource,
     Category,
     DesignFields,
@@ -73,10 +73,10 @@ def annotated_dialogue(
 ) -> Dialogue:
     """A two-speaker HH dialogue of ``adapter``'s corpus from a read annotation and its audio.
 
-    Raises InputError: the audio checks of :func:`~duetflow.corpora.checks.checked_audio_info`
-    (``sample_rate``, ``channels``), ``bad_timing`` for a turn past the audio's end (plus
-    ``slack_s``), ``speaker_count`` unless exactly two speakers talk. Speaker A is who speaks
-    first.
+    Raises InputError: the audio checks of
+    :func:`~duetflow.corpora.source_checks.checked_audio_info` (``sample_rate``, ``channels``),
+    ``bad_timing`` for a turn past the audio's end (plus ``slack_s``), ``speaker_count`` unless
+    exactly two speakers talk. Speaker A is who speaks first.
     """
     info = checked_audio_info(audio, sample_rate=sample_rate, channels=channels)
     annotation.check_audio(info.duration_s, audio, slack_s=slack_s)

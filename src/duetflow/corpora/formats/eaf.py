@@ -35,7 +35,7 @@ from duetflow.corpora.formats.annotation import (
 )
 from duetflow.corpora.text import MAX_TEXT_BYTES, read_bounded
 from duetflow.errors import InputError
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 
 def parse_xml(data: bytes, path: Path) -> ET.Element:

@@ -20,7 +20,7 @@ from pathlib import Path
 from duetflow.corpora.formats.annotation import Annotation, finish, number
 from duetflow.corpora.text import DEFAULT_ENCODINGS, MAX_TEXT_BYTES, read_text_as
 from duetflow.errors import InputError
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 
 #: Line types that become turns (``NON-LEX``: a speaker's laughter, breath, cough).
 TURN_TYPES = {"SPEAKER": TurnKind.TURN, "NON-LEX": TurnKind.NONSPEECH}

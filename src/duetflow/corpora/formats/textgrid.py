@@ -39,7 +39,7 @@ from duetflow.corpora.formats.annotation import (
 )
 from duetflow.corpora.text import DEFAULT_ENCODINGS, MAX_TEXT_BYTES, decode_text_as, read_bounded
 from duetflow.errors import InputError
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 _TOKEN = re.compile(
     r'"(?P<str>(?:[^"]|"")*+)"'  # a string; "" is a literal quote

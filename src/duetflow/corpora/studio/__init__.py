@@ -5,9 +5,10 @@ sidecar (:class:`SessionSidecar`, documented with its JSON Schema in
 docs/studio-sessions.md) and its audio in one of three layouts:
 
 * ``tracks`` — one file per speaker (a mic track, the S2S system's line-out) →
-  :class:`~duetflow.model.PerSpeakerSource`;
-* ``stereo`` — one file, one speaker per channel → :class:`~duetflow.model.MultichannelSource`;
-* ``mono`` — one mixed file → :class:`~duetflow.model.MixedMonoSource`.
+  :class:`~duetflow.records.dialogue.PerSpeakerSource`;
+* ``stereo`` — one file, one speaker per channel →
+  :class:`~duetflow.records.dialogue.MultichannelSource`;
+* ``mono`` — one mixed file → :class:`~duetflow.records.dialogue.MixedMonoSource`.
 
 Turns come, in this order of preference, from a transcript with timings (JSON), an RTTM file,
 VAD per track with crosstalk attribution (:mod:`~duetflow.corpora.studio.segment`,

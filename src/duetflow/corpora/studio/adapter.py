@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import duetflow
+from duetflow import hashing
 from duetflow.audio.io import AudioInfo
 from duetflow.audio.silero import check_available as check_silero
-from duetflow.corpora.base import (
+from duetflow.corpora.adapter import (
     CorpusAdapter,
     DuplicateGuard,
     checked_audio_info,
@@ -55,7 +56,7 @@ from duetflow.corpora.studio.transcript import (
 from duetflow.corpora.studio.turns import session_turns
 from duetflow.design import SYSTEM_LANGUAGE, system_language_problem
 from duetflow.errors import BackendError, InputError, cap_text, is_utf8
-from duetflow.model import (
+from duetflow.records.dialogue import (
     PARTICIPANTS,
     Category,
     DesignFields,
@@ -65,7 +66,6 @@ from duetflow.model import (
     Speaker,
     safe_id,
 )
-from duetflow.pipeline import keys
 from duetflow.topics import TopicMatch
 
 log = logging.getLogger(__name__)
@@ -75,9 +75,9 @@ def code_hash() -> str:
     """Hash of the code behind a session's output (so a bug fix re-processes old sessions).
 
     The source of every module this adapter imports inside ``duetflow``, transitively
-    (:func:`duetflow.pipeline.keys.code_hash`); a module without a source file is an error.
+    (:func:`duetflow.hashing.code_hash`); a module without a source file is an error.
     """
-    return f"{duetflow.__version__}-{keys.code_hash((__name__,))}"
+    return f"{duetflow.__version__}-{hashing.code_hash((__name__,))}"
 
 
 #: Sample rates a studio recording may have (a header outside is corrupt or hostile).

@@ -32,7 +32,7 @@ session:
   participant's speech after the other party's backchannel.
 
 The model is a pure function of the energy grids the turn finder keeps anyway
-(:class:`~duetflow.corpora.studio.segment.TrackFeatures`): no extra pass over the audio, no
+(:class:`~duetflow.corpora.studio.track_features.TrackFeatures`): no extra pass over the audio, no
 sample-level filter, deterministic.
 """
 

@@ -14,7 +14,7 @@ from typing import Any
 from duetflow.config import StudioConfig
 from duetflow.corpora.studio.sidecar import SessionSidecar
 from duetflow.corpora.studio.transcript import TranscriptTurn
-from duetflow.model import TurnKind
+from duetflow.records.dialogue import TurnKind
 
 _APOSTROPHES = str.maketrans({"’": "'", "‘": "'", "`": "'"})
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")

@@ -19,7 +19,9 @@ utterance into a turn on *both* tracks. The rule used here:
   the track, the end back to the last such frame, which removes the VAD hangover and the 30 ms
   frame quantisation from the reported times.
 
-Everything here is a pure function of the samples and :class:`~duetflow.config.SegmentConfig`.
+Each track's energy grid and VAD decisions are streamed by
+:class:`~duetflow.corpora.studio.track_features.TrackFeatures`; everything here is a pure
+function of the samples and :class:`~duetflow.config.SegmentConfig`.
 :func:`score_turns` compares detected turns with a ground truth (turn-level F1 and boundary
 error), used by the tests and by ``bench/``.
 """
@@ -33,31 +35,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
-from duetflow.audio.io import Audio, audio_info, to_mono
-from duetflow.audio.levels import DcTracker, Headroom
-from duetflow.audio.silero import WINDOW as SILERO_WINDOW
-from duetflow.audio.silero import SileroStream
+from duetflow.audio.io import Audio, audio_info
 from duetflow.audio.stream import BLOCK_FRAMES, StreamResampler, iter_blocks
-from duetflow.audio.vad import webrtcvad
 from duetflow.config import SegmentConfig
 from duetflow.corpora.studio.echo import EchoReturn, echo_leak_db, fit_echo_return
+from duetflow.corpora.studio.track_features import (
+    ANALYSIS_RATE,
+    HOP_S,
+    BoolArray,
+    FloatArray,
+    TrackFeatures,
+    features_of,
+)
 from duetflow.errors import InputError
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 log = logging.getLogger(__name__)
-
-ANALYSIS_RATE = 16000
-"""Tracks are analysed at 16 kHz (a WebRTC VAD rate); turn times do not depend on it."""
-
-HOP_S = 0.010
-"""Resolution of the energy grid used for crosstalk attribution and boundary refinement."""
-
-SILERO_ON = 0.5
-"""Silero speech probability that starts speech (the model's usual threshold)."""
-SILERO_OFF = 0.35
-"""Silero speech probability below which speech stops again (hysteresis)."""
 
 _SMOOTH_FRAMES = 5  # 50 ms moving average before comparing track energies
 _FLOOR_PERCENTILE = 10.0
@@ -68,13 +62,9 @@ _ACTIVITY_FLOOR_DB = -80.0  # a floor below this is digital silence, not a room'
 _BREATH_GAP_FRAMES = 8  # a pause of 80 ms or more separates a breath from the words
 _BREATH_MAX_FRAMES = 60  # a breath lasts at most 0.6 s
 _BREATH_DB = 12.0  # its loudest frame stays this far below the turn's median level
-_FULL_SCALE = 32767.0 / 32768.0  # a sample here or beyond in an integer file is clipped
 #: A track clipped on more than this share of its samples (and never over full scale, so not
 #: a hot float track) cannot be measured: rejected ``unusable_track``, naming the cause.
 MAX_CLIPPED_SHARE = 0.05
-
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -119,16 +109,6 @@ class SegmentResult:
         }
 
 
-def _frame_energy_db(x: Audio, hop: int) -> FloatArray:
-    n = len(x) // hop
-    if n == 0:
-        return np.zeros(0, dtype=np.float64)
-    frames = x[: n * hop].astype(np.float64).reshape(n, hop)
-    ms = np.mean(frames * frames, axis=1)
-    out: FloatArray = 10.0 * np.log10(np.maximum(ms, 1e-12))
-    return out
-
-
 def _moving_average(e: FloatArray, width: int) -> FloatArray:
     if width <= 1 or len(e) == 0:
         return e
@@ -163,117 +143,6 @@ def _smooth_runs(
     return [(a, b) for a, b in merged if b - a >= min_speech_frames]
 
 
-class TrackFeatures:
-    """What turn detection needs of one track, computed block by block (streaming).
-
-    Fed consecutive mono blocks at :data:`ANALYSIS_RATE`, it keeps only the 10 ms energy grid
-    (8 bytes per 10 ms) and the WebRTC VAD decisions (1 byte per VAD frame), never the samples:
-    a 2-hour track costs ~6 MB here instead of 0.9 GB of float64 frames. Block boundaries do not
-    change the result: partial frames are carried over, and one VAD instance (which adapts to
-    the noise as it goes) sees every frame in order.
-    """
-
-    def __init__(self, config: SegmentConfig) -> None:
-        self._hop = int(round(HOP_S * ANALYSIS_RATE))
-        self._vad_n = ANALYSIS_RATE * config.vad_frame_ms // 1000
-        self._sub = config.vad_frame_ms // 10  # VAD frames are whole multiples of the grid
-        self._vad = webrtcvad.Vad(config.vad_aggressiveness)
-        self._silero = SileroStream() if config.vad == "silero" else None
-        self._probs: list[npt.NDArray[np.float32]] = []
-        self._flushed = False
-        self._e_rest = np.zeros(0, dtype=np.float32)
-        self._v_rest = np.zeros(0, dtype=np.float32)
-        self._energies: list[FloatArray] = []
-        self._flags: list[BoolArray] = []
-        self.samples = 0
-        # levels as recorded: a DC offset is removed before any level decision, a float track
-        # over full scale is scaled (not clipped) for the VAD (duetflow.audio.levels)
-        self.dc = DcTracker(ANALYSIS_RATE)
-        self.headroom = Headroom()
-        self.clipped = 0  # samples at integer full scale (a hard-clipped recording)
-        self.raw_peak = 0.0  # largest |sample| as recorded (before the DC removal)
-
-    def feed(self, x: Audio) -> None:
-        """Add the next block of samples (mono, float32, at :data:`ANALYSIS_RATE`)."""
-        if len(x) == 0:
-            return
-        self.samples += len(x)
-        mag = np.abs(x)
-        self.clipped += int(np.count_nonzero(mag >= _FULL_SCALE))
-        self.raw_peak = max(self.raw_peak, float(mag.max()))
-        x = self.dc(x)
-        e = np.concatenate((self._e_rest, x)) if len(self._e_rest) else x
-        n = len(e) // self._hop
-        self._energies.append(_frame_energy_db(e, self._hop))
-        self._e_rest = e[n * self._hop :].copy()
-        if self._silero is not None:
-            self._probs.append(self._silero.feed(x))
-            return
-        v = np.concatenate((self._v_rest, x)) if len(self._v_rest) else x
-        count = len(v) // self._vad_n
-        if count:
-            pcm = self.headroom.pcm16(v[: count * self._vad_n])
-            step = 2 * self._vad_n
-            self._flags.append(
-                np.fromiter(
-                    (
-                        self._vad.is_speech(pcm[i * step : (i + 1) * step], ANALYSIS_RATE)
-                        for i in range(count)
-                    ),
-                    dtype=bool,
-                    count=count,
-                )
-            )
-        self._v_rest = v[count * self._vad_n :].copy()
-
-    def pad_to(self, length: int, block: int = 1 << 16) -> None:
-        """Feed silence up to ``length`` samples (a track that stopped before the others)."""
-        while self.samples < length:
-            self.feed(np.zeros(min(block, length - self.samples), dtype=np.float32))
-
-    def energies(self) -> FloatArray:
-        """Energy (dB) of every whole 10 ms frame fed so far."""
-        return np.concatenate(self._energies) if self._energies else np.zeros(0)
-
-    def flags(self) -> BoolArray:
-        """WebRTC VAD decision of every whole VAD frame fed so far."""
-        return np.concatenate(self._flags) if self._flags else np.zeros(0, dtype=bool)
-
-    def grid_flags(self, n: int) -> BoolArray:
-        """The speech decision on the 10 ms grid (``n`` frames; silence past the end).
-
-        WebRTC frames (10/20/30 ms) are repeated onto the grid. Silero's 32 ms windows are
-        thresholded with hysteresis (on at :data:`SILERO_ON`, off below :data:`SILERO_OFF`)
-        and each 10 ms frame takes the window holding its middle; the last partial window is
-        scored padded with silence (call this once everything has been fed).
-        """
-        out = np.zeros(n, dtype=bool)
-        if self._silero is None:
-            up = np.repeat(self.flags(), self._sub)[:n]
-            out[: len(up)] = up
-            return out
-        if not self._flushed:
-            self._probs.append(self._silero.flush())
-            self._flushed = True
-        probs = np.concatenate(self._probs) if self._probs else np.zeros(0, dtype=np.float32)
-        on = np.zeros(len(probs), dtype=bool)
-        state = False
-        for k, p in enumerate(probs.tolist()):
-            state = p >= SILERO_ON or (state and p >= SILERO_OFF)
-            on[k] = state
-        mid = (np.arange(n) * self._hop + self._hop // 2) // SILERO_WINDOW
-        ok = mid < len(on)
-        out[ok] = on[mid[ok]]
-        return out
-
-
-def _features(samples: Audio, sample_rate: int, config: SegmentConfig) -> TrackFeatures:
-    f = TrackFeatures(config)
-    x = to_mono(samples).astype(np.float32, copy=False)
-    f.feed(StreamResampler(sample_rate, ANALYSIS_RATE)(x, last=True))
-    return f
-
-
 def detect_turns(
     tracks: Mapping[str, Audio],
     sample_rate: int,
@@ -291,7 +160,7 @@ def detect_turns(
     cfg = config or SegmentConfig()
     if not tracks:
         return SegmentResult((), (), 0.0)
-    feats = {s: _features(x, sample_rate, cfg) for s, x in tracks.items()}
+    feats = {s: features_of(x, sample_rate, cfg) for s, x in tracks.items()}
     return turns_from_features(feats, cfg, echo)
 
 

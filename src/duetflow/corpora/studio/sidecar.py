@@ -24,10 +24,15 @@ from pydantic import (
 )
 
 from duetflow.bounded_yaml import load_yaml
-from duetflow.corpora.base import read_bounded, read_text
+from duetflow.corpora.adapter import read_bounded, read_text
 from duetflow.errors import InputError, brief_repr
 from duetflow.langtag import language_tag_problem
-from duetflow.model import AudioSource, MixedMonoSource, MultichannelSource, PerSpeakerSource
+from duetflow.records.dialogue import (
+    AudioSource,
+    MixedMonoSource,
+    MultichannelSource,
+    PerSpeakerSource,
+)
 
 SIDECAR = "session.yaml"
 MAX_SESSION_ID_CHARS = 128

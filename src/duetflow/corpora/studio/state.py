@@ -43,22 +43,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from duetflow.manifest import (
+from duetflow.hashing import update_file
+from duetflow.records.convert import (
     dialogue_from_rows,
     dialogue_to_rows,
     dumps,
     rejection_from_row,
     rejection_to_row,
 )
-from duetflow.model import Dialogue, Rejection, safe_id
-from duetflow.records import IntakeDialogueRow, IntakeTurnRow, RejectionRow, from_row
+from duetflow.records.dialogue import Dialogue, Rejection, safe_id
+from duetflow.records.rows import IntakeDialogueRow, IntakeTurnRow, RejectionRow, from_row
 
 log = logging.getLogger(__name__)
 
 STATE_VERSION = 2
 """Bump when the adapter's output for the same input changes, to invalidate old records."""
 
-_CHUNK = 1 << 20
 _IDS = "ids"
 
 Fingerprint = tuple[tuple[str, int, int], ...]
@@ -144,9 +144,7 @@ def content_hash(folder: Path, read: Iterable[str] | None = None) -> tuple[str, 
             continue
         try:
             with real.open("rb") as f:
-                while chunk := f.read(_CHUNK):
-                    h.update(chunk)
-                    total += len(chunk)
+                total += update_file(h, f)
         except OSError as e:
             h.update(f"\x02unreadable {e.errno}\x00".encode())
         h.update(b"\x00")

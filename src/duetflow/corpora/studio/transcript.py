@@ -15,10 +15,10 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from duetflow.corpora.base import read_text
+from duetflow.corpora.adapter import read_text
 from duetflow.corpora.studio.sidecar import StrictModel, validation_error
 from duetflow.errors import InputError
-from duetflow.model import Turn, TurnKind
+from duetflow.records.dialogue import Turn, TurnKind
 
 
 class TranscriptTurn(StrictModel):

@@ -8,10 +8,11 @@
    session is rejected ``mono_without_diarization``: turns are never guessed.
 
 Given timings (1, 2) are checked against the audio and one speaker's pasted-twice or slightly
-overlapping lines are merged (:func:`~duetflow.corpora.checks.merge_same_speaker_duplicates`);
-turns found in the audio (3, 4) get the transcript's text when there is one
-(:func:`~duetflow.corpora.studio.transcript.align_text`); a transcript whose text cannot all
-be placed rejects the session ``transcript_unaligned``.
+overlapping lines are merged
+(:func:`~duetflow.corpora.source_checks.merge_same_speaker_duplicates`); turns found in the audio
+(3, 4) get the transcript's text when there is one
+(:func:`~duetflow.corpora.studio.transcript.align_text`); a transcript whose text cannot all be
+placed rejects the session ``transcript_unaligned``.
 """
 
 from __future__ import annotations
@@ -23,13 +24,13 @@ from typing import Any
 
 from duetflow.audio.io import read_frames, to_mono
 from duetflow.config import RunConfig
-from duetflow.corpora.checks import check_turn_timing, merge_same_speaker_duplicates
+from duetflow.corpora.source_checks import check_turn_timing, merge_same_speaker_duplicates
 from duetflow.corpora.studio.diarize import DiarizationBackend, segments_to_turns
 from duetflow.corpora.studio.segment import TrackSource, detect_turns_in_files, echo_pairs
 from duetflow.corpora.studio.sidecar import SessionSidecar
 from duetflow.corpora.studio.transcript import TranscriptTurn, align_text, load_rttm
 from duetflow.errors import InputError
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 
 @dataclass(frozen=True)

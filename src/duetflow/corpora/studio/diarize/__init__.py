@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from duetflow.audio.io import Audio
 from duetflow.errors import BackendError
-from duetflow.model import Turn
+from duetflow.records.dialogue import Turn
 
 log = logging.getLogger(__name__)
 

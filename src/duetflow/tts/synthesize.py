@@ -1,0 +1,188 @@
+"""The synthesize stage: scripts + voice references → a rendered PH work directory.
+
+:func:`synthesize_scripts` does one shard: the pipeline's synth step
+(:func:`duetflow.pipeline.steps.run_synth_shard`), which ``duetflow synthesize`` runs too
+(:func:`duetflow.pipeline.commands.synthesize`). Merged, the output is a rendered work
+directory exactly like the process stage's: ``audio/<id>.flac``,
+``dialogues.parquet``, ``turns.parquet``, ``rejections.parquet`` (stage ``synthesize``).
+Inputs = kept + rejected: every script either becomes a dialogue or a rejection with a reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from duetflow.audio.trim import acoustic_extent
+from duetflow.config import RunConfig
+from duetflow.errors import InputError
+from duetflow.records.convert import dumps
+from duetflow.records.dialogue import Rejection, Stage
+from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
+from duetflow.seeding import rng_for, seed_for
+from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
+from duetflow.tts.backend import Synthesis, SynthesisError, TTSBackend, load_backend
+from duetflow.tts.length_match import LengthPlan, draw_target_s, lines_for_target
+from duetflow.tts.qa import SpeakerEncoder, clone_qa
+from duetflow.tts.script import Script
+from duetflow.tts.voices import VoicePool, choose_voices
+from duetflow.turntaking.retime import edge_silence_s
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SynthShardResult:
+    """Records of one shard (dialogues, their turns in the same order, rejections)."""
+
+    dialogues: list[RenderedDialogueRow] = field(default_factory=list)
+    turns: list[tuple[RenderedTurnRow, ...]] = field(default_factory=list)
+    rejections: list[Rejection] = field(default_factory=list)
+    audio_s: float = 0.0
+    synth_s: float = 0.0
+    utterances: int = 0
+
+
+def _utterance_seed(config: RunConfig, dialogue_id: str, speaker: str) -> int:
+    return seed_for(config.seed, dialogue_id, "tts", speaker) & 0x7FFFFFFF
+
+
+def _reject(item_id: str, reason: str, detail: str, path: str = "") -> Rejection:
+    return Rejection(item_id, Stage.SYNTHESIZE, reason, detail, corpus="ph", source_path=path)
+
+
+def _synthesize_lines(
+    script: Script, voices: tuple[Any, Any], backend: TTSBackend, config: RunConfig
+) -> list[Synthesis]:
+    """One backend call per speaker (so batching backends batch), results back in line order."""
+    key = draws_key(script.id)
+    out: list[Synthesis | None] = [None] * len(script.lines)
+    for k, label in enumerate(("A", "B")):
+        idx = [i for i, ln in enumerate(script.lines) if ln.speaker == label]
+        if not idx:
+            continue
+        texts = [script.lines[i].text for i in idx]
+        res = backend.synthesize(texts, voices[k], _utterance_seed(config, key, label))
+        if len(res) != len(texts):
+            raise SynthesisError(f"backend returned {len(res)} results for {len(texts)} texts")
+        for i, r in zip(idx, res, strict=True):
+            out[i] = r
+    return [r for r in out if r is not None]
+
+
+def _match_length(
+    script: Script, syn: list[Synthesis], voices: VoicePool, config: RunConfig
+) -> tuple[Script, list[Synthesis], LengthPlan | None]:
+    """``script`` and its syntheses cut to a length drawn from the human dialogues of its
+    language (:mod:`duetflow.tts.length_match`); unchanged when off or none are known."""
+    if not config.synth.match_human_length:
+        return script, syn, None
+    rng = rng_for(config.seed, draws_key(script.id), "length")
+    target = draw_target_s(voices.lengths_for(script.language), rng)
+    if target is None:
+        return script, syn, None
+    speech = []
+    for s in syn:
+        ext = acoustic_extent(s.audio.astype(np.float32), s.sample_rate)
+        speech.append(0.0 if ext is None else (ext[1] - ext[0]) / s.sample_rate)
+    r = config.render
+    plan = lines_for_target(
+        speech,
+        [ln.speaker for ln in script.lines],
+        target,
+        (r.gap_ms_min + r.gap_ms_max) / 2000.0,
+        edge_silence_s(r),
+        config.window.select_range,
+    )
+    return replace(script, lines=script.lines[: plan.lines]), syn[: plan.lines], plan
+
+
+def synthesize_scripts(
+    scripts: Sequence[Script],
+    voices: VoicePool,
+    backend: str | TTSBackend,
+    config: RunConfig,
+    out_dir: Path,
+    *,
+    qa: bool | None = None,
+) -> SynthShardResult:
+    """Synthesize one shard of scripts into ``out_dir`` (audio written; rows returned).
+
+    ``qa``: None → measure clone similarity when Resemblyzer is installed; False → skip it
+    (recorded as not measured). Speaking-rate QA always runs.
+    """
+    be = (
+        load_backend(backend, config.synth.for_backend(backend))
+        if isinstance(backend, str)
+        else backend
+    )
+    encoder = None if qa is False else SpeakerEncoder.get()
+    if qa and encoder is not None and not encoder.available:
+        log.warning("clone QA requested but unavailable: %s", encoder.error)
+    dialogues: list[RenderedDialogueRow] = []
+    turn_rows: list[tuple[RenderedTurnRow, ...]] = []
+    rejections: list[Rejection] = []
+    audio_s = synth_total = 0.0
+    n_utt = 0
+    for script in scripts:
+        did = ph_dialogue_id(script.id, be.name)
+        try:
+            pair = choose_voices(script, voices, config)
+            t0 = time.perf_counter()
+            syn = _synthesize_lines(script, pair, be, config)
+            synth_s = time.perf_counter() - t0
+            script, syn, plan = _match_length(script, syn, voices, config)
+            done = assemble(script, pair, syn, config, out_dir, be.provenance(), be.name)
+        except InputError as e:
+            rejections.append(_reject(did, e.reason, str(e), script.path))
+            continue
+        except SynthesisError as e:
+            rejections.append(_reject(did, e.reason, str(e), script.path))
+            continue
+        speakers = [0 if ln.speaker == "A" else 1 for ln in script.lines]
+        report = clone_qa(
+            [ln.text for ln in script.lines],
+            speakers,
+            list(done.utterances),
+            done.sample_rate,
+            pair,
+            config.synth,
+            encoder,
+        )
+        failure = report.failure(config.synth)
+        if failure is not None:
+            done.audio_path.unlink(missing_ok=True)
+            if done.record.stereo_path:  # issue 27: its two-channel file goes with it
+                (done.audio_path.parents[1] / done.record.stereo_path).unlink(missing_ok=True)
+            rejections.append(_reject(did, failure[0], failure[1], script.path))
+            continue
+        prov = json.loads(done.record.provenance)
+        prov.update(report.provenance())
+        prov["length_match"] = None if plan is None else plan.provenance()
+        row = replace(done.record, provenance=dumps(prov))
+        dialogues.append(row)
+        turn_rows.append(done.turn_records)
+        audio_s += row.duration_s
+        synth_total += synth_s
+        n_utt += len(script.lines)
+    return SynthShardResult(dialogues, turn_rows, rejections, audio_s, synth_total, n_utt)
+
+
+def backend_rejection(script: Script, config: RunConfig) -> Rejection | None:
+    """A ``no_backend`` rejection when ``synth.backends`` names no backend for the language."""
+    if config.synth.backends_for(script.language):
+        return None
+    return _reject(
+        f"ph__{script.id}",
+        "no_backend",
+        f"synth.backends has no TTS backend for language {script.language!r} "
+        f"(configured: {sorted(config.synth.backends or {})})",
+        script.path,
+    )

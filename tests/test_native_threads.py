@@ -1,0 +1,85 @@
+"""The ``duetflow`` command starts with one native compute thread per library unless told
+otherwise, set before numpy loads; the deployments' work pool says the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from duetflow.native_threads import DEFAULT_THREADS, THREAD_VARS, default_threads
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Runs the console entry point in a fresh interpreter and reports each thread variable as it
+# stood when numpy was first imported (a meta-path hook sees the import before numpy runs).
+PROBE = r"""
+import json, os, sys
+seen = {}
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy" and "at_numpy" not in seen:
+            seen["at_numpy"] = {k: os.environ.get(k) for k in VARS}
+        return None
+VARS = json.loads(sys.argv[1])
+sys.meta_path.insert(0, Hook())
+sys.argv = ["duetflow", "process", "--help"]
+from duetflow.console import run
+try:
+    run()
+except SystemExit:
+    pass
+import numpy  # noqa: F401  (in case the command itself did not)
+print(json.dumps(seen["at_numpy"]))
+"""
+
+
+def _probe(env: dict[str, str]) -> dict[str, str | None]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(list(THREAD_VARS))],
+        env=env, capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    result: dict[str, str | None] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
+
+
+def test_default_threads_sets_only_what_is_unset() -> None:
+    env = {"OMP_NUM_THREADS": "8", "MKL_NUM_THREADS": ""}
+    added = default_threads(env)
+    assert added == {"OPENBLAS_NUM_THREADS": DEFAULT_THREADS}
+    assert env == {"OMP_NUM_THREADS": "8", "MKL_NUM_THREADS": "", "OPENBLAS_NUM_THREADS": "1"}
+    assert default_threads(env) == {}
+
+
+def test_the_command_sets_one_thread_before_numpy_loads() -> None:
+    assert _probe(_clean_env()) == dict.fromkeys(THREAD_VARS, DEFAULT_THREADS)
+
+
+def test_the_command_keeps_a_thread_count_the_user_set() -> None:
+    env = {**_clean_env(), "OMP_NUM_THREADS": "3"}
+    assert _probe(env) == {**dict.fromkeys(THREAD_VARS, DEFAULT_THREADS), "OMP_NUM_THREADS": "3"}
+
+
+def test_importing_the_library_changes_no_environment() -> None:
+    code = (
+        "import json, os; import duetflow, duetflow.cli, duetflow.pipeline.run; "
+        f"print(json.dumps([os.environ.get(k) for k in {list(THREAD_VARS)!r}]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True, check=True
+    )
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [None] * len(THREAD_VARS)
+
+
+def test_the_deployments_work_pool_runs_one_thread_per_library() -> None:
+    doc = yaml.safe_load((ROOT / "prefect.yaml").read_text(encoding="utf-8"))
+    env = doc["definitions"]["work_pools"]["process_pool"]["job_variables"]["env"]
+    assert {k: env.get(k) for k in THREAD_VARS} == dict.fromkeys(THREAD_VARS, DEFAULT_THREADS)
