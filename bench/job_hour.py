@@ -62,9 +62,9 @@ def _cpu() -> float:
 def _child(cfg_path: Path) -> dict[str, Any]:
     t_start, cpu_start = time.perf_counter(), _cpu()
     from duetflow.config import load_config
-    from duetflow.manifest import iter_column
     from duetflow.pipeline import run
     from duetflow.pipeline.executors import PlainExecutor
+    from duetflow.records.manifest import iter_column
 
     cpu: dict[str, float] = {"imports": _cpu() - cpu_start}
 
