@@ -149,7 +149,8 @@ def main() -> None:
         )
     lo, hi = min(rows), max(rows)
     a, b = rows[lo], rows[hi]
-    marginal = (b["cpu_s"] - a["cpu_s"]) / (b["rendered_h"] - a["rendered_h"])
+    extra_h = b["rendered_h"] - a["rendered_h"]
+    marginal = (b["cpu_s"] - a["cpu_s"]) / extra_h if extra_h > 0 else float("nan")
     per_h = " / ".join(f"{rows[s]['cpu_per_h']:.0f}" for s in rows)
     scales = ", ".join(str(s) for s in rows)
     load = "/".join(f"{v:.1f}" for v in os.getloadavg())
