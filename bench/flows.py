@@ -92,7 +92,7 @@ def _child(mode: str, cfg_path: Path) -> dict[str, Any]:
         out["released"] = dict(summary.released)
         out["steps"] = dict(summary.computed)
     else:
-        from duetflow.pipeline.run import run_pipeline
+        from duetflow.pipeline.driver import run_pipeline
 
         t0, c0 = time.perf_counter(), _cpu_s()
         result = run_pipeline(cfg)

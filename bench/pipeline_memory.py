@@ -4,7 +4,7 @@
 
 For each scale, the sample corpora (``duetflow samples make``, seed 0) are generated and the
 bundled demo config (every corpus, PH synthesis with eSpeak NG, matching, report, publish to a
-local store) runs through ``duetflow.pipeline.run.run_pipeline`` in a fresh child process, one
+local store) runs through ``duetflow.pipeline.driver.run_pipeline`` in a fresh child process, one
 worker. Peak RSS is the child's ``ru_maxrss`` (its high-water mark: interpreter, imports,
 buffers). ``--stages`` also reports, per pipeline step, the peak of Python-allocated memory
 while it ran (``tracemalloc``, numpy buffers included; slower), which names the step that grows.
@@ -46,31 +46,40 @@ def _config(samples: Path, run_dir: Path) -> Path:
 
 
 def _child(cfg_path: Path, stages: bool) -> dict[str, Any]:
+    import dataclasses
+
     from duetflow.config import load_config
-    from duetflow.pipeline import merge, publishing, run, steps
+    from duetflow.pipeline import driver
+    from duetflow.pipeline.stages import STAGES, process, synth
+    from duetflow.pipeline.stages.publish import run_publish
 
     peaks: dict[str, float] = {}
+    specs = STAGES
+    publish_step: Any = run_publish
     if stages:
         import tracemalloc
 
         tracemalloc.start()
-        # the step functions, looked up through their modules by run_pipeline and the merges
-        targets = [(m, n) for m in (steps, publishing) for n in dir(m) if n.startswith("run_")]
-        targets += [(merge, "merge_workdirs")]
-        for module, name in targets:
-            fn = getattr(module, name)
-            if not callable(fn):
-                continue
 
-            def wrapped(*a: Any, __fn: Any = fn, __name: str = name, **k: Any) -> Any:
+        def measured(fn: Any, name: str) -> Any:
+            def wrapped(*a: Any, **k: Any) -> Any:
                 tracemalloc.reset_peak()
                 try:
-                    return __fn(*a, **k)
+                    return fn(*a, **k)
                 finally:
                     mb = tracemalloc.get_traced_memory()[1] / 2**20
-                    peaks[__name] = max(peaks.get(__name, 0.0), round(mb, 1))
+                    peaks[name] = max(peaks.get(name, 0.0), round(mb, 1))
 
-            setattr(module, name, wrapped)
+            return wrapped
+
+        # each stage's step function (the spec's), and the merges of the shard stages
+        specs = tuple(
+            dataclasses.replace(s, step=measured(s.step, s.step.__name__)) if s.step else s
+            for s in STAGES
+        )
+        publish_step = measured(run_publish, "run_publish")
+        for module in (process, synth):
+            module.merge_workdirs = measured(module.merge_workdirs, "merge_workdirs")  # type: ignore[attr-defined]
     from duetflow.errors import ManifestError
 
     def rss() -> float:
@@ -78,11 +87,11 @@ def _child(cfg_path: Path, stages: bool) -> dict[str, Any]:
 
     cfg = load_config(cfg_path)
     t0 = time.perf_counter()
-    result = run.run_pipeline(cfg, publish=False)
+    result = driver.run_pipeline(cfg, publish=False, stages=specs)
     phases = {"ingest..synth": rss()}
     dirs = [m.path for m in result.merged]
     try:  # the release's report is made inside publish, from the staged release
-        publishing.run_publish(dirs, cfg)
+        publish_step(dirs, cfg)
         published = "ok"
     except ManifestError as e:  # the release's checks refused it: measured up to there
         published = "refused: " + str(e).splitlines()[0][-80:]

@@ -6,8 +6,8 @@ A tiny config (the DailyTalk samples, no synthesis, no publish) is run once to f
 directory; every timed run after that finds every step finished, so what it costs is the fixed
 part of a run. Timed, interleaved ``--repeat`` times, the best of each counting:
 
-* **plain**: ``duetflow.pipeline.run.run_pipeline`` on that config in a fresh interpreter (imports
-  and the cached steps, no Prefect): the floor every mode shares;
+* **plain**: ``duetflow.pipeline.driver.run_pipeline`` on that config in a fresh interpreter
+  (imports and the cached steps, no Prefect): the floor every mode shares;
 * **fresh home**: ``duetflow run`` with an empty ``PREFECT_HOME`` each time (what a run cost
   when the temporary API's database was created and migrated per run);
 * **persistent home**: ``duetflow run`` with neither ``PREFECT_API_URL`` nor ``PREFECT_HOME``
@@ -51,7 +51,7 @@ from duetflow.flows import local_server
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
 ALL_MODES = ("fresh home", "persistent home", "kept server", "given server")
 PLAIN = (
-    "import sys; from duetflow.config import load_config; from duetflow.pipeline.run import "
+    "import sys; from duetflow.config import load_config; from duetflow.pipeline.driver import "
     "run_pipeline; run_pipeline(load_config(sys.argv[1]), synthesize=False, publish=False)"
 )
 

@@ -20,8 +20,8 @@ from duetflow.licences import (
     hf_licence,
     release_terms,
 )
+from duetflow.pipeline.driver import preflight
 from duetflow.pipeline.ingest import ingest
-from duetflow.pipeline.steps import preflight
 from duetflow.records.manifest import iter_dialogues
 
 

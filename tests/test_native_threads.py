@@ -70,7 +70,7 @@ def test_the_command_keeps_a_thread_count_the_user_set() -> None:
 
 def test_importing_the_library_changes_no_environment() -> None:
     code = (
-        "import json, os; import duetflow, duetflow.cli, duetflow.pipeline.run; "
+        "import json, os; import duetflow, duetflow.cli, duetflow.pipeline.driver; "
         f"print(json.dumps([os.environ.get(k) for k in {list(THREAD_VARS)!r}]))"
     )
     out = subprocess.run(

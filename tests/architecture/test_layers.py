@@ -17,7 +17,13 @@ from pathlib import Path
 import pytest
 from import_probe import SRC, duetflow_imports, module_name
 
-SHELL = ("duetflow.flows", "duetflow.tasks", "duetflow.cli", "duetflow.console")
+SHELL = (
+    "duetflow.flows",
+    "duetflow.tasks",
+    "duetflow.cli",
+    "duetflow.console",
+    "duetflow.__main__",
+)
 #: package → the packages above it that it must not import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "duetflow.audio": ("duetflow.turntaking", "duetflow.rendering", "duetflow.pipeline", *SHELL),

@@ -43,8 +43,10 @@ def test_importing_every_core_module_pulls_in_no_prefect() -> None:
     imported = set(found["imported"])
     # the probe really walked the core: the pipeline, its stages, keys, render, publish, report
     assert {
-        "duetflow.pipeline.run",
+        "duetflow.pipeline.driver",
+        "duetflow.pipeline.stage",
         "duetflow.pipeline.stages",
+        "duetflow.pipeline.stages.synth",
         "duetflow.pipeline.keys",
         "duetflow.rendering.render",
         "duetflow.release.publish",

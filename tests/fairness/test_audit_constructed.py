@@ -15,7 +15,7 @@ from cue_signals import SR, Plant, category, dialogue, room_tone
 
 from duetflow.config.release import CueThresholds
 from duetflow.fairness.compare import compare_all
-from duetflow.fairness.cues import TurnSpan, measure_dialogue
+from duetflow.fairness.cues import CUE_BY_NAME, TurnSpan, measure_dialogue
 from duetflow.fairness.gate import CLASSIFIER, audit
 
 N = 16  # dialogues per side: at least the default min_per_side (8), small enough to be quick
@@ -103,7 +103,8 @@ def test_pairs_per_language_and_conversation_cues(side_a) -> None:
     assert [(p.language, p.pair) for p in pairs] == [("en", "HH-HM"), ("zh", "HH-PH")]
     gated = {c.cue: c.gated for c in pairs[0].cues}
     assert not gated["turns_per_min"] and not gated["n_turns"] and gated["duration_s"]
-    assert all(c.gated for c in pairs[1].cues)
+    # every cue counts wherever PH takes part, but the voices' own (DNSMOS, issue 29)
+    assert all(c.gated != CUE_BY_NAME[c.cue].voice for c in pairs[1].cues)
 
 
 def test_per_cue_threshold_is_applied(side_a) -> None:

@@ -113,8 +113,8 @@ def test_deploy_on_a_named_pool_runs_on_a_worker_of_that_pool(
     assert re.search(r"found \d+, kept \d+, rejected \d+", own[0])
 
     # a stage flow on its own finds the finished ingest of the same files and config
-    shards, merged = process(config=str(cfg_path), corpora=["studio"])
-    assert shards and all(s.reused for s in shards) and merged[0].kept == len(kept)
+    res = process(config=str(cfg_path), corpora=["studio"])
+    assert res.steps and all(s.reused for s in res.steps) and res.output[0].kept == len(kept)
 
     # the weekly flow picks up what the nightly one rendered: synthesize, then publish
     release = weekly_release(config=str(cfg_path))

@@ -15,7 +15,7 @@ from flow_helpers import release_content, tree_digest, write_config
 
 from duetflow.config import load_config
 from duetflow.flows import build_dataset
-from duetflow.pipeline import run
+from duetflow.pipeline import driver as run
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

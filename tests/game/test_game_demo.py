@@ -18,7 +18,7 @@ from flow_helpers import write_config
 from duetflow.cli import main
 from duetflow.config import load_config
 from duetflow.game.score import score_game
-from duetflow.pipeline import run
+from duetflow.pipeline import driver as run
 
 
 def test_demo_release_round_trip(tmp_path: Path, flow_samples: Path) -> None:

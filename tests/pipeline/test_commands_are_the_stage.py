@@ -20,7 +20,7 @@ from duetflow.cli import main
 from duetflow.config import load_config
 from duetflow.demo import make_samples
 from duetflow.pipeline.commands import synthesize
-from duetflow.pipeline.run import PipelineResult, run_pipeline
+from duetflow.pipeline.driver import PipelineResult, run_pipeline
 from duetflow.progress import LOGGER
 
 pytestmark = pytest.mark.slow

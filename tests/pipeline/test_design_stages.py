@@ -10,8 +10,10 @@ import yaml
 from flow_helpers import write_config
 
 from duetflow.config import load_config
-from duetflow.pipeline import run, steps
+from duetflow.pipeline import driver as run
 from duetflow.pipeline.cache import PH_LABEL
+from duetflow.pipeline.stages.scripts import scripts_wanted
+from duetflow.pipeline.stages.synth import synth_wanted
 from duetflow.records import manifest
 from llm_server import GOOD_EN, Received, Reply, chat_server
 
@@ -69,7 +71,7 @@ def test_llm_scripts_stage_generates_rewrites_and_resumes(
         data["filters"] = {"topics": ["work"]}  # the topics filter keeps the HH side small
         cfg_path.write_text(yaml.safe_dump(data))
         cfg = load_config(cfg_path)
-        assert steps.synth_wanted(cfg) and steps.scripts_wanted(cfg)
+        assert synth_wanted(cfg) and scripts_wanted(cfg)
         first = run.run_pipeline(cfg, publish=False)
         asked = srv.count()
         second = run.run_pipeline(cfg, publish=False)

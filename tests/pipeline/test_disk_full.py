@@ -24,7 +24,7 @@ from flow_helpers import write_config
 from duetflow.audio import io as audio_io
 from duetflow.errors import DiskFullError
 from duetflow.flows.runner import resolve_config
-from duetflow.pipeline.run import run_pipeline
+from duetflow.pipeline.driver import run_pipeline
 
 
 def _tree(root: Path) -> dict[str, str]:

@@ -11,8 +11,10 @@ import pytest
 from flow_helpers import write_config
 
 from duetflow.config import load_config
-from duetflow.pipeline import cache, keys, merge, run, steps
+from duetflow.pipeline import cache, keys, merge
+from duetflow.pipeline import driver as run
 from duetflow.pipeline.cache import StepOutcome
+from duetflow.pipeline.shards import stable_chunks
 from duetflow.records import manifest
 
 
@@ -150,13 +152,13 @@ def test_a_failed_run_leaves_no_partial_folders(
 
 def test_stable_chunks_keep_shards_when_an_item_is_inserted() -> None:
     items = [f"studio__session_{i:04d}" for i in range(0, 400, 2)]
-    before = list(steps.stable_chunks(items, 8, str))
+    before = list(stable_chunks(items, 8, str))
     assert [x for c in before for x in c] == items
     assert all(1 <= len(c) <= 16 for c in before) and 10 <= len(before) <= 45
-    after = list(steps.stable_chunks([*items[:101], "studio__session_0203", *items[101:]], 8, str))
+    after = list(stable_chunks([*items[:101], "studio__session_0203", *items[101:]], 8, str))
     changed = [c for c in after if c not in before]
     assert len(changed) == 1 and "studio__session_0203" in changed[0]
-    assert list(steps.stable_chunks(items, 1, str)) == [[x] for x in items]
+    assert list(stable_chunks(items, 1, str)) == [[x] for x in items]
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc to name synced fds")
@@ -210,7 +212,7 @@ def test_a_rerun_that_reuses_every_step_loads_no_render_or_tts_code(
     first = run.run_pipeline(load_config(cfg), synthesize=False, publish=False)
     assert first.computed("process") >= 1
     probe = (
-        "import sys; from duetflow.config import load_config; from duetflow.pipeline.run import "
+        "import sys; from duetflow.config import load_config; from duetflow.pipeline.driver import "
         "run_pipeline; r = run_pipeline(load_config(sys.argv[1]), synthesize=False, publish=False)"
         "; assert r.computed('process') == 0 and r.reused('process') >= 1, r; "
         "print(sorted(m for m in sys.modules if m.startswith(('duetflow.rendering', "

@@ -16,7 +16,9 @@ from flow_helpers import write_config
 
 from duetflow.errors import WorkdirInUseError
 from duetflow.flows.runner import resolve_config
-from duetflow.pipeline.run import ingest_stage, run_pipeline
+from duetflow.pipeline.driver import run_pipeline, run_stage
+from duetflow.pipeline.stage import RunState
+from duetflow.pipeline.stages import INGEST
 from duetflow.pipeline.workdir_lock import LOCK_NAME, holder, workdir_lock
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
@@ -58,7 +60,8 @@ def test_a_second_run_fails_at_once_naming_the_first(
     cfg = resolve_config(str(write_config(tmp_path / "run.yaml", flow_samples, scripts=False)))
     first = hold(cfg.workdir)
     assert holder(cfg.workdir) == first.pid
-    for call in (lambda: run_pipeline(cfg), lambda: ingest_stage(cfg, None)):  # type: ignore[arg-type]
+    one_stage = lambda: run_stage(INGEST, RunState(cfg), None)  # type: ignore[arg-type]  # noqa: E731
+    for call in (lambda: run_pipeline(cfg), one_stage):
         with pytest.raises(WorkdirInUseError) as e:
             call()
         assert f"work directory {cfg.workdir} in use by pid {first.pid}" in str(e.value)

@@ -13,7 +13,7 @@ import yaml
 
 from duetflow.config import load_config
 from duetflow.demo import make_samples
-from duetflow.pipeline.run import run_pipeline
+from duetflow.pipeline.driver import run_pipeline
 from duetflow.records.locations import relative_path, relative_text, root_spellings
 
 

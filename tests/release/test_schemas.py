@@ -12,6 +12,7 @@ from duetflow.config import build_config
 from duetflow.errors import ManifestError
 from duetflow.records.dialogue import DESIGN_COLUMNS
 from duetflow.records.manifest import RENDERED_TURN_SCHEMA, TURNS, iter_rows, write_table
+from duetflow.records.rows import DNSMOS_COLUMNS
 from duetflow.release.table_schemas import dialogue_schema, release_index_schema
 from duetflow.release.workdir_checks import (
     collect_workdir_failures,
@@ -118,6 +119,7 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
         "stereo_path": None, "stereo_sha256": None, "voice_cloned": False,  # issue 27
         "reference_speaker_a": None, "reference_speaker_b": None,
         **dict.fromkeys(DESIGN_COLUMNS),
+        **dict.fromkeys(DNSMOS_COLUMNS, 3.0),  # issue 29
     }  # fmt: skip
     rows = [
         base,
@@ -133,6 +135,15 @@ def test_release_index_schema_checks_key_and_disjoint_groups() -> None:
     assert ("d3", "audio_key_matches_sha256") in got
     assert any(r == "d2" and "share one split" in c for r, c in got)
     assert schema_failures(dialogue_schema(), df.iloc[[0]], "d", str) == []
+    # DNSMOS lies on the MOS scale (issue 29); null is fine (quality.dnsmos off)
+    off = (
+        df.iloc[[0]]
+        .assign(**dict.fromkeys(DNSMOS_COLUMNS, None))
+        .astype(dict.fromkeys(DNSMOS_COLUMNS, "float64"))
+    )
+    assert schema_failures(dialogue_schema(), off, "d", str) == []
+    bad = schema_failures(dialogue_schema(), df.iloc[[0]].assign(dnsmos_ovrl=6.0), "d", str)
+    assert [(f.column, f.check) for f in bad] == [("dnsmos_ovrl", "in_range(1.0, 5.0)")]
 
 
 def test_acoustic_gaps_and_holes_measured_on_the_audio(tmp_path: Path) -> None:

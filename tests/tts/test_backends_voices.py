@@ -13,8 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 from tts_helpers import tts_config, write_json
 
-from duetflow.pipeline import steps
 from duetflow.pipeline.commands import synthesize
+from duetflow.pipeline.stages import synth as steps
 from duetflow.records.manifest import DIALOGUES, iter_rows
 from duetflow.tts import backend as base
 from duetflow.tts.espeak import EspeakBackend

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "scripts",
     "synthesize",
     "publish",
+    "stage",
     "releases",
     "validate",
     "pull",

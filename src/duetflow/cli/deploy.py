@@ -28,7 +28,6 @@ from duetflow.cli.run import prefect_api
 from duetflow.errors import ConfigError
 
 POOL = "duetflow-process"
-TTS_TAG = "duetflow-tts"
 
 
 def _prefect(args: list[str], env: dict[str, str], cwd: Path, check: bool = True) -> str:
@@ -87,6 +86,8 @@ def deploy(
     out = _prefect(["work-pool", "inspect", pool], env, project, check=False)
     if "not found" in out.lower() or "no work pool" in out.lower():
         _prefect(["work-pool", "create", pool, "--type", "process"], env, project)
+    from duetflow.pipeline.stage import TTS_TAG  # the synth stage's tag, declared with its hints
+
     _prefect(["concurrency-limit", "create", TTS_TAG, str(tts_limit)], env, project)
     with tempfile.TemporaryDirectory(prefix="duetflow-deploy-") as tmp:
         path = Path(tmp) / "prefect.yaml"

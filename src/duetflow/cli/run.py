@@ -235,7 +235,7 @@ def check_runnable(
     """
     from duetflow.config import load_config
     from duetflow.errors import ConfigError
-    from duetflow.pipeline.steps import preflight
+    from duetflow.pipeline.driver import preflight
 
     extra: dict[str, Any] = dict(overrides)
     if workdir:

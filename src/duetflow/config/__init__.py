@@ -11,10 +11,12 @@ One schema, one module per group of sections: :mod:`~duetflow.config.corpora` (c
 segmentation and checks, topics), :mod:`~duetflow.config.turntaking` (overlaps, windows,
 filters, matching), :mod:`~duetflow.config.render`, :mod:`~duetflow.config.synth` (TTS, LLM,
 scripts), :mod:`~duetflow.config.release` (splits, store, runner),
-:mod:`~duetflow.config.design` (the Turing-test design contract), :mod:`~duetflow.config.run_config`
-(:class:`RunConfig` and its hashes) and :mod:`~duetflow.config.loading` (YAML, environment
-overrides, error messages). This package re-exports all of them: ``from duetflow.config import
-RunConfig, load_config`` is the public API.
+:mod:`~duetflow.config.design` (the Turing-test design contract),
+:mod:`~duetflow.config.quality` (speech-quality scores of rendered audio),
+:mod:`~duetflow.config.run_config` (:class:`RunConfig` and its hashes) and
+:mod:`~duetflow.config.loading` (YAML, environment overrides, error messages). This package
+re-exports all of them: ``from duetflow.config import RunConfig, load_config`` is the public
+API.
 """
 
 from duetflow.config.corpora import (
@@ -26,6 +28,7 @@ from duetflow.config.corpora import (
 )
 from duetflow.config.design import DesignConfig, SystemSpec
 from duetflow.config.loading import ENV_PREFIX, build_config, env_overrides, load_config
+from duetflow.config.quality import QualityConfig
 from duetflow.config.release import RUN_ONLY_FIELDS, TRANSPORT_FIELDS, ReleaseConfig, RunnerConfig
 from duetflow.config.render import MAX_GAP_MS, RenderConfig
 from duetflow.config.run_config import RunConfig
@@ -52,6 +55,7 @@ __all__ = [
     "FilterConfig",
     "LLMConfig",
     "MatchConfig",
+    "QualityConfig",
     "ReleaseConfig",
     "RenderConfig",
     "RunConfig",

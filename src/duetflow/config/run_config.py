@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from duetflow.config.corpora import (
     AsrConfig,
@@ -17,6 +17,7 @@ from duetflow.config.corpora import (
     TopicsConfig,
 )
 from duetflow.config.design import DesignConfig
+from duetflow.config.quality import QualityConfig
 from duetflow.config.release import RUN_ONLY_FIELDS, TRANSPORT_FIELDS, ReleaseConfig, RunnerConfig
 from duetflow.config.render import RenderConfig
 from duetflow.config.section import _Section
@@ -36,6 +37,7 @@ class RunConfig(_Section):
     window: WindowConfig = WindowConfig()
     filters: FilterConfig = FilterConfig()
     render: RenderConfig = RenderConfig()
+    quality: QualityConfig = QualityConfig()
     studio: StudioConfig = StudioConfig()
     asr: AsrConfig = AsrConfig()
     topics: TopicsConfig = TopicsConfig()
@@ -46,6 +48,15 @@ class RunConfig(_Section):
     release: ReleaseConfig = ReleaseConfig()
     design: DesignConfig = DesignConfig()
     runner: RunnerConfig = RunnerConfig()
+
+    @model_validator(mode="after")
+    def _dnsmos_filter_needs_scores(self) -> RunConfig:
+        if self.filters.min_dnsmos_ovrl is not None and not self.quality.dnsmos:
+            raise ValueError(
+                "filters.min_dnsmos_ovrl needs DNSMOS scores: set quality.dnsmos: on "
+                "(pip install 'duetflow[quality]')"
+            )
+        return self
 
     def section_hash(self, *sections: str) -> str:
         """Stable hash of the named sections (all of them when none is named)."""

@@ -7,7 +7,10 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from duetflow.config.section import _Section
+from duetflow.config.section import CATEGORIES, _Section
+
+#: DNSMOS scores lie on the MOS scale.
+MOS_RANGE = (1.0, 5.0)
 
 
 class TurnsConfig(_Section):
@@ -120,6 +123,30 @@ class FilterConfig(_Section):
         default_factory=lambda: [r"^\s*爱数智慧语音采集"],
         description="regexes of spoken corpus collection headers (MagicData-RAMC's first segment)",
     )
+
+    min_dnsmos_ovrl: float | dict[str, float] | None = Field(
+        None,
+        description="after rendering (process and synth), reject a dialogue whose DNSMOS OVRL "
+        "lies below this (reason dnsmos_ovrl_low); a mapping sets it per category (HH, HM, "
+        "PH; a category left out is not filtered); None: no DNSMOS filter. Needs "
+        "quality.dnsmos: on",
+    )
+
+    @field_validator("min_dnsmos_ovrl")
+    @classmethod
+    def _mos(cls, v: float | dict[str, float] | None) -> float | dict[str, float] | None:
+        values = v.values() if isinstance(v, dict) else [] if v is None else [v]
+        if any(not MOS_RANGE[0] <= x <= MOS_RANGE[1] for x in values):
+            raise ValueError(f"every value must lie in [{MOS_RANGE[0]}, {MOS_RANGE[1]}] (MOS)")
+        unknown = sorted(set(v) - set(CATEGORIES)) if isinstance(v, dict) else []
+        if unknown:
+            raise ValueError(f"unknown categor(y/ies) {unknown}; known: {list(CATEGORIES)}")
+        return v
+
+    def min_dnsmos_ovrl_for(self, category: str) -> float | None:
+        """The DNSMOS OVRL floor of ``category``'s dialogues, or None where none is set."""
+        v = self.min_dnsmos_ovrl
+        return v.get(str(category)) if isinstance(v, dict) else v
 
     @field_validator("collection_header_patterns")
     @classmethod

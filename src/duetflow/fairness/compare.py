@@ -104,9 +104,14 @@ def _abs_d(d: float) -> float:
 
 
 def gated_cues(category_a: str, category_b: str) -> tuple[str, ...]:
-    """The cues that count between two categories (all but the conversation's own for HH-HM)."""
+    """The cues that count between two categories (all but the conversation's own for HH-HM,
+    and never the voices' own, :attr:`Cue.voice`)."""
     conversation = {category_a, category_b} == set(CONVERSATION_PAIR)
-    return tuple(c for c in CUE_NAMES if not (conversation and CUE_BY_NAME[c].conversation))
+    return tuple(
+        c
+        for c in CUE_NAMES
+        if not CUE_BY_NAME[c].voice and not (conversation and CUE_BY_NAME[c].conversation)
+    )
 
 
 def _category_key(c: str) -> tuple[int, str]:

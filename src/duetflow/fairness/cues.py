@@ -66,12 +66,18 @@ class Cue:
     ``conversation``: between HH and HM the cue belongs to the conversation (a machine answers
     at length), so it is reported there but not gated; wherever PH takes part it comes from the
     scripts and the pipeline, and counts.
+
+    ``voice``: the cue is a judgement of the voices themselves (DNSMOS, issue 29), reported for
+    every pair but never gated: a listener *should* tell the categories apart by the voices,
+    and what the pipeline controls in the score (background, bandwidth, level) is gated through
+    its own cues. Read from the manifest (null there: NaN), not measured here.
     """
 
     name: str
     unit: str
     meaning: str
     conversation: bool = False
+    voice: bool = False
 
 
 #: Every cue, in table order: the one declaration (fields of :class:`DialogueCues`, columns of
@@ -98,6 +104,10 @@ CUES: tuple[Cue, ...] = (
     Cue("n_turns", "turns", "turns (backchannels not counted)", conversation=True),
     Cue("turns_per_min", "1/min", "turns per minute", conversation=True),
     Cue("speech_rate_cps", "chars/s", "spoken characters per second of speech", conversation=True),
+    # issue 29: DNSMOS from the manifest (quality.dnsmos), reported only
+    Cue("dnsmos_ovrl", "MOS", "DNSMOS overall quality of the mix", voice=True),
+    Cue("dnsmos_sig", "MOS", "DNSMOS speech signal quality of the mix", voice=True),
+    Cue("dnsmos_bak", "MOS", "DNSMOS background (noise) quality of the mix", voice=True),
 )
 
 CUE_NAMES: tuple[str, ...] = tuple(c.name for c in CUES)
@@ -133,6 +143,10 @@ class DialogueCues:
     n_turns: float
     turns_per_min: float
     speech_rate_cps: float
+    # reported-only voice cues from the manifest (NaN when quality.dnsmos was off)
+    dnsmos_ovrl: float = math.nan
+    dnsmos_sig: float = math.nan
+    dnsmos_bak: float = math.nan
 
     def value(self, cue: str) -> float:
         """The value of one cue by name."""
@@ -363,9 +377,10 @@ def measure_dialogue(
 def measure_file(
     row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow], path: Path | str
 ) -> DialogueCues:
-    """The cues of one rendered dialogue from its audio file and turn rows."""
+    """The cues of one rendered dialogue from its audio file and turn rows (the voice cues from
+    its row)."""
     samples, sr = read_frames(path)
-    return measure_dialogue(
+    cues = measure_dialogue(
         samples,
         sr,
         [TurnSpan.of(t) for t in turns],
@@ -374,6 +389,11 @@ def measure_file(
         category=str(row.category),
         language=str(row.language),
         speakers=(str(row.speaker_a), str(row.speaker_b)),
+    )
+    voice = {c.name: getattr(row, c.name, None) for c in CUES if c.voice}
+    return dataclasses.replace(
+        cues,
+        **{k: math.nan if v is None else float(v) for k, v in voice.items()},  # type: ignore[arg-type]
     )
 
 

@@ -1,6 +1,6 @@
 """``build_dataset``: the main job, the whole configured pipeline from one YAML config.
 
-:func:`duetflow.pipeline.run.run_pipeline` (the one definition of a run) on the Prefect executor:
+:func:`duetflow.pipeline.driver.run_pipeline` (the one definition of a run) on the Prefect executor:
 ingest → process → match → synthesize → publish, each stage a subflow on the task runner the
 config names (one local Dask cluster shared by all of them), then Prefect artifacts: a markdown
 summary and a table of kept/rejected counts by stage and reason.
@@ -21,7 +21,7 @@ from duetflow.config import RunConfig
 from duetflow.flows.executor import PrefectExecutor
 from duetflow.flows.lean import flow, flow_heartbeat
 from duetflow.flows.runner import build_task_runner, dask_cluster, resolve_config
-from duetflow.pipeline import run
+from duetflow.pipeline import driver
 from duetflow.pipeline.cache import StepOutcome
 
 
@@ -140,7 +140,7 @@ def _build(
     )  # fmt: skip
     with dask_cluster(cfg.runner) as address:
         executor = PrefectExecutor(lambda: build_task_runner(cfg.runner, address))
-        result = run.run_pipeline(
+        result = driver.run_pipeline(
             cfg,
             executor=executor,
             synthesize=synthesize,

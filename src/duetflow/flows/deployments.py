@@ -16,7 +16,7 @@ from duetflow.flows import stages
 from duetflow.flows.build import BuildSummary, build_dataset
 from duetflow.flows.runner import build_task_runner, dask_cluster, resolve_config
 from duetflow.pipeline.cache import StepOutcome
-from duetflow.pipeline.publishing import ReleaseSummary
+from duetflow.pipeline.stages.publish import ReleaseSummary
 
 
 @flow(name="nightly-studio-ingest")
@@ -35,10 +35,8 @@ def nightly_studio_ingest(
         return {}
     with dask_cluster(cfg.runner) as address:
         runner = build_task_runner(cfg.runner, address)
-        intakes = stages.ingest.with_options(task_runner=runner)(config=cfg, corpora=names)
-        _, merged = stages.process.with_options(task_runner=runner)(
-            config=cfg, corpora=names, intakes=intakes
-        )
+        stages.ingest.with_options(task_runner=runner)(config=cfg, corpora=names)
+        merged = stages.process.with_options(task_runner=runner)(config=cfg, corpora=names).output
     for m in merged:  # the flow's own record of what the night brought (not only subflow logs)
         logger.info(counts_line("nightly-studio-ingest", m))
     return {m.label: m.kept for m in merged}
@@ -65,10 +63,10 @@ def weekly_release(
     logger = get_run_logger()
     with dask_cluster(cfg.runner) as address:
         runner = build_task_runner(cfg.runner, address)
-        _, ph = stages.synthesize.with_options(task_runner=runner)(config=cfg)
-    if ph is not None:
+        synthesized = stages.synthesize.with_options(task_runner=runner)(config=cfg).output
+    for ph in synthesized:
         logger.info(counts_line("weekly-release", ph))
-    release = stages.publish(config=cfg, release_id=release_id)
+    release: ReleaseSummary = stages.publish(config=cfg, release_id=release_id).output[0]
     counts = release.info.get("counts", {})
     logger.info(
         "weekly-release: published %s to %s: %s dialogues (train %s, val %s, test %s), "

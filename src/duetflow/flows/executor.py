@@ -1,18 +1,17 @@
 """The Prefect executor: the pipeline's steps as Prefect tasks, its stages as subflows.
 
-:func:`duetflow.pipeline.run.run_pipeline` is written against
-:class:`duetflow.pipeline.executors.Executor`;
-this one submits each step function as its task (:data:`duetflow.tasks.TASKS`: names, tags,
-retries) on the task runner the config names, and runs each stage as a subflow, so the UI
-shows ingest / process / synthesize / publish with their task runs. Nothing here decides what
-a run does.
+:func:`duetflow.pipeline.driver.run_stage` is written against
+:class:`duetflow.pipeline.executors.Executor`; this one submits a stage's step function as its
+task (:func:`duetflow.tasks.task_of`: name, tags, retries from the stage's hints) on the task
+runner the config names, and runs each stage as a subflow, so the UI shows ingest / process /
+synthesize / publish with their task runs. Nothing here decides what a run does.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
@@ -21,7 +20,10 @@ from prefect.task_runners import TaskRunner
 from duetflow.flows.lean import no_heartbeat
 from duetflow.pipeline.executors import Batch
 from duetflow.progress import Progress
-from duetflow.tasks import task_for
+from duetflow.tasks import task_of
+
+if TYPE_CHECKING:
+    from duetflow.pipeline.stage import StageSpec
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -83,23 +85,22 @@ class PrefectExecutor:
         with no_heartbeat():
             return sub(run_stage)()
 
-    def call(self, fn: Callable[..., R], *args: Any) -> R:
-        result: R = task_for(fn)(*args)
-        return result
+    def call(self, spec: StageSpec, *args: Any) -> Any:
+        return task_of(spec)(*args)
 
     def map(
         self,
-        fn: Callable[..., R],
+        spec: StageSpec,
         items: Iterable[T],
         *args: Any,
         batch: Batch,
-        size: Callable[[R], int] | None = None,
-    ) -> list[R]:
-        task = task_for(fn)
+        size: Callable[[Any], int] | None = None,
+    ) -> list[Any]:
+        task = task_of(spec)
         logger = get_run_logger()
         bar = Progress(batch.stage, batch.label, batch.total)
 
-        def report(done: int, result: R) -> None:
+        def report(done: int, result: Any) -> None:
             bar.advance(size(result) if size is not None else 1)
             if done % 10 == 0:
                 logger.info(

@@ -1,12 +1,10 @@
 """One stage into a directory of the caller's choosing: ``duetflow process`` and ``synthesize``.
 
 These are not a second implementation of the stages: each runs the stage's own steps, the ones
-:func:`duetflow.pipeline.run.run_pipeline` runs (plan the shards, run each shard step, merge in
-shard order: :func:`~duetflow.pipeline.steps.plan_process_shards` /
-:func:`~duetflow.pipeline.steps.run_process_shard`,
-:func:`~duetflow.pipeline.steps.plan_synth_shards` /
-:func:`~duetflow.pipeline.steps.run_synth_shard`, :func:`~duetflow.pipeline.merge.merge_workdirs`)
-on an executor, and merges into ``out_dir`` instead of ``<workdir>/rendered/<label>``. So the
+:func:`duetflow.pipeline.driver.run_pipeline` runs (the stage's shards, its step on each, merged
+in shard order: :mod:`duetflow.pipeline.stages.process`, :mod:`duetflow.pipeline.stages.synth`,
+:func:`~duetflow.pipeline.merge.merge_workdirs`) on an executor, and merges into ``out_dir``
+instead of ``<workdir>/rendered/<label>``. So the
 tables, audio and ``stats.json`` a command writes are the bytes the same stage writes inside a
 run (``tests/render/test_commands_are_the_stage.py``).
 
@@ -33,10 +31,11 @@ import pyarrow.parquet as pq
 
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.pipeline import steps
 from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome
 from duetflow.pipeline.executors import Batch, Executor, PlainExecutor
 from duetflow.pipeline.merge import merge_workdirs
+from duetflow.pipeline.stage import found
+from duetflow.pipeline.stages import process, synth
 from duetflow.records import convert, manifest
 from duetflow.turntaking.stats import seconds_of
 
@@ -157,11 +156,11 @@ def process_workdir(
     ex: Executor = executor or PlainExecutor()
     total = sum(pq.ParquetFile(p / manifest.DIALOGUES).metadata.num_rows for p in ins)
     shards = ex.map(
-        steps.run_process_shard,
-        steps.plan_process_shards(out.name, ins, run),
+        process.STAGE,
+        process.plan_process_shards(out.name, ins, run),
         run,
         batch=Batch("process", out.name, total),
-        size=lambda o: o.found,
+        size=found,
     )
     leading = [p / manifest.REJECTIONS for p in ins]
     carried = sum(pq.ParquetFile(p).metadata.num_rows for p in leading)
@@ -230,15 +229,15 @@ def synthesize(
     out = Path(out_dir)
     cfg = _in_scratch(_synth_config(config, scripts, backend, qa), out)
     ex: Executor = executor or PlainExecutor()
-    pool = steps.build_voices(cfg, [voices_workdir], cache_dir or out / VOICE_CACHE)
+    pool = synth.build_voices(cfg, [voices_workdir], cache_dir or out / VOICE_CACHE)
     rejected: list[Any] = []
     shards: list[StepOutcome] = ex.map(
-        steps.run_synth_shard,
-        steps.plan_synth_shards(cfg, [voices_workdir], pool, rejected),
+        synth.STAGE,
+        synth.plan_synth_shards(cfg, [voices_workdir], pool, rejected),
         pool,
         cfg,
-        batch=Batch("synthesize", out.name, steps.count_synth_jobs(cfg, [voices_workdir])),
-        size=lambda o: o.found,
+        batch=Batch("synthesize", out.name, synth.count_synth_jobs(cfg, [voices_workdir])),
+        size=found,
     )
     records = [convert.rejection_record(r) for r in rejected]
     merged = _merge_into_out(PH_LABEL, shards, out, "synth", extra_rejections=records)

@@ -1,11 +1,12 @@
 """How a run executes its steps: in this process (:class:`PlainExecutor`) or as Prefect tasks.
 
-The pipeline (:func:`duetflow.pipeline.run.run_pipeline` and its stage functions) is written once
-against the :class:`Executor` protocol; an executor decides only *where* a step function runs.
-:class:`PlainExecutor` calls it here, one after the other; the Prefect executor
-(``duetflow.flows.executor.PrefectExecutor``) submits the same function as a task and groups a
-stage's steps in a subflow. Step functions are content-addressed and write their outputs by
-key, so both give byte-identical work directories and releases.
+The pipeline (:func:`duetflow.pipeline.driver.run_stage`, looped by ``run_pipeline``) is written
+once against the :class:`Executor` protocol; an executor decides only *where* a stage's step
+function (``spec.step``) runs. :class:`PlainExecutor` calls it here, one after the other; the
+Prefect executor (``duetflow.flows.executor.PrefectExecutor``) submits the same function as the
+stage's task (``duetflow.tasks.task_of(spec)``) and groups a stage's steps in a subflow. Step
+functions are content-addressed and write their outputs by key, so both give byte-identical
+work directories and releases.
 
 No Prefect here: this module is part of the library core.
 """
@@ -14,9 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from duetflow.progress import Progress
+
+if TYPE_CHECKING:
+    from duetflow.pipeline.stage import StageSpec
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,19 +47,19 @@ class Executor(Protocol):
         """Run ``body`` (the steps of one stage) as one unit; returns what it returns."""
         ...
 
-    def call(self, fn: Callable[..., R], *args: Any) -> R:
-        """Run one step ``fn(*args)`` and return its result."""
+    def call(self, spec: StageSpec, *args: Any) -> Any:
+        """Run one step ``spec.step(*args)`` in the caller's process and return its result."""
         ...
 
     def map(
         self,
-        fn: Callable[..., R],
+        spec: StageSpec,
         items: Iterable[T],
         *args: Any,
         batch: Batch,
-        size: Callable[[R], int] | None = None,
-    ) -> list[R]:
-        """``[fn(item, *args) for item in items]``, results in item order.
+        size: Callable[[Any], int] | None = None,
+    ) -> list[Any]:
+        """``[spec.step(item, *args) for item in items]``, results in item order.
 
         ``items`` may be a stream: it is consumed as steps are started, never materialised by
         the executor. ``size`` gives the items one result accounts for (progress).
@@ -69,20 +73,27 @@ class PlainExecutor:
     def stage(self, name: str, body: Callable[[], R]) -> R:
         return body()
 
-    def call(self, fn: Callable[..., R], *args: Any) -> R:
-        return fn(*args)
+    def call(self, spec: StageSpec, *args: Any) -> Any:
+        return _step(spec)(*args)
 
     def map(
         self,
-        fn: Callable[..., R],
+        spec: StageSpec,
         items: Iterable[T],
         *args: Any,
         batch: Batch,
-        size: Callable[[R], int] | None = None,
-    ) -> list[R]:
+        size: Callable[[Any], int] | None = None,
+    ) -> list[Any]:
+        fn = _step(spec)
         bar = Progress(batch.stage, batch.label, batch.total)
-        out: list[R] = []
+        out: list[Any] = []
         for item in items:
             out.append(fn(item, *args))
             bar.advance(size(out[-1]) if size is not None else 1)
         return out
+
+
+def _step(spec: StageSpec) -> Callable[..., Any]:
+    if spec.step is None:
+        raise TypeError(f"stage {spec.name!r} has no step function")
+    return spec.step

@@ -8,27 +8,23 @@ the runner or a resume.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow.parquet as pq
 
 from duetflow.config import RunConfig
 from duetflow.errors import DiskFullError, ManifestError
 from duetflow.hashing import code_hash, files_fingerprint, text_digest
-from duetflow.pipeline.cache import PH_LABEL, RESULT, StepOutcome, load_outcome
-from duetflow.records import convert, manifest
+from duetflow.pipeline.cache import RESULT, StepOutcome, load_outcome
+from duetflow.records import manifest
 from duetflow.records.rows import RejectionRow
 from duetflow.turntaking.stats import mean_of, seconds_of
-
-if TYPE_CHECKING:  # not at run time: the merge's code (its cache key) is not the steps'
-    from duetflow.pipeline.steps import CorpusJob
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -252,27 +248,3 @@ def _merge_stats(
 
 def rendered_dir(config: RunConfig, label: str) -> Path:
     return Path(config.workdir) / "rendered" / label
-
-
-def merge_process(
-    job: CorpusJob, intake: StepOutcome, shards: Sequence[StepOutcome], config: RunConfig
-) -> StepOutcome:
-    """The corpus's rendered work directory: intake rejections + every shard, in order."""
-    merged = merge_workdirs(
-        job.label,
-        shards,
-        rendered_dir(config, job.label),
-        leading_rejections=[Path(intake.path) / manifest.REJECTIONS],
-        stage="process",
-    )
-    return dataclasses.replace(merged, found=intake.found)
-
-
-def merge_synth(
-    shards: Sequence[StepOutcome], script_rejections: Sequence[Any], config: RunConfig
-) -> StepOutcome:
-    records = [convert.rejection_record(r) for r in script_rejections]
-    merged = merge_workdirs(
-        PH_LABEL, shards, rendered_dir(config, PH_LABEL), extra_rejections=records, stage="synth"
-    )
-    return dataclasses.replace(merged, found=merged.found + len(records))

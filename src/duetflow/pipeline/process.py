@@ -2,7 +2,7 @@
 work directory.
 
 ``process_dialogues`` is the work of one shard: the pipeline's process step
-(:func:`duetflow.pipeline.steps.run_process_shard`), which ``duetflow process`` runs too
+(:func:`duetflow.pipeline.stages.process.run_process_shard`), which ``duetflow process`` runs too
 (:func:`duetflow.pipeline.commands.process_workdir`). It streams: one source dialogue is timed
 from its audio (:mod:`duetflow.turntaking.timing`, read in chunks), selected, and its kept
 windows rendered before the next is read, and its records go to row-group writers (rows only
@@ -12,7 +12,10 @@ shard.
 Accounting: every window selection produces is either rendered or rejected (a render failure
 is an ``InputError`` → ``Stage.RENDER`` rejection, and the run goes on; so is rendered audio
 outside ``window.min_s``–``window.max_s``, reason ``rendered_too_short`` / ``rendered_too_long``,
-its files removed); a source dialogue that yields no window is one rejection of its own.
+its files removed; with ``quality.dnsmos`` on, each rendered window is scored
+(:mod:`duetflow.rendering.quality`) and one whose DNSMOS OVRL lies under its category's
+``filters.min_dnsmos_ovrl`` is a ``filter`` rejection ``dnsmos_ovrl_low``, files removed too); a
+source dialogue that yields no window is one rejection of its own.
 ``ShardResult.units`` (= windows + window-less sources) therefore always equals
 ``rendered + rejected``.
 """
@@ -24,13 +27,16 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+from duetflow.audio.dnsmos import get_model
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.records import convert, manifest
 from duetflow.records.dialogue import Dialogue, Rejection, Stage
 from duetflow.records.locations import dialogue_roots, relative_rejection
 from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
+from duetflow.rendering.quality import dnsmos_problem, remove_audio, scored
 from duetflow.rendering.render import render_dialogue
 from duetflow.rendering.rows import RenderedDialogue
 from duetflow.turntaking.rendered_length import length_problem
@@ -85,16 +91,25 @@ def _length_rejection(
     if problem is None:
         return None
     reason, detail = problem
-    (out_dir / r.record.audio_path).unlink(missing_ok=True)
-    if r.record.stereo_path:  # issue 27: the two-channel file goes with it
-        (out_dir / r.record.stereo_path).unlink(missing_ok=True)
+    return _drop(d, r, out_dir, Stage.RENDER, reason, detail)
+
+
+def _drop(
+    d: Dialogue,
+    r: RenderedDialogue,
+    out_dir: Path,
+    stage: Stage,
+    reason: str,
+    detail: dict[str, Any],
+) -> Rejection:
+    """The rejection of rendered window ``d``; its audio (two-channel file, stems) is removed
+    so the work directory holds only what its tables list."""
     stems = json.loads(r.record.provenance).get("stems_path")
-    if stems:
-        (out_dir / str(stems)).unlink(missing_ok=True)
+    remove_audio(r.record, out_dir, str(stems) if stems else None)
     window = list(d.window) if d.window else None
     rej = Rejection(
         item_id=d.id,
-        stage=Stage.RENDER,
+        stage=stage,
         reason=reason,
         detail=convert.dumps({**detail, "window": window}),
         corpus=d.corpus,
@@ -145,6 +160,20 @@ def _process_one(
             rejected.append(too)
             lost_s += w.duration_s
             continue
+        if config.quality.dnsmos:  # issue 29: scores, then filters.min_dnsmos_ovrl
+            try:
+                r = replace(r, record=scored(r.record, r.turn_records, out_dir))
+            except InputError as e:
+                log.warning("DNSMOS could not score %s: %s", w.id, e)
+                rejected.append(_drop(w, r, out_dir, Stage.RENDER, e.reason, {"error": str(e)}))
+                lost_s += w.duration_s
+                continue
+            low = dnsmos_problem(r.record, config.filters.min_dnsmos_ovrl_for(w.category))
+            if low is not None:
+                log.info("filter rejected %s: %s (%s)", w.id, *low)
+                rejected.append(_drop(w, r, out_dir, Stage.FILTER, *low))
+                lost_s += w.duration_s
+                continue
         writer.write(r.record, r.turn_records)
         rendered += 1
         audio_s += r.record.duration_s
@@ -179,6 +208,8 @@ def process_dialogues(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if config.quality.dnsmos:
+        get_model()  # the install hint (ConfigError) before any work, not per dialogue
     result = ShardResult()
     with _writer(out) as writer:
         for d in dialogues:

@@ -135,6 +135,26 @@ class RenderedDialogueRow(_DialogueHead):
     #: relative to the work directory (in a release: the store key, like ``audio_path``)
     stereo_path: str | None = field(default=None, kw_only=True)
     stereo_sha256: str | None = field(default=None, kw_only=True)
+    # -- issue 29: DNSMOS (1-5) of the mix and of each speaker's solo speech, null when
+    # quality.dnsmos is off (duetflow.rendering.quality) --
+    dnsmos_sig: float | None = field(default=None, kw_only=True)
+    dnsmos_bak: float | None = field(default=None, kw_only=True)
+    dnsmos_ovrl: float | None = field(default=None, kw_only=True)
+    dnsmos_p808: float | None = field(default=None, kw_only=True)
+    dnsmos_sig_a: float | None = field(default=None, kw_only=True)
+    dnsmos_bak_a: float | None = field(default=None, kw_only=True)
+    dnsmos_ovrl_a: float | None = field(default=None, kw_only=True)
+    dnsmos_p808_a: float | None = field(default=None, kw_only=True)
+    dnsmos_sig_b: float | None = field(default=None, kw_only=True)
+    dnsmos_bak_b: float | None = field(default=None, kw_only=True)
+    dnsmos_ovrl_b: float | None = field(default=None, kw_only=True)
+    dnsmos_p808_b: float | None = field(default=None, kw_only=True)
+
+
+#: The DNSMOS columns of a rendered dialogue (issue 29), in record order.
+DNSMOS_COLUMNS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(RenderedDialogueRow) if f.name.startswith("dnsmos_")
+)
 
 
 @dataclass(frozen=True)

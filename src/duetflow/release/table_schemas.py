@@ -24,10 +24,16 @@ import pyarrow
 
 from duetflow.audio.gap_tolerance import ROW_GAP_TOL_MS
 from duetflow.config import RunConfig
+from duetflow.config.turntaking import MOS_RANGE
 from duetflow.records import rows as records
 from duetflow.records.dialogue import Category, Stage, TurnKind
 from duetflow.records.manifest import REJECTION_SCHEMA
-from duetflow.records.rows import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.records.rows import (
+    DNSMOS_COLUMNS,
+    ReleaseDialogueRow,
+    RenderedDialogueRow,
+    RenderedTurnRow,
+)
 from duetflow.storage.store import AUDIO_KEY_RE
 
 SPLITS = ("train", "val", "test")
@@ -129,6 +135,8 @@ def _dialogue_columns(
             # -- trainers (issue 16): licence and source sample rate per dialogue --
             "licence": (False, [_NONEMPTY]),
             "source_sample_rate": (False, [pa.Check.in_range(1000, 384000)]),
+            # -- issue 29: DNSMOS on the MOS scale, null when quality.dnsmos is off --
+            **{c: (True, [pa.Check.in_range(*MOS_RANGE)]) for c in DNSMOS_COLUMNS},
         },
     )
 

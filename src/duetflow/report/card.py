@@ -14,6 +14,8 @@ from duetflow.licences import hf_licence
 from duetflow.report.collect import LICENCES
 from duetflow.report.data import PhStats, ReportData
 from duetflow.report.parity import d_table, pair_table, verdict_lines
+from duetflow.report.quality import FIGURES as DNSMOS_FIGURES
+from duetflow.report.quality import dnsmos_intro, dnsmos_table
 from duetflow.report.tables import (
     DIST_ORDER,
     DISTRIBUTION_FIGURES,
@@ -253,6 +255,11 @@ def render_card(data: ReportData, plot_files: Mapping[str, str]) -> str:
     for n in DISTRIBUTION_FIGURES:
         lines += img(n)
     lines += _parity(data, img)
+    lines += ["## Speech quality (DNSMOS)", "", md_text(dnsmos_intro(data)), ""]
+    if data.dnsmos:
+        lines += [_md_table(dnsmos_table(data)), ""]
+    for n in DNSMOS_FIGURES:
+        lines += img(n)
     lines += ["## Turn-taking in the sources (before filtering)", ""]
     if data.source_stats:
         lines += [_md_table([source_rows(s) for s in data.source_stats]), ""]

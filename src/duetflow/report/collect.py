@@ -52,6 +52,7 @@ from duetflow.report.data import (
     ReportData,
 )
 from duetflow.report.parity import release_audit
+from duetflow.report.quality import DnsmosTally
 from duetflow.report.rows import dialogues_with_turns, json_obj, num, similarities
 from duetflow.report.source_stats import parse_source_stats
 from duetflow.report.sources import ReportInput
@@ -135,6 +136,7 @@ class _Collector:
         self.ph_licences: dict[str, str] = {}
         self.licences: dict[str, tuple[int, float, set[str]]] = {}
         self.code_versions: Counter[str] = Counter()
+        self.dnsmos = DnsmosTally()
         self.sample_size = audio_sample
         self.heap: list[
             tuple[int, str, RenderedDialogueRow, list[RenderedTurnRow], ReportInput]
@@ -171,6 +173,7 @@ class _Collector:
         if la is not None and lb is not None:
             a["loudness_diff"].add(la - lb)
         self._turn_stats(row, turns)
+        self.dnsmos.add(row)
         prov = json_obj(row.provenance)
         cv = prov.get("code_version")
         if isinstance(cv, str) and (cv in self.code_versions or len(self.code_versions) < 20):
@@ -507,4 +510,5 @@ def collect(
         design_cells=contract.cells if contract is not None else (),
         design_problems=tuple(contract.problems) if contract is not None else (),
         cue_audit=cue_audit if cue_audit is not None else release_audit(inputs, cfg),
+        dnsmos=c.dnsmos.freeze(),
     )

@@ -243,6 +243,16 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class DnsmosDistribution:
+    """DNSMOS scores (one ``dnsmos_*`` column) of the dialogues of one category or corpus."""
+
+    by: str  # "category" or "corpus"
+    group: str
+    column: str
+    dist: Distribution
+
+
+@dataclass(frozen=True)
 class ReportData:
     """Everything a report shows; the one source of truth for page, card and artifacts."""
 
@@ -263,6 +273,8 @@ class ReportData:
     design_problems: tuple[str, ...] = field(default_factory=tuple)
     #: the cue-parity audit (docs/fairness.md); None when it was off
     cue_audit: AuditResult | None = None
+    #: DNSMOS per category and corpus (duetflow.report.quality); empty when none was scored
+    dnsmos: tuple[DnsmosDistribution, ...] = field(default_factory=tuple)
 
     @property
     def total_dialogues(self) -> int:

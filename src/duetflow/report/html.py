@@ -17,6 +17,8 @@ import yaml
 from duetflow.report.data import ReportData
 from duetflow.report.parity import d_table, pair_table, verdict_lines
 from duetflow.report.plots import Plot
+from duetflow.report.quality import FIGURES as DNSMOS_FIGURES
+from duetflow.report.quality import dnsmos_intro, dnsmos_table
 from duetflow.report.tables import (
     DIST_ORDER,
     DISTRIBUTION_FIGURES,
@@ -42,6 +44,7 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("rejections", "Rejections"),
     ("distributions", "Distributions measured on the rendered dialogues"),
     ("cue-parity", "Cue parity: what the pipeline controls, per category pair"),
+    ("quality", "Speech quality (DNSMOS) by category and corpus"),
     ("turn-taking", "Turn-taking in the sources (before filtering)"),
     ("ph", "Pseudo-human (PH) synthesis"),
     ("provenance", "Provenance and licences"),
@@ -292,6 +295,11 @@ def render_html(data: ReportData, plots: Sequence[Plot]) -> str:
         "rejections": rejections,
         "distributions": dists,
         "cue-parity": _parity(data, P),
+        "quality": [
+            f"<p>{_esc(dnsmos_intro(data))}</p>",
+            _html_table(dnsmos_table(data)),
+            *(_figure(P.get(n)) for n in DNSMOS_FIGURES),
+        ],
         "turn-taking": tt,
         "ph": phs,
         "provenance": prov,

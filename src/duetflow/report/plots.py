@@ -73,7 +73,8 @@ def hist_plot(
     names = [lbl for _, lbl in pairs]
     fig = _fig()
     ax = fig.add_subplot()
-    colors = [_BLUE, _ORANGE, _GREEN]
+    # more than three series (DNSMOS per corpus): further colours, the first three unchanged
+    colors = [_BLUE, _ORANGE, _GREEN, "#8e44ad", "#7f5539", "#c2185b", "#546e7a"]
     lo_edge = min(_crop(d)[0][0] for d in shown)
     hi_edge = max(_crop(d)[0][-1] for d in shown)
     for i, d in enumerate(shown):
@@ -82,7 +83,7 @@ def hist_plot(
             counts,
             edges,
             fill=len(shown) == 1,
-            color=colors[i % 3],
+            color=colors[i % len(colors)],
             alpha=0.85 if len(shown) == 1 else 1.0,
             linewidth=1.5,
             linestyle="-" if i == 0 else "--",
@@ -251,4 +252,7 @@ def all_plots(data: ReportData) -> list[Plot]:
     from duetflow.report.parity import cue_plot  # parity draws with this module's helpers
 
     out.append(cue_plot(data.cue_audit))
+    from duetflow.report.quality import dnsmos_plots  # quality draws with this module's helpers
+
+    out.extend(dnsmos_plots(data))
     return [p for p in out if p is not None]

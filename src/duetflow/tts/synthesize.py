@@ -1,11 +1,13 @@
 """The synthesize stage: scripts + voice references → a rendered PH work directory.
 
 :func:`synthesize_scripts` does one shard: the pipeline's synth step
-(:func:`duetflow.pipeline.steps.run_synth_shard`), which ``duetflow synthesize`` runs too
+(:func:`duetflow.pipeline.stages.synth.run_synth_shard`), which ``duetflow synthesize`` runs too
 (:func:`duetflow.pipeline.commands.synthesize`). Merged, the output is a rendered work
 directory exactly like the process stage's: ``audio/<id>.flac``,
 ``dialogues.parquet``, ``turns.parquet``, ``rejections.parquet`` (stage ``synthesize``).
-Inputs = kept + rejected: every script either becomes a dialogue or a rejection with a reason.
+Inputs = kept + rejected: every script either becomes a dialogue or a rejection with a reason
+(with ``quality.dnsmos`` on, a dialogue whose DNSMOS OVRL lies under PH's
+``filters.min_dnsmos_ovrl`` is a ``filter`` rejection ``dnsmos_ovrl_low``).
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from duetflow.audio.dnsmos import get_model
 from duetflow.audio.trim import acoustic_extent
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.records.convert import dumps
 from duetflow.records.dialogue import Rejection, Stage
 from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
+from duetflow.rendering.quality import dnsmos_problem, remove_audio, scored
 from duetflow.seeding import rng_for, seed_for
 from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
 from duetflow.tts.backend import Synthesis, SynthesisError, TTSBackend, load_backend
@@ -123,6 +127,8 @@ def synthesize_scripts(
         if isinstance(backend, str)
         else backend
     )
+    if config.quality.dnsmos:
+        get_model()  # the install hint (ConfigError) before any synthesis
     encoder = None if qa is False else SpeakerEncoder.get()
     if qa and encoder is not None and not encoder.available:
         log.warning("clone QA requested but unavailable: %s", encoder.error)
@@ -167,6 +173,20 @@ def synthesize_scripts(
         prov.update(report.provenance())
         prov["length_match"] = None if plan is None else plan.provenance()
         row = replace(done.record, provenance=dumps(prov))
+        if config.quality.dnsmos:  # issue 29: scores, then filters.min_dnsmos_ovrl
+            try:
+                row = scored(row, done.turn_records, out_dir)
+            except InputError as e:
+                remove_audio(row, out_dir)
+                rejections.append(_reject(did, e.reason, str(e), script.path))
+                continue
+            low = dnsmos_problem(row, config.filters.min_dnsmos_ovrl_for(row.category))
+            if low is not None:
+                remove_audio(row, out_dir)
+                rejections.append(
+                    Rejection(did, Stage.FILTER, low[0], dumps(low[1]), "ph", script.path)
+                )
+                continue
         dialogues.append(row)
         turn_rows.append(done.turn_records)
         audio_s += row.duration_s

@@ -68,6 +68,8 @@ REASON_KNOBS: dict[str, tuple[str, ...]] = {
     "language": ("filters.languages",),
     "topic": ("filters.topics",),
     "no_window": ("window.min_s", "window.max_s", "window.policy"),
+    # applied to rendered audio (pipeline.process, tts.pipeline; duetflow.rendering.quality)
+    "dnsmos_ovrl_low": ("filters.min_dnsmos_ovrl", "quality.dnsmos"),
 }
 
 

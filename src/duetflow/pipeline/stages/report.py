@@ -1,34 +1,28 @@
-"""The publish step: validate, split and publish the merged work directories with the report
-drawn from the staged release (cached by :func:`report_key`)."""
+"""The report stage: the release's report, drawn from the staged release while it publishes.
+
+The work is :mod:`duetflow.report` (the stage's entry module). It has no steps of its own in
+the run's loop: the publish stage hands :func:`cached_report` to
+:func:`duetflow.release.publish.publish` (``report=``), which calls it with the staged release
+(its splits and id), so :mod:`duetflow.release` never imports the report. Cached by the
+release's tables, id and split plan (:func:`report_key`) under
+``<workdir>/cache/report/<key>/report`` and copied to ``<workdir>/report``.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duetflow.config import RunConfig
 from duetflow.hashing import files_fingerprint, text_digest
 from duetflow.pipeline.cache import StepOutcome, build_cached, cache_dir
-from duetflow.pipeline.stages import REPORT
+from duetflow.pipeline.stage import CONTENT_SECTIONS, StageSpec
 from duetflow.records import convert, manifest
 
 if TYPE_CHECKING:
     from duetflow.release.staging import ReportMaker, StagedRelease
-
-
-@dataclass(frozen=True)
-class ReleaseSummary:
-    """A published release: its id, the store, publish's own record and the report step."""
-
-    release_id: str
-    store: str
-    info: Mapping[str, Any]
-    report: StepOutcome | None = None
 
 
 def report_key(staged: StagedRelease) -> str:
@@ -37,7 +31,7 @@ def report_key(staged: StagedRelease) -> str:
     names = (manifest.DIALOGUES, manifest.TURNS, manifest.REJECTIONS, "stats.json")
     fp = files_fingerprint(d / n for d in dirs for n in names)
     splits = text_digest(convert.dumps(sorted(staged.splits.items())))
-    return REPORT.key(staged.config, fp, staged.release_id, splits, *(d.name for d in dirs))
+    return STAGE.key(staged.config, fp, staged.release_id, splits, *(d.name for d in dirs))
 
 
 def cached_report(config: RunConfig, done: list[StepOutcome]) -> ReportMaker:
@@ -64,32 +58,6 @@ def cached_report(config: RunConfig, done: list[StepOutcome]) -> ReportMaker:
     return make
 
 
-def run_publish(
-    workdirs: Sequence[str | Path],
-    config: RunConfig,
-    release_id: str | None = None,
-) -> ReleaseSummary:
-    """Validate, split and publish the rendered work directories with the release's report.
-
-    Idempotent for equal content. The report is drawn from the staged release (splits, id) and
-    copied to ``<workdir>/report`` as well, a stable place to open it from.
-    """
-    from duetflow.release.publish import publish
-
-    reports: list[StepOutcome] = []
-    info = publish(
-        [Path(w) for w in workdirs],
-        config.release.store,
-        config,
-        release_id=release_id or config.release.release_id,
-        report=cached_report(config, reports),
-    )
-    report = reports[-1] if reports else None
-    if report is not None:
-        expose_report(config, report)
-    return ReleaseSummary(info.release_id, str(config.release.store), _as_dict(info), report)
-
-
 def expose_report(config: RunConfig, step: StepOutcome) -> Path:
     """Copy a cached report to ``<workdir>/report`` (a stable place to open it from)."""
     dest = Path(config.workdir) / "report"
@@ -104,10 +72,10 @@ def expose_report(config: RunConfig, step: StepOutcome) -> Path:
     return dest
 
 
-def _as_dict(obj: Any) -> dict[str, Any]:
-    data: Any = {"value": str(obj)}
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        data = json.loads(json.dumps(dataclasses.asdict(obj), default=str))
-    elif isinstance(obj, Mapping):
-        data = json.loads(json.dumps(dict(obj), default=str))
-    return dict(data)
+STAGE = StageSpec(
+    "report",
+    CONTENT_SECTIONS,  # the report records the whole content config (content_json)
+    ("duetflow.report",),
+    inputs="the staged release: its work directories, splits and id",
+    outputs="report/ (HTML, card, plots, report.json) uploaded with the release",
+)
