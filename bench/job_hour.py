@@ -6,7 +6,7 @@ For each scale the sample corpora are generated (``duetflow samples make --scale
 the four corpora) and the bundled demo config — every corpus, matching, report, publish to a
 local store; PH synthesis off (eSpeak NG's cost is ``bench/synthesize.py``'s, and it renders
 no source hour) — runs in a fresh child process through
-:func:`duetflow.pipeline.run.run_pipeline` with one worker, so CPU time is the job's own (no
+:func:`duetflow.pipeline.driver.run_pipeline` with one worker, so CPU time is the job's own (no
 thread pool overlapping it). The child's CPU (``getrusage``, self and children) is read around
 each stage through an executor that only times :meth:`stage` calls, so the figure splits into
 ingest, process (+ matching), publish (validation, splits, report, upload to the local store).
@@ -62,7 +62,7 @@ def _cpu() -> float:
 def _child(cfg_path: Path) -> dict[str, Any]:
     t_start, cpu_start = time.perf_counter(), _cpu()
     from duetflow.config import load_config
-    from duetflow.pipeline import run
+    from duetflow.pipeline import driver
     from duetflow.pipeline.executors import PlainExecutor
     from duetflow.records.manifest import iter_column
 
@@ -80,7 +80,7 @@ def _child(cfg_path: Path) -> dict[str, Any]:
 
     cfg = load_config(cfg_path)
     c0 = _cpu()
-    result = run.run_pipeline(cfg, executor=Timed(), synthesize=False, publish=True)
+    result = driver.run_pipeline(cfg, executor=Timed(), synthesize=False, publish=True)
     staged = sum(v for k, v in cpu.items() if k != "imports")
     cpu["other"] = _cpu() - c0 - staged  # matching, merges' bookkeeping between stages
     total = _cpu() - cpu_start
