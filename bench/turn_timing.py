@@ -7,7 +7,7 @@ One command: ``.venv/bin/python bench/turn_timing.py`` (``--minutes 30 --repeat 
   recording (IEMOCAP / studio stereo: one speaker per channel, -14 dB crosstalk), turns of
   1.5–6 s with 0.2–0.9 s pauses, one change in four a 0.1–0.25 s terminal overlap, annotations
   20–250 ms loose on each side;
-* **timing**: :func:`duetflow.turntaking.timing.refine_timing` on a ``--minutes`` recording of each
+* **timing**: :func:`duetflow.acoustics.timing.refine_timing` on a ``--minutes`` recording of each
   shape, CPU seconds per source hour (``time.process_time``: per core);
 * **process, before / after**: :func:`duetflow.pipeline.process.process_dialogues` (timing, windows,
   filters, render of every kept window; interruptions allowed, so both render about the same
@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from duetflow.acoustics.timing import refine_timing
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
 from duetflow.pipeline.process import process_dialogues
@@ -43,7 +44,6 @@ from duetflow.records.dialogue import (
     Speaker,
     Turn,
 )
-from duetflow.turntaking.timing import refine_timing
 
 SR = 16000
 

@@ -1,7 +1,8 @@
 """The layers import downward only, read from every import statement of the source.
 
-``audio`` (pure signal processing) < ``turntaking`` (analysis, windows, the re-timing
-arithmetic) < ``rendering`` < ``pipeline`` < the Prefect shell (``flows``, ``tasks``) and the
+``audio`` (pure signal processing) < ``acoustics`` (measurement of a source's tracks: floors,
+extents, acoustic turn timing) < ``turntaking`` (analysis, windows, the re-timing arithmetic) <
+``rendering`` < ``pipeline`` < the Prefect shell (``flows``, ``tasks``) and the
 command line (``cli`` and its entry point ``console``). What each lower layer must never name,
 even in a function body or under ``if TYPE_CHECKING:``
 (``tests/architecture/test_audio_is_pure.py`` holds audio to stricter rules). Beside that
@@ -26,7 +27,19 @@ SHELL = (
 )
 #: package → the packages above it that it must not import
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "duetflow.audio": ("duetflow.turntaking", "duetflow.rendering", "duetflow.pipeline", *SHELL),
+    "duetflow.audio": (
+        "duetflow.acoustics",
+        "duetflow.turntaking",
+        "duetflow.rendering",
+        "duetflow.pipeline",
+        *SHELL,
+    ),
+    "duetflow.acoustics": (
+        "duetflow.turntaking",
+        "duetflow.rendering",
+        "duetflow.pipeline",
+        *SHELL,
+    ),
     "duetflow.turntaking": ("duetflow.rendering", "duetflow.pipeline", *SHELL),
     "duetflow.rendering": ("duetflow.pipeline", *SHELL),
     "duetflow.corpora": ("duetflow.pipeline", "duetflow.rendering", *SHELL),

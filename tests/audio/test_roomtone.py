@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from duetflow.acoustics import tone_sources
 from duetflow.audio import roomtone
 from duetflow.audio.edges import longest_zero_run
-from duetflow.rendering import tone_sources
 from noise import noise_at
 
 SR = 16000
@@ -156,7 +156,7 @@ def test_crosstalk_is_neither_speech_nor_room_tone_of_the_other_track() -> None:
     """Two mics, each hearing the other speaker 14 dB down; A's annotations end 0.3 s early and
     B's start 0.6 s early, so B's hint reaches over A's last words on B's track. B's extent
     starts at B's own voice, and no room tone is taken from A's voice on B's track."""
-    from duetflow.audio import source_acoustics as sa
+    from duetflow.acoustics import source_acoustics as sa
 
     rng = np.random.default_rng(7)
     n = 12 * SR

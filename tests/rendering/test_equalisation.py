@@ -272,7 +272,7 @@ def test_a_gap_the_rows_would_carry_outside_the_band_is_rejected(
     import duetflow.rendering.mixdown as mixdown_mod
     from duetflow.errors import InputError
     from duetflow.release import table_schemas
-    from duetflow.rendering.mixdown import Bed
+    from duetflow.rendering.assembly import Bed
 
     assert table_schemas.ROW_GAP_TOL_MS is mixdown_mod.ROW_GAP_TOL_MS  # one declaration
     x, truth, seen, tone = _utterance_clips(11, -62.0)

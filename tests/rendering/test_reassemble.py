@@ -13,8 +13,10 @@ import itertools
 import numpy as np
 
 from duetflow.audio.mix import fade_envelope
+from duetflow.rendering import assembly as asm
 from duetflow.rendering import mixdown as md
-from duetflow.rendering.mixdown import Clip, as_written, assemble
+from duetflow.rendering.assembly import Clip, assemble
+from duetflow.rendering.mixdown import as_written
 
 
 def _case(
@@ -46,9 +48,9 @@ def _case(
     return clips, spans, max(n0, 1), noise
 
 
-def _layout(spans: list[tuple[int, int]], shifts: list[int], n0: int) -> md._Layout:
+def _layout(spans: list[tuple[int, int]], shifts: list[int], n0: int) -> asm.Layout:
     n = n0 + shifts[-1]
-    return md._Layout(shifts, n, md._bed_cuts(spans, shifts, n))
+    return asm.Layout(shifts, n, asm.bed_cuts(spans, shifts, n))
 
 
 def test_reassembly_equals_whole_assembly() -> None:
@@ -71,8 +73,8 @@ def test_reassembly_equals_whole_assembly() -> None:
             new = _layout(spans, shifts, n0)
             if new.n <= 0:
                 break
-            moved_bed = md._shift_bed(bed, spans, shifts, new.n) if bed is not None else None
-            out, stems, same = md.reassemble(clips, old, new, done, moved_bed, power, n_stems)
+            moved_bed = asm.shift_bed(bed, spans, shifts, new.n) if bed is not None else None
+            out, stems, same = asm.reassemble(clips, old, new, done, moved_bed, power, n_stems)
             want, want_stems = assemble(clips, shifts, new.n, moved_bed, power, n_stems)
             assert out.tobytes() == want.tobytes()
             if n_stems:
@@ -123,7 +125,7 @@ def test_subtract_against_a_sample_mask() -> None:
         for a, b in holes:
             mask[max(a, 0) : max(b, 0)] = False
         got = np.zeros(130, dtype=bool)
-        for a, b in md._subtract(spans, holes):
+        for a, b in asm._subtract(spans, holes):
             assert b > a and not got[a:b].any()
             got[a:b] = True
         np.testing.assert_array_equal(got, mask)

@@ -15,6 +15,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from duetflow.acoustics.blocks import Block
+from duetflow.acoustics.extent_bounds import (
+    block_bounds,
+    quietest_point,
+    same_track_bounds,
+    sample_span,
+)
+from duetflow.acoustics.window import Track, track_view, window_floor, window_floor_again
 from duetflow.audio import edges
 from duetflow.audio import loudness as ld
 from duetflow.config import RenderConfig, RunConfig
@@ -37,14 +45,9 @@ from duetflow.rendering.roomtone import (
     describe_tone,
     file_floor,
     find_tone,
-    track_view,
-    window_floor,
-    window_floor_again,
 )
 from duetflow.rendering.rows import Rendering, dialogue_record, ordered_turn_rows, turn_row
-from duetflow.rendering.sources import Track, load_mixed, load_separable, source_turns
-from duetflow.rendering.trim import block_bounds, quietest_point, same_track_bounds, sample_span
-from duetflow.turntaking.retime import Block
+from duetflow.rendering.sources import load_mixed, load_separable, source_turns
 
 SR = 8000
 

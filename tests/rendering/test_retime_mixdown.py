@@ -10,13 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from duetflow.acoustics.blocks import merge_blocks
 from duetflow.audio import edges
 from duetflow.audio.calibration import construct
 from duetflow.audio.mix import fade_envelope
 from duetflow.config import build_config
 from duetflow.records.dialogue import Turn, TurnKind
-from duetflow.rendering.mixdown import GAP_TOLERANCE_S, Bed, Change, Clip, mixdown
-from duetflow.turntaking.retime import layout_blocks, layout_turns, merge_blocks
+from duetflow.rendering.assembly import Bed, Clip
+from duetflow.rendering.mixdown import GAP_TOLERANCE_S, Change, mixdown
+from duetflow.turntaking.retime import layout_blocks, layout_turns
 
 SR = 16000
 
@@ -309,7 +311,7 @@ def _spans_of(
 def test_the_bed_moves_by_slices_as_by_clamped_indices() -> None:
     """The bed's segments are copied by slices, indices outside the tone clamped to its ends:
     the same samples as indexing with clamped positions, wherever the segment lies."""
-    import duetflow.rendering.mixdown as mixdown_mod
+    import duetflow.rendering.assembly as assembly_mod
 
     rng = np.random.default_rng(0)
     for _ in range(500):
@@ -318,7 +320,7 @@ def test_the_bed_moves_by_slices_as_by_clamped_indices() -> None:
         hi = lo + int(rng.integers(0, 80))
         at = int(rng.integers(-100, 100))
         got = np.zeros(hi + 5, dtype=np.float32)
-        mixdown_mod._copy_clamped(got, lo, hi, src, at)
+        assembly_mod._copy_clamped(got, lo, hi, src, at)
         want = np.zeros(hi + 5, dtype=np.float32)
         want[lo:hi] = src[np.clip(np.arange(at, at + hi - lo), 0, len(src) - 1)]
         np.testing.assert_array_equal(got, want)

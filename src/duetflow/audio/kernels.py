@@ -24,6 +24,10 @@ The compiled kernels need the optional ``numba`` (extra ``fast``). Without it, o
 ``DUETFLOW_KERNELS=scipy`` in the environment, both functions call scipy: the same output.
 numba is imported (and the kernels compiled, or loaded from numba's on-disk cache) on the first
 call, never at import, so commands that filter nothing do not pay for it.
+
+The Welch periodogram of :func:`duetflow.audio.bandlimit.welch_density` has three loops
+compiled too (:func:`welch_kernels`, in :mod:`duetflow.audio.welch_kernels`), each numpy's own
+arithmetic in its own order; the FFT between them stays scipy's.
 """
 
 from __future__ import annotations
@@ -208,3 +212,26 @@ def sosfilt(
     if zi is None:
         return y
     return y, state
+
+
+@functools.lru_cache(maxsize=1)
+def welch_kernels() -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]] | None:
+    """(windowed segments, power into columns, mean of rows) compiled, or None (numba missing
+    or turned off): see the module docstring; :func:`duetflow.audio.bandlimit.welch_density`
+    uses numpy then, with the same bits. The kernels are module-level functions of
+    :mod:`duetflow.audio.welch_kernels` (numba caches those on disk; closures that call one
+    another it compiled anew in every process)."""
+    if _compiled() is None:
+        return None
+    try:
+        from duetflow.audio import welch_kernels as wk
+
+        x = np.ones(8)
+        seg = np.empty((1, 4))
+        wk.segments(x, np.ones(4), 2, 0, seg)
+        p = np.empty((3, 1))
+        wk.power(np.ones((1, 3), dtype=np.complex128), p, 0)
+        wk.row_means(p, 1, 2, np.empty(3))
+    except Exception:  # a numba that cannot compile here: numpy, the same output
+        return None
+    return wk.segments, wk.power, wk.row_means

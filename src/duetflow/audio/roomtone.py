@@ -17,7 +17,7 @@ the whole file (docs/turn-taking.md, *Room tone*).
   level), :func:`extract_room_tone` does all of it for a signal with known speech regions
   (PH ambience from reference recordings).
 
-Pure numpy; nothing here reads files (see :mod:`duetflow.rendering.tone_sources` for reading
+Pure numpy; nothing here reads files (see :mod:`duetflow.acoustics.tone_sources` for reading
 more of a recording when a window holds too little non-speech).
 """
 

@@ -42,7 +42,7 @@ class TurnsConfig(_Section):
     acoustic_timing: bool = Field(
         True,
         description="before windows and filters, move every turn's start/end to the acoustic "
-        "extent of its speech within its annotation (duetflow.turntaking.timing); false: "
+        "extent of its speech within its annotation (duetflow.acoustics.timing); false: "
         "analyse the annotated times as given",
     )
     timing_outward_s: float = Field(

@@ -4,7 +4,7 @@ work directory.
 ``process_dialogues`` is the work of one shard: the pipeline's process step
 (:func:`duetflow.pipeline.stages.process.run_process_shard`), which ``duetflow process`` runs too
 (:func:`duetflow.pipeline.commands.process_workdir`). It streams: one source dialogue is timed
-from its audio (:mod:`duetflow.turntaking.timing`, read in chunks), selected, and its kept
+from its audio (:mod:`duetflow.acoustics.timing`, read in chunks), selected, and its kept
 windows rendered before the next is read, and its records go to row-group writers (rows only
 at the write, :class:`duetflow.records.manifest.WorkdirWriter`), so memory does not grow with the
 shard.
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from duetflow.acoustics.timing import refine_timing
 from duetflow.audio.dnsmos import get_model
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
@@ -42,7 +43,6 @@ from duetflow.rendering.rows import RenderedDialogue
 from duetflow.turntaking.rendered_length import length_problem
 from duetflow.turntaking.selection import select
 from duetflow.turntaking.stats import CorpusStats
-from duetflow.turntaking.timing import refine_timing
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def _process_one(
     keep_rows: ShardResult | None,
 ) -> tuple[int, int, int, float]:
     """Time, select + render one source dialogue; returns (windows, rendered, rejected,
-    audio_s). Acoustic timing (:mod:`duetflow.turntaking.timing`) runs first, so windows, filters,
+    audio_s). Acoustic timing (:mod:`duetflow.acoustics.timing`) runs first, so windows, filters,
     the length model and the renderer see where the speech is, not the annotation's slack."""
     if config.turns.acoustic_timing:
         d = refine_timing(d, config.turns)

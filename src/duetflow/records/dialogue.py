@@ -71,7 +71,7 @@ class Turn:
     kind: TurnKind = TurnKind.TURN
     labels: Mapping[str, str] = field(default_factory=dict)
     #: the source's annotated ``(start, end)`` when ``start``/``end`` were re-timed from the
-    #: audio (:mod:`duetflow.turntaking.timing`); None: ``start``/``end`` are the annotation
+    #: audio (:mod:`duetflow.acoustics.timing`); None: ``start``/``end`` are the annotation
     annotated: tuple[float, float] | None = None
 
     @property

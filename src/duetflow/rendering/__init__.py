@@ -1,9 +1,11 @@
 """Rendering one dialogue window to the file a listener hears, step by step.
 
 * :mod:`~duetflow.rendering.sources` — read the window's tracks (the source kinds);
-* :mod:`~duetflow.rendering.roomtone`, :mod:`~duetflow.rendering.tone_sources` — floors and
-  room tone of the window (and of the rest of its recording);
-* :mod:`~duetflow.rendering.trim` — where each turn's acoustic extent may lie;
+* :mod:`duetflow.acoustics` (one layer down) — each track's floor
+  (:mod:`~duetflow.acoustics.window`, :mod:`~duetflow.acoustics.tone_sources`), extents
+  (:mod:`~duetflow.acoustics.source_acoustics`) and where they may lie
+  (:mod:`~duetflow.acoustics.extent_bounds`);
+* :mod:`~duetflow.rendering.roomtone` — the room tone laid under the file, the file's floor;
 * :mod:`~duetflow.turntaking.retime` — where each trimmed turn lands (seeded gaps; one layer
   down, since the length model and acoustic timing use the same arithmetic);
 * :mod:`~duetflow.rendering.mixdown` — clips over one floor, ceiling, gap confirmation;

@@ -1,7 +1,7 @@
 """Rendering a mixed mono source: blocks of continuous talk move together.
 
 Overlapping turns cannot be pulled apart, so blocks
-(:func:`~duetflow.turntaking.retime.merge_blocks`) are trimmed, gained with a per-speaker curve
+(:func:`~duetflow.acoustics.blocks.merge_blocks`) are trimmed, gained with a per-speaker curve
 measured on non-overlapped speech, and only the silences between blocks are re-timed
 (:func:`~duetflow.turntaking.retime.layout_blocks`).
 """
@@ -14,30 +14,31 @@ from dataclasses import replace
 
 import numpy as np
 
-from duetflow.audio import bs1770, edges, source_acoustics
+from duetflow.acoustics import source_acoustics
+from duetflow.acoustics.blocks import merge_blocks
+from duetflow.acoustics.extent_bounds import block_bounds, sample_span
+from duetflow.acoustics.window import track_view, window_floor
+from duetflow.audio import bs1770, edges
 from duetflow.audio import loudness as ld
 from duetflow.audio.mix import fade_envelope, smooth_steps
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.records.dialogue import Dialogue, MixedMonoSource, Turn, TurnKind
+from duetflow.rendering.assembly import Bed, Clip
 from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
-from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
+from duetflow.rendering.mixdown import Change, mixdown
 from duetflow.rendering.roomtone import (
     Tone,
     describe_tone,
     file_floor,
     find_tone,
     tone_rng,
-    track_view,
-    window_floor,
 )
 from duetflow.rendering.rows import Rendering, turn_row
 from duetflow.rendering.sources import CONTEXT_S, band_limited, bandwidth_record, load_mixed
-from duetflow.rendering.trim import block_bounds, sample_span
 from duetflow.turntaking.retime import (
     edge_silence_s,
     layout_blocks,
-    merge_blocks,
     mixed_speech_indices,
 )
 

@@ -7,9 +7,9 @@ docs/turn-taking.md, *Gaps* and *Room tone*):
    a loose annotation), from every track, resampled to ``config.sample_rate``: one track per
    speaker for separable sources (multichannel, file per speaker, clip per turn), one mixed
    track for mixed mono;
-2. **floor**: each track's background (:mod:`duetflow.audio.source_acoustics`), measured where no
-   turn of any speaker is annotated, never on the other speaker's crosstalk; the rest of the
-   recording when the window holds too little (:mod:`duetflow.rendering.tone_sources`);
+2. **floor**: each track's background (:mod:`duetflow.acoustics.source_acoustics`), measured
+   where no turn of any speaker is annotated, never on the other speaker's crosstalk; the rest of
+   the recording when the window holds too little (:mod:`duetflow.acoustics.tone_sources`);
 3. **edges**: each turn (mixed mono: each block of continuous talk; a latched speaker change,
    overlapping by no more than ``turns.min_overlap_s``, is cut at its quietest point so it can
    be re-timed like any other) is located by its annotation and trimmed to its acoustic extent

@@ -1,8 +1,8 @@
-"""A window's background: each track's floor, the room tone laid under the file, its floor.
+"""A window's background: the room tone laid under the file, and the file's floor.
 
-A track's floor is measured where no turn of any speaker is annotated
-(:mod:`duetflow.audio.source_acoustics`), else in the rest of its recording
-(:mod:`duetflow.rendering.tone_sources`). Room tone comes from the window's pauses, then the
+Each track's floor is measured in the acoustic layer (:mod:`duetflow.acoustics.window`: where no
+turn of any speaker is annotated, else in the rest of its recording,
+:mod:`duetflow.acoustics.tone_sources`). Room tone comes from the window's pauses, then the
 recording's, then noise of the floor's spectrum; its draws use their own generator
 (:func:`tone_rng`), so the gap draws never depend on them.
 """
@@ -15,71 +15,19 @@ from typing import Any
 
 import numpy as np
 
-from duetflow.audio import bs1770, edges, roomtone, source_acoustics
+from duetflow.acoustics import source_acoustics
+from duetflow.acoustics.tone_sources import RecordingTone, recording_tone
+from duetflow.acoustics.window import Track
+from duetflow.audio import bs1770, edges, roomtone
 from duetflow.audio import loudness as ld
 from duetflow.audio.bandlimit import lowpass
 from duetflow.audio.io import Audio
 from duetflow.audio.trim import rms_db
 from duetflow.config import RenderConfig, RunConfig
-from duetflow.records.dialogue import Dialogue, Turn
-from duetflow.rendering.sources import Track
-from duetflow.rendering.tone_sources import RecordingTone, recording_tone
+from duetflow.records.dialogue import Dialogue
 from duetflow.seeding import rng_for
 
-_REACH_S = 0.05  # background is judged only this close around the window's own turns
 _MIN_TONE_S = 1.0  # less room tone than this in the window: look in the rest of the recording
-
-
-def turn_spans(track: Track, turns: Sequence[Turn], sr: int) -> list[tuple[float, float]]:
-    """Every turn's annotated span in track samples."""
-    return [((t.start - track.t0) * sr, (t.end - track.t0) * sr) for t in turns]
-
-
-def track_view(
-    d: Dialogue, track: Track, turns: Sequence[Turn], sr: int
-) -> source_acoustics.TrackView:
-    """The track analysed around the window's turns (background judged only near them; a
-    clip-per-turn track's stretches without material are no background)."""
-    lo = min((t.start for t in turns), default=track.t0)
-    hi = max((t.end for t in turns), default=track.t0 + track.n / sr)
-    if d.window is not None:
-        lo, hi = min(lo, d.window[0]), max(hi, d.window[1])
-    reach = ((lo - _REACH_S - track.t0) * sr, (hi + _REACH_S - track.t0) * sr)
-    gaps = [((a - track.t0) * sr, (b - track.t0) * sr) for a, b in track.gaps]
-    return source_acoustics.view(
-        track.samples, sr, turn_spans(track, turns, sr), no_material=gaps, reach=reach
-    )
-
-
-def window_floor(
-    track: Track, v: source_acoustics.TrackView, sr: int
-) -> tuple[edges.Floor | None, RecordingTone | None]:
-    """A track's floor: its window's background, else the rest of its recording's."""
-    floor = source_acoustics.track_floor(v)
-    clear = v.clear if v.blocked is None else v.clear & ~v.blocked
-    enough = np.count_nonzero(clear) * v.an.edge.hop >= 0.3 * sr
-    if (floor is None or not enough) and track.recording is not None:
-        rec = recording_tone(*track.recording, sr, track.bandwidth_hz)
-        return (rec.floor or floor), rec
-    return floor, None
-
-
-def window_floor_again(
-    track: Track,
-    v: source_acoustics.TrackView,
-    sr: int,
-    found: tuple[edges.Floor | None, RecordingTone | None],
-    blocked_before: edges.BoolArray | None,
-) -> tuple[edges.Floor | None, RecordingTone | None]:
-    """:func:`window_floor` after ``v.blocked`` was set (crosstalk marked), given what it found
-    with ``blocked_before``: that, when the marking blocks none of the clear frames it looks
-    at (every mask it reads is ``clear`` less ``blocked``), else found anew."""
-    b = v.blocked
-    if b is blocked_before or (
-        blocked_before is None and b is not None and not (v.clear & b).any()
-    ):
-        return found
-    return window_floor(track, v, sr)
 
 
 def tone_rng(config: RunConfig, d: Dialogue) -> np.random.Generator:

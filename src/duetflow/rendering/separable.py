@@ -12,15 +12,19 @@ from dataclasses import replace
 
 import numpy as np
 
-from duetflow.audio import edges, source_acoustics
+from duetflow.acoustics import source_acoustics
+from duetflow.acoustics.extent_bounds import piece_mask, same_track_bounds, sample_span
+from duetflow.acoustics.window import track_view, turn_spans, window_floor, window_floor_again
+from duetflow.audio import edges
 from duetflow.audio import loudness as ld
 from duetflow.audio.io import Audio
 from duetflow.audio.mix import fade_envelope
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.records.dialogue import Dialogue, PerTurnSource, Turn, TurnKind
+from duetflow.rendering.assembly import Bed, Clip
 from duetflow.rendering.gaps import measured_gaps_ms, rows_at_changes
-from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
+from duetflow.rendering.mixdown import Change, mixdown
 from duetflow.rendering.roomtone import (
     Tone,
     describe_tone,
@@ -28,10 +32,6 @@ from duetflow.rendering.roomtone import (
     find_tone,
     measure_speech,
     tone_rng,
-    track_view,
-    turn_spans,
-    window_floor,
-    window_floor_again,
 )
 from duetflow.rendering.rows import Rendering, turn_row
 from duetflow.rendering.sources import (
@@ -40,7 +40,6 @@ from duetflow.rendering.sources import (
     bandwidth_record,
     load_separable,
 )
-from duetflow.rendering.trim import piece_mask, same_track_bounds, sample_span
 from duetflow.turntaking.retime import edge_silence_s, layout_turns
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from duetflow.acoustics.window import Track
 from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, audio_info, read_frames, resample
 from duetflow.audio.mix import place
@@ -32,27 +33,6 @@ from duetflow.records.dialogue import (
 _WINDOW_TOL_S = 0.5  # slack when deciding whether turn times are window-relative
 _END_TOL_S = 0.05  # a file may end this much before the last annotated turn end
 CONTEXT_S = 0.5  # read around the window: an edge may lie this far past a loose annotation
-
-
-@dataclass(frozen=True)
-class Track:
-    """Samples at the output rate; sample 0 is ``t0`` seconds on the source timeline."""
-
-    samples: Audio
-    t0: float
-    gaps: tuple[tuple[float, float], ...] = ()  # source-time spans with no material (per-turn)
-    pieces: tuple[tuple[float, float], ...] = ()  # source-time spans of each clip (per-turn)
-    recording: tuple[str, int | None] | None = None  # (file, channel) the track is read from
-    #: the low-pass applied to ``samples`` (and to whatever else is read from ``recording``)
-    bandwidth_hz: float | None = None
-
-    def index(self, t: float, sr: int) -> int:
-        """The sample of source time ``t`` (s) on this track."""
-        return int(round((t - self.t0) * sr))
-
-    @property
-    def n(self) -> int:
-        return len(self.samples)
 
 
 def band_limited(track: Track, sr: int, cutoff_hz: float | None) -> Track:

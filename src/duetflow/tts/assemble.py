@@ -51,7 +51,8 @@ from duetflow.licences import UNDECLARED, combine
 from duetflow.records.convert import dumps
 from duetflow.records.dialogue import Category, DesignFields, TurnKind, safe_id
 from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
-from duetflow.rendering.mixdown import Bed, Change, Clip, mixdown
+from duetflow.rendering.assembly import Bed, Clip
+from duetflow.rendering.mixdown import Change, mixdown
 from duetflow.rendering.source_rate import resampling_record
 from duetflow.seeding import rng_for
 from duetflow.tts.backend import Synthesis, Voice

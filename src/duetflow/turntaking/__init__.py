@@ -2,10 +2,8 @@
 
 Plain typed Python, no Prefect. One source dialogue goes through these modules in this order:
 
-* :mod:`~duetflow.turntaking.timing`: turn boundaries timed from the audio (acoustic timing;
-  the measuring paths in :mod:`~duetflow.turntaking.timing_separable` and
-  :mod:`~duetflow.turntaking.timing_mixed`, what they share in
-  :mod:`~duetflow.turntaking.timing_edges`);
+* (one layer down, :mod:`duetflow.acoustics`) :mod:`~duetflow.acoustics.timing`: turn
+  boundaries timed from the audio (acoustic timing), run by the process stage first;
 * :mod:`~duetflow.turntaking.overlaps`: overlap events and their classes, backchannels, the
   speakers' balance (with transcript evidence from :mod:`~duetflow.turntaking.cues`);
 * :mod:`~duetflow.turntaking.windows`: candidate windows cut at floor transfers, sized with the

@@ -13,7 +13,7 @@ separable sources overlapping turns are laid end to end. A 22 s stretch of sourc
 the turn times, once with every drawn gap at ``gap_ms_min`` and once at ``gap_ms_max``,
 so the prediction follows the renderer's rules by construction rather than by a second copy of
 them. In the process stage those times are already the acoustic extents
-(:mod:`duetflow.turntaking.timing`), so clip padding and annotation slack are not counted as speech;
+(:mod:`duetflow.acoustics.timing`), so clip padding and annotation slack are not counted as speech;
 on annotated times it is a bound: trimming each turn to its acoustic extent can only make the
 audio shorter, which is what ``window.margin_s`` is for; the rendered audio is checked
 afterwards anyway (:func:`length_problem`), by the process stage, the PH assembly and the schema
@@ -30,15 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from duetflow.acoustics.blocks import Block, merge_blocks
 from duetflow.config import RenderConfig, RunConfig, TurnsConfig, WindowConfig
 from duetflow.records.dialogue import Dialogue, MixedMonoSource, Turn
 from duetflow.turntaking.overlaps import OverlapEvent, mark_backchannels
 from duetflow.turntaking.retime import (
-    Block,
     edge_silence_s,
     layout_blocks,
     layout_turns,
-    merge_blocks,
     mixed_speech_indices,
 )
 

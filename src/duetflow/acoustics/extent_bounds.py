@@ -3,7 +3,7 @@
 A separable turn's edges may move past its annotation by the search reach, never past the
 middle of the pause to its neighbours on the same track nor outside its clip; two blocks of a
 mixed track that overlap (a latched change) are cut at the quietest point of the overlap.
-The extents themselves are found by :func:`duetflow.audio.source_acoustics.extent`.
+The extents themselves are found by :func:`duetflow.acoustics.source_acoustics.extent`.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from duetflow.audio import edges, source_acoustics
+from duetflow.acoustics import source_acoustics
+from duetflow.acoustics.blocks import Block
+from duetflow.acoustics.window import Track
+from duetflow.audio import edges
 from duetflow.audio.io import Audio
 from duetflow.audio.trim import frame_db
 from duetflow.records.dialogue import Turn
-from duetflow.rendering.sources import Track
-from duetflow.turntaking.retime import Block
 
 _CUT_SEARCH_S = 0.02  # a latched speaker change in a mix is cut within this of the overlap
 _CUT_FRAME_S = 0.005
@@ -78,7 +79,7 @@ def block_bounds(track: Track, blocks: Sequence[Block], sr: int) -> list[tuple[f
     """Source-time range each block's audio may come from.
 
     Blocks that overlap (a latched speaker change, see
-    :func:`~duetflow.turntaking.retime.merge_blocks`) are cut at the quietest point around the
+    :func:`~duetflow.acoustics.blocks.merge_blocks`) are cut at the quietest point around the
     overlap, so neither keeps the other's voice; other neighbours are bounded at the middle of
     the pause between their annotations.
     """

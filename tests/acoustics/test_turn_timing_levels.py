@@ -2,7 +2,7 @@
 
 A cheap interface adds a constant offset to one speaker's file; the offset must not reach the
 level decisions (floors, edges): timing on the offset files equals timing on the clean ones,
-both checked against the constructed speech (tests/turntaking/timing_corpora.py). On the code before
+both checked against the constructed speech (tests/acoustics/timing_corpora.py). On the code before
 the fix a 0.2 offset moved edges by up to 249 ms (back to the annotation).
 """
 
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from duetflow.acoustics.timing import refine_timing
 from duetflow.audio.levels import file_dc_offsets
 from duetflow.config import build_config
-from duetflow.turntaking.timing import refine_timing
 
 from .timing_corpora import build, plan
 

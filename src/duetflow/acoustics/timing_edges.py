@@ -5,7 +5,7 @@ Separable tracks (:mod:`.timing_separable`), clips per turn (the same module) an
 :class:`Measured` record, with one rule for where an edge may be searched
 (:func:`search_bounds`), one for when a measured edge is a measurement and not its search bound
 (:func:`edges_of`) and one for which floor a chunk is judged against (:func:`floor_for`);
-:func:`duetflow.turntaking.timing.measure` applies and labels the result.
+:func:`duetflow.acoustics.timing.measure` applies and labels the result.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from enum import StrEnum
 
 import numpy as np
 
-from duetflow.audio import edges, source_acoustics
+from duetflow.acoustics import source_acoustics
+from duetflow.acoustics.track_reader import Span
+from duetflow.audio import edges
 from duetflow.records.dialogue import Turn, TurnKind
-from duetflow.turntaking.track_reader import Span
 
 #: A chunk whose background is shorter than this (s) is judged against the floor last measured
 #: on the same track.

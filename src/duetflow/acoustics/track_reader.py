@@ -4,7 +4,7 @@
 :data:`Reader` returns the audio of ``[a, b)`` seconds of every track a source holds
 (:func:`multichannel_reader`, :func:`per_speaker_reader`, :func:`mixed_reader`) as a
 :class:`Span`. Only the frames asked for are read, so memory stays flat however long the
-recording is. Used by :mod:`duetflow.turntaking.timing`.
+recording is. Used by :mod:`duetflow.acoustics.timing`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Acoustic turn timing on a mono mix: blocks measured whole, overlap boundaries by slack.
 
 A boundary inside an annotated overlap cannot be measured (both voices are in one channel).
-Blocks of continuous talk (:func:`duetflow.turntaking.retime.merge_blocks`) are measured whole;
+Blocks of continuous talk (:func:`duetflow.acoustics.blocks.merge_blocks`) are measured whole;
 their outer edges are acoustic and give the dialogue's typical slack (:func:`estimate_slack`),
 by which each boundary inside the block moves inward (:func:`measure_mixed`). Rules:
-:mod:`duetflow.turntaking.timing` (module docstring) and docs/turn-taking.md.
+:mod:`duetflow.acoustics.timing` (module docstring) and docs/turn-taking.md.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
-from duetflow.audio import edges, source_acoustics
-from duetflow.config import TurnsConfig
-from duetflow.records.dialogue import Dialogue, Turn
-from duetflow.turntaking.retime import merge_blocks
-from duetflow.turntaking.timing_edges import (
+from duetflow.acoustics import source_acoustics
+from duetflow.acoustics.blocks import merge_blocks
+from duetflow.acoustics.timing_edges import (
     MIN_SLACK_EDGES,
     MIN_SLACK_SIDE,
     Edge,
@@ -28,7 +26,10 @@ from duetflow.turntaking.timing_edges import (
     in_range,
     speech_indices,
 )
-from duetflow.turntaking.track_reader import CONTEXT_S, Reader, chunks
+from duetflow.acoustics.track_reader import CONTEXT_S, Reader, chunks
+from duetflow.audio import edges
+from duetflow.config import TurnsConfig
+from duetflow.records.dialogue import Dialogue, Turn
 
 #: A boundary inside an overlap moves by at most this share of its turn's annotated length.
 MAX_SLACK_SHARE = 0.25

@@ -4,7 +4,7 @@ Every edge is measured on the speaker's own track with the other speaker's leak 
 (:func:`measure_separable`); an edge measured inside the other speaker's talk moves inward no
 further than the dialogue's clear edges allow (:func:`limit_masked`). A clip per turn is read
 whole and measured over its own background (:func:`measure_per_turn`). Rules:
-:mod:`duetflow.turntaking.timing` (module docstring) and docs/turn-taking.md.
+:mod:`duetflow.acoustics.timing` (module docstring) and docs/turn-taking.md.
 """
 
 from __future__ import annotations
@@ -16,12 +16,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from duetflow.audio import edges, source_acoustics
-from duetflow.audio.io import read_frames
-from duetflow.config import TurnsConfig
-from duetflow.errors import InputError
-from duetflow.records.dialogue import Dialogue, PerTurnSource, Turn
-from duetflow.turntaking.timing_edges import (
+from duetflow.acoustics import source_acoustics
+from duetflow.acoustics.timing_edges import (
     MIN_BACKGROUND_S,
     MIN_SLACK_EDGES,
     MIN_SLACK_SIDE,
@@ -35,7 +31,12 @@ from duetflow.turntaking.timing_edges import (
     search_bounds,
     speech_indices,
 )
-from duetflow.turntaking.track_reader import CONTEXT_S, Reader, Span, chunks
+from duetflow.acoustics.track_reader import CONTEXT_S, Reader, Span, chunks
+from duetflow.audio import edges
+from duetflow.audio.io import read_frames
+from duetflow.config import TurnsConfig
+from duetflow.errors import InputError
+from duetflow.records.dialogue import Dialogue, PerTurnSource, Turn
 
 #: Separable tracks: an edge inside the other speaker's talk moves inward at most this multiple
 #: of the most the dialogue's annotations leave at edges clear of overlap, plus

@@ -7,8 +7,8 @@ current one stops) as a 0.4–0.7 s overlap, a floor-taking interruption, and th
 counts the padding as speech. :func:`refine_timing` therefore moves each turn's ``start``/``end``
 to the acoustic extent of its speech *within* its annotation, with the project's one edge
 definition (:func:`duetflow.audio.edges.speech_extent` over the track's floor, crosstalk blocked
-as :mod:`duetflow.audio.source_acoustics` does for rendering). Windows, overlap classes, balance,
-the length model and the renderer see the refined times; the annotation stays on the turn
+as :mod:`duetflow.acoustics.source_acoustics` does for rendering). Windows, overlap classes,
+balance, the length model and the renderer see the refined times; the annotation stays on the turn
 (:attr:`~duetflow.records.dialogue.Turn.annotated`) and the manifest's
 ``orig_start_s``/``orig_end_s`` keep meaning it.
 
@@ -21,7 +21,7 @@ Rules (docs/turn-taking.md, *Acoustic turn timing*):
 * **Separable sources** (a channel, file or clip per speaker) measure every edge on the
   speaker's own track, the other speaker's leak blocked; an edge measured inside the other
   speaker's talk (where a quiet ending can hide under the leak) moves inward no further than
-  the dialogue's clear edges allow (:func:`~duetflow.turntaking.timing_separable.limit_masked`).
+  the dialogue's clear edges allow (:func:`~duetflow.acoustics.timing_separable.limit_masked`).
 * **Mono mixes**: a boundary inside an annotated overlap cannot be measured (both voices are in
   one channel). Boundaries next to a pause can: their slack (annotated minus acoustic) over the
   dialogue gives its typical slack (the median, per side, capped at ``turns.max_slack_s``), and
@@ -33,9 +33,9 @@ Each edge is labelled (``labels["timing_start"]``, ``labels["timing_end"]``: an
 ``"timing"``.
 
 Memory: a dialogue's audio is read in chunks of at most
-:data:`~duetflow.turntaking.track_reader.CHUNK_S` of turns (plus
-:data:`~duetflow.turntaking.track_reader.CONTEXT_S` either side, reading in
-:mod:`~duetflow.turntaking.track_reader`), so it stays flat however long the recording is.
+:data:`~duetflow.acoustics.track_reader.CHUNK_S` of turns (plus
+:data:`~duetflow.acoustics.track_reader.CONTEXT_S` either side, reading in
+:mod:`~duetflow.acoustics.track_reader`), so it stays flat however long the recording is.
 
 Modules: the step here (:func:`refine_timing`, :func:`measure`: applying and labelling edges,
 the report); what the measuring paths share in :mod:`.timing_edges` (records, search bounds,
@@ -52,6 +52,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from duetflow.acoustics.timing_edges import Edge, EdgeSource, Measured, Slack, speech_indices
+from duetflow.acoustics.timing_mixed import estimate_slack, measure_mixed
+from duetflow.acoustics.timing_separable import measure_per_turn, measure_separable
+from duetflow.acoustics.track_reader import (
+    mixed_reader,
+    multichannel_reader,
+    per_speaker_reader,
+)
 from duetflow.config import TurnsConfig
 from duetflow.errors import InputError
 from duetflow.records.dialogue import (
@@ -60,14 +68,6 @@ from duetflow.records.dialogue import (
     MultichannelSource,
     PerTurnSource,
     Turn,
-)
-from duetflow.turntaking.timing_edges import Edge, EdgeSource, Measured, Slack, speech_indices
-from duetflow.turntaking.timing_mixed import estimate_slack, measure_mixed
-from duetflow.turntaking.timing_separable import measure_per_turn, measure_separable
-from duetflow.turntaking.track_reader import (
-    mixed_reader,
-    multichannel_reader,
-    per_speaker_reader,
 )
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Acoustic turn timing against constructed truth (tests/turntaking/timing_corpora.py).
+"""Acoustic turn timing against constructed truth (tests/acoustics/timing_corpora.py).
 
 The instrument is the construction itself: every turn's speech was placed at a known position
 and annotated with known slack, in the on-disk shapes of IEMOCAP (stereo with crosstalk),
@@ -18,6 +18,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from duetflow.acoustics.timing import (
+    LABEL_END,
+    LABEL_START,
+    PROVENANCE_KEY,
+    EdgeSource,
+    estimate_slack,
+    refine_timing,
+)
 from duetflow.audio.io import resample
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
@@ -34,14 +42,6 @@ from duetflow.records.dialogue import (
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
 from duetflow.turntaking.rendered_length import predict_length
 from duetflow.turntaking.selection import select
-from duetflow.turntaking.timing import (
-    LABEL_END,
-    LABEL_START,
-    PROVENANCE_KEY,
-    EdgeSource,
-    estimate_slack,
-    refine_timing,
-)
 
 from .timing_corpora import (
     LAYOUTS,
