@@ -1,4 +1,4 @@
-"""A second method for three cues of the audit, to show the audit measures what it says.
+"""A second method for five cues of the audit, to show the audit measures what it says.
 
     python bench/cue_check.py SOURCE [--cues CUES_PARQUET]
 
@@ -19,6 +19,7 @@ language and category pair by both methods. docs/fairness.md quotes the figures.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import sys
 from collections.abc import Iterator
@@ -46,6 +47,43 @@ FRAME_S = 0.01
 #: Seconds of speech per dialogue the filter method reads (it filters them ~12 times).
 SPEECH_S = 12.0
 ONSET_DB = 15.0
+#: Seconds of the file the band-edge filters read; how far under the in-band level the edge is.
+EDGE_S = 20.0
+EDGE_DB = 45.0
+
+
+def band_edge_by_filters(x: np.ndarray, sr: int) -> float:
+    """Highest band-pass centre whose power lies within EDGE_DB of the 2-3 kHz level."""
+    y = x[: int(EDGE_S * sr)].astype(np.float64)
+    centres = np.arange(2000.0, 0.49 * sr - 60, 25.0)
+    power = []
+    for c in centres:
+        sos = signal.butter(4, (c - 50, c + 50), btype="bandpass", fs=sr, output="sos")
+        z = signal.sosfilt(sos, y)[int(0.05 * sr) :]
+        power.append(10 * np.log10(np.mean(z**2) + 1e-30))
+    level = np.array(power)
+    ref = float(np.median(level[centres <= 3000]))
+    above = np.flatnonzero(level >= ref - EDGE_DB)
+    return float(centres[above[-1]])
+
+
+def snr_by_meter(x: np.ndarray, sr: int, turns: list[TurnSpan]) -> float:
+    """pyloudnorm loudness of the speech turns over the median 20 ms frame power in pauses."""
+    import pyloudnorm
+
+    spans = speech_spans(turns)
+    speech = np.concatenate([x[round(s * sr) : round(e * sr)] for s, e in spans])
+    lufs = pyloudnorm.Meter(sr).integrated_loudness(speech.astype(np.float64))
+    hop = int(0.02 * sr)
+    frames = []
+    for (_, e0), (s1, _) in itertools.pairwise(spans):
+        seg = x[round(e0 * sr) : round(s1 * sr)].astype(np.float64)
+        n = seg.size // hop
+        if n:
+            frames.append(np.mean(seg[: n * hop].reshape(n, hop) ** 2, axis=1))
+    if not frames:
+        return math.nan
+    return float(lufs - 10 * np.log10(np.median(np.concatenate(frames)) + 1e-30))
 
 
 def _highpass_share(segments: list[np.ndarray], sr: int, f: float) -> float:
@@ -108,18 +146,24 @@ def main(argv: list[str] | None = None) -> int:
     audit: dict[str, DialogueCues] = (
         {r.dialogue_id: r for r in read_cues(args.cues)} if args.cues else {}
     )
-    ours: dict[str, tuple[float, float, float]] = {}
+    ours: dict[str, tuple[float, float, float, float, float]] = {}
     for row, turns, path in _items(args.source):
         if row.dialogue_id not in audit:
             audit[row.dialogue_id] = measure_file(row, turns, path)
         x, sr = read_frames(path, mono=True)
         spans = [TurnSpan.of(t) for t in turns]
         lead, tail = edges_by_level(x, sr)
-        ours[row.dialogue_id] = (bandwidth_by_filters(x, sr, spans), lead, tail)
+        ours[row.dialogue_id] = (
+            bandwidth_by_filters(x, sr, spans),
+            lead,
+            tail,
+            band_edge_by_filters(x, sr),
+            snr_by_meter(x, sr, spans),
+        )
         if len(ours) % 20 == 0:
             print(f"{len(ours)} dialogues re-measured", file=sys.stderr, flush=True)
     ids = sorted(ours)
-    names = ("bandwidth_speech_hz", "lead_in_s", "tail_s")
+    names = ("bandwidth_speech_hz", "lead_in_s", "tail_s", "band_edge_hz", "snr_db")
     print(f"{len(ids)} dialogues\n")
     print("| cue | Pearson r | median abs diff | audit mean | second method mean |")
     print("| --- | --- | --- | --- | --- |")

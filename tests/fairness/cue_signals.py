@@ -4,7 +4,9 @@ Each dialogue: lead-in, four alternating turns (harmonic voices with a syllable 
 little breath noise, full band up to the Nyquist frequency), gaps of 180-230 ms, a tail, over
 pink-ish room tone at about -60 dBFS. Everything varies a little per dialogue (seeded by its
 id), so a category is a distribution, not one point. The planted differences are the ones the
-issue names: a band-limit, an overlap at a speaker change, a 6 dB floor step.
+issue names: a band-limit of the channel (voice and room tone low-passed as the renderer does), an
+overlap at a speaker change, a 6 dB floor step; and a voice change through the same channel (the
+voices low-passed, the room tone not), which the channel's cues must not take for a band-limit.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import signal
 
+from duetflow.audio.bandlimit import lowpass
+from duetflow.audio.bs1770 import measure
 from duetflow.fairness.cues import DialogueCues, TurnSpan, measure_dialogue
 from duetflow.seeding import rng_for
 
@@ -22,11 +26,17 @@ SR = 16000
 
 @dataclass(frozen=True)
 class Plant:
-    """What to change in a category: a low-pass (Hz), one overlap (s), a floor step (dB)."""
+    """What to change in a category: the channel's low-pass (Hz: the whole dialogue through the
+    renderer's filter), one overlap (s), a floor step (dB), or a duller voice (Hz: the voices
+    alone through an 8th-order Butterworth low-pass, the room tone untouched)."""
 
     lowpass_hz: float | None = None
     overlap_s: float = 0.0
     floor_db: float = 0.0
+    voice_lowpass_hz: float | None = None
+    speech_lufs: float | None = (
+        None  # both voices brought to this BS.1770 loudness, as rendering does
+    )
 
 
 def room_tone(rng: np.random.Generator, n: int, level_db: float) -> np.ndarray:
@@ -75,15 +85,24 @@ def dialogue(
     n = int(round(dur * SR))
     x = room_tone(rng, n, -60 + rng.uniform(-1, 1) + plant.floor_db)
     turns = []
+    voices = []
     for i, (spk, s, e) in enumerate(spans):
         a, b = int(round(s * SR)), int(round(e * SR))
         v = voice(rng, b - a)
-        if plant.lowpass_hz is not None:
-            sos = signal.butter(8, plant.lowpass_hz, fs=SR, output="sos")
+        if plant.voice_lowpass_hz is not None:
+            sos = signal.butter(8, plant.voice_lowpass_hz, fs=SR, output="sos")
             v = signal.sosfilt(sos, v)
-        x[a:b] += v
+        voices.append((a, b, v))
         turns.append(TurnSpan(spk, "turn", s, e, f"turn {i} " + "word " * int(rng.integers(4, 9))))
-    return x.astype(np.float32), turns
+    gain = 1.0
+    if plant.speech_lufs is not None:
+        got = measure(np.concatenate([v for _, _, v in voices]).astype(np.float32), SR).lufs
+        gain = 10 ** ((plant.speech_lufs - got) / 20)
+    for a, b, v in voices:
+        x[a:b] += gain * v
+    if plant.lowpass_hz is not None:
+        x = lowpass(x, SR, plant.lowpass_hz)
+    return np.asarray(x, dtype=np.float32), turns
 
 
 def cues_of(did: str, category: str, plant: Plant = Plant(), language: str = "en") -> DialogueCues:

@@ -15,7 +15,7 @@ from cue_signals import SR, Plant, category, dialogue, room_tone
 
 from duetflow.config.release import CueThresholds
 from duetflow.fairness.compare import compare_all
-from duetflow.fairness.cues import CUE_BY_NAME, TurnSpan, measure_dialogue
+from duetflow.fairness.cues import CUE_BY_NAME, CUES, TurnSpan, measure_dialogue
 from duetflow.fairness.gate import CLASSIFIER, audit
 
 N = 16  # dialogues per side: at least the default min_per_side (8), small enough to be quick
@@ -56,7 +56,7 @@ def test_identical_copies_are_identical(side_a) -> None:
 @pytest.mark.parametrize(
     ("plant", "cues"),
     [
-        (Plant(lowpass_hz=3000), {"bandwidth_speech_hz"}),
+        (Plant(lowpass_hz=3000), {"band_edge_hz"}),
         (Plant(overlap_s=0.3), {"overlaps_per_min", "gap_min_ms"}),
         (Plant(floor_db=6.0), {"floor_dbfs", "snr_db"}),
     ],
@@ -70,11 +70,65 @@ def test_planted_difference_is_caught_and_named(side_a, plant: Plant, cues: set[
     assert cues <= failing, verdict.lines()
     assert CLASSIFIER in failing  # all cues together see it too
     (pair,) = pairs
-    strongest = pair.top(1)[0].cue
-    assert strongest in cues | {"gap_sd_ms", "gap_mean_ms"}  # the plant is the largest |d|
+    # the plant is the largest |d| (a band-limit also takes the pauses' upper spectrum)
+    strongest = {c.cue for c in pair.top(3)}
+    assert strongest & (cues | {"gap_sd_ms", "gap_mean_ms"})
     named = "\n".join(verdict.lines())
     for cue in cues:
         assert f"en HH-PH: {cue}" in named
+
+
+def test_band_edge_is_the_channel_not_the_voice() -> None:
+    """A channel band-limit moves ``band_edge_hz`` to the cutoff; a duller voice through the
+    same channel does not move it (the voice's 99 % frequency, a voice cue, does)."""
+    channel = Plant(lowpass_hz=3500, speech_lufs=-23.0)
+    bright = category("HH", N, channel, prefix="e")
+    dull = category("PH", N, Plant(lowpass_hz=3500, speech_lufs=-23.0, voice_lowpass_hz=1800))
+    pairs, verdict = audit(bright + dull, TH)
+    (pair,) = pairs
+    by = {c.cue: c for c in pair.cues}
+    edge = by["band_edge_hz"]
+    # at the filter's stop band: within its transition (250 Hz) of the cutoff
+    assert 0 < edge.mean_a - 3500 < 250 and 0 < edge.mean_b - 3500 < 250
+    assert abs(edge.mean_a - edge.mean_b) < 100 and not edge.separates  # within the floor
+    assert "band_edge_hz" not in verdict.failing_cues()
+    speech = by["bandwidth_speech_hz"]  # the voices differ, and the audit says so
+    assert speech.separates and speech.mean_a - speech.mean_b > 800 and not speech.gated
+    # the same voices without the channel limit: the edge lies far above 3.5 kHz
+    open_ = category("HM", N, Plant(speech_lufs=-23.0), prefix="e")
+    wide = next(
+        c for c in compare_all(open_ + bright, min_per_side=8)[0].cues if c.cue == "band_edge_hz"
+    )
+    assert wide.mean_b > 5000 and wide.separates
+
+
+def test_snr_is_read_as_the_pipeline_sets_it() -> None:
+    """At one speech loudness over one floor, ``snr_db`` (loudness over floor power, as
+    ``render.floor_db`` sets it) does not tell a duller voice apart (the planted 6 dB floor
+    step above moves it by the step)."""
+    a = category("HH", N, Plant(speech_lufs=-23.0), prefix="s")
+    b = category("PH", N, Plant(speech_lufs=-23.0, voice_lowpass_hz=1500), prefix="s")
+    by = {c.cue: c for c in compare_all(a + b, min_per_side=8)[0].cues}
+    assert abs(by["snr_db"].mean_a - by["snr_db"].mean_b) < 0.5
+    assert not by["snr_db"].separates and not by["snr_unweighted_db"].gated
+
+
+def test_a_step_under_the_cue_floor_counts_for_nothing(side_a) -> None:
+    """0.2 LU on every dialogue (a perfect separator: same dialogues, shifted) is under the
+    0.5 LU floor and fails nothing; 1.5 LU fails, by name."""
+
+    def shifted(lu: float) -> list:
+        return [
+            type(r)(**{**r.to_row(), "category": "PH", "loudness_lufs": r.loudness_lufs + lu})
+            for r in side_a
+        ]
+
+    pairs, verdict = audit(side_a + shifted(0.2), TH)
+    loud = next(c for c in pairs[0].cues if c.cue == "loudness_lufs")
+    assert abs(loud.d) > 1 and loud.p_value < 0.05  # measured, shown...
+    assert verdict.passed, verdict.lines()  # ...but inaudible: no failure, classifier at chance
+    _, verdict = audit(side_a + shifted(1.5), TH)
+    assert {"loudness_lufs", CLASSIFIER} <= set(verdict.failing_cues())
 
 
 def test_planted_floor_step_measures_six_db(side_a) -> None:
@@ -103,7 +157,14 @@ def test_pairs_per_language_and_conversation_cues(side_a) -> None:
     assert [(p.language, p.pair) for p in pairs] == [("en", "HH-HM"), ("zh", "HH-PH")]
     gated = {c.cue: c.gated for c in pairs[0].cues}
     assert not gated["turns_per_min"] and not gated["n_turns"] and gated["duration_s"]
-    # every cue counts wherever PH takes part, but the voices' own (DNSMOS, issue 29)
+    # every cue counts wherever PH takes part, but the voices' own
+    voice = {c.name for c in CUES if c.voice}
+    assert {"bandwidth_speech_hz", "snr_unweighted_db", "peak_dbfs"} <= voice
+    assert {n for n in voice if n.startswith("dnsmos_")} == {
+        "dnsmos_ovrl",
+        "dnsmos_sig",
+        "dnsmos_bak",
+    }
     assert all(c.gated != CUE_BY_NAME[c.cue].voice for c in pairs[1].cues)
 
 

@@ -63,6 +63,10 @@ def test_warn_publishes_and_names_the_failing_cues(tmp_path: Path) -> None:
         assert objects[key] == sha256_file(store / key)
     table = pq.read_table(rel / "cues" / "cues.parquet")
     assert table.num_rows == 2 * N and "bandwidth_speech_hz" in table.column_names
+    # voice cues measured from the audio stay measured (only the manifest's own, DNSMOS, are
+    # read from the row: NaN here, where quality.dnsmos is off)
+    for name in ("bandwidth_speech_hz", "snr_unweighted_db", "peak_dbfs", "band_edge_hz"):
+        assert all(v is not None and v == v for v in table.column(name).to_pylist()), name
     summary = json.loads((rel / "cues" / "summary.json").read_text())
     assert {f["cue"] for f in summary["verdict"]["failures"]} >= {"duration_s"}
     # the report shows the table and names the failing cue

@@ -13,12 +13,9 @@ from duetflow.errors import ManifestError
 from duetflow.records.dialogue import DESIGN_COLUMNS
 from duetflow.records.manifest import RENDERED_TURN_SCHEMA, TURNS, iter_rows, write_table
 from duetflow.records.rows import DNSMOS_COLUMNS
+from duetflow.release.failures import schema_failures
 from duetflow.release.table_schemas import dialogue_schema, release_index_schema
-from duetflow.release.workdir_checks import (
-    collect_workdir_failures,
-    schema_failures,
-    validate_workdir,
-)
+from duetflow.release.workdir_checks import collect_workdir_failures, validate_workdir
 
 
 def test_valid_workdir_passes(tmp_path: Path) -> None:

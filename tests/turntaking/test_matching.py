@@ -207,3 +207,20 @@ def test_apply_match_keeps_inputs_equal_kept_plus_rejected(tmp_path: Path) -> No
     ]
     assert sorted(p.name for p in (out / "audio").iterdir()) == ["d1.flac", "d3.flac"]
     assert (out / "audio" / "d1.flac").read_bytes() == b"d1"
+
+
+def test_duration_match_picks_the_hh_windows_nearest_the_hm_lengths() -> None:
+    """Duration is the pipeline's (the window it cuts): HH lengths follow the HM ones."""
+    hm = [MatchItem(f"HM-{i}", "studio", "HM", "en", "work", d) for i, d in enumerate((30, 33, 36))]
+    lengths = [20.0, 29.0, 31.0, 34.0, 37.0, 45.0, 55.0, 58.0, 59.0]
+    hh = [MatchItem(f"HH-{i}", "c", "HH", "en", "work", d) for i, d in enumerate(lengths)]
+    plan = plan_match(hm + hh, MatchConfig(), seed=3)
+    kept = sorted(h.duration_s for h in hh if h.dialogue_id not in plan.dropped)
+    assert kept == [29.0, 34.0, 37.0]  # nearest 30, 33, 36 in turn, each window once
+    assert plan_match(list(reversed(hm + hh)), MatchConfig(), seed=3).dropped == plan.dropped
+    drawn = plan_match(hm + hh, MatchConfig(duration=False), seed=3)
+    assert len(drawn.dropped) == len(plan.dropped) == 6  # the same count, a seeded draw
+    # a long-window corpus no longer lengthens the HH side: mean gap to HM under 1.5 s
+    assert abs(sum(kept) / 3 - 33.0) < 1.5
+    unknown = [MatchItem(f"HH-x{i}", "c", "HH", "en", "work") for i in range(5)]
+    assert len(plan_match(hm + unknown, MatchConfig(), seed=3).dropped) == 2  # NaN: seeded order

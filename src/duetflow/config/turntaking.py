@@ -176,3 +176,8 @@ class MatchConfig(_Section):
     ratio: float = Field(
         1.0, gt=0, description="HH windows wanted per HM window (per language and topic)"
     )
+    duration: bool = Field(
+        True,
+        description="pick, per HM dialogue, the HH window of its topic nearest its duration "
+        "(false: a seeded draw); docs/fairness.md",
+    )

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from duetflow.fairness.cues import CUE_BY_NAME, CUE_NAMES, DialogueCues, FloatArray
+from duetflow.fairness.cues import CUE_BY_NAME, CUE_NAMES, CUES, DialogueCues, FloatArray
 from duetflow.seeding import rng_for
 
 #: Category order in pair names (``HH-PH``, never ``PH-HH``).
@@ -104,14 +104,17 @@ def _abs_d(d: float) -> float:
 
 
 def gated_cues(category_a: str, category_b: str) -> tuple[str, ...]:
-    """The cues that count between two categories (all but the conversation's own for HH-HM,
-    and never the voices' own, :attr:`Cue.voice`)."""
+    """The cues that count between two categories: never the voices' own cues, and between
+    HH and HM not the conversation's own (docs/fairness.md, *Which cues the gate counts*)."""
     conversation = {category_a, category_b} == set(CONVERSATION_PAIR)
-    return tuple(
-        c
-        for c in CUE_NAMES
-        if not CUE_BY_NAME[c].voice and not (conversation and CUE_BY_NAME[c].conversation)
-    )
+    return tuple(c.name for c in CUES if not c.voice and not (conversation and c.conversation))
+
+
+def below_floor(c: CueComparison) -> bool:
+    """Whether the two sides' means differ by no more than the cue's floor (:class:`Cue`)."""
+    floor = CUE_BY_NAME[c.cue].floor if c.cue in CUE_BY_NAME else 0.0
+    diff = abs(c.mean_a - c.mean_b)
+    return floor > 0 and math.isfinite(diff) and diff <= floor
 
 
 def _category_key(c: str) -> tuple[int, str]:
@@ -183,8 +186,12 @@ def compare_cue(cue: str, gated: bool, a: FloatArray, b: FloatArray) -> CueCompa
 # --- all cues: the classifier -------------------------------------------------------------------
 
 
-def standardise(x: FloatArray) -> tuple[FloatArray, np.ndarray[tuple[int], np.dtype[np.bool_]]]:
-    """Fill NaN with the column median, drop constant columns, scale to mean 0 and sd 1.
+def standardise(
+    x: FloatArray, floors: Sequence[float] | None = None
+) -> tuple[FloatArray, np.ndarray[tuple[int], np.dtype[np.bool_]]]:
+    """Fill NaN with the column median, drop constant columns, centre, and scale each column
+    by its sd, or by its floor (``floors``, the cue's smallest difference that counts) where
+    the sd is smaller: a spread under the floor does not make an inaudible step look large.
 
     Returns the scaled matrix and which columns were kept.
     """
@@ -198,7 +205,10 @@ def standardise(x: FloatArray) -> tuple[FloatArray, np.ndarray[tuple[int], np.dt
     sd = x.std(axis=0)
     keep = sd > 1e-12 * np.maximum(1.0, np.abs(x.mean(axis=0)))
     x = x[:, keep]
-    return np.asarray((x - x.mean(axis=0)) / x.std(axis=0), dtype=np.float64), keep
+    scale = x.std(axis=0)
+    if floors is not None:
+        scale = np.maximum(scale, np.asarray(floors, dtype=np.float64)[keep])
+    return np.asarray((x - x.mean(axis=0)) / scale, dtype=np.float64), keep
 
 
 def loo_scores(x: FloatArray, y: np.ndarray[tuple[int], np.dtype[np.bool_]]) -> FloatArray:
@@ -247,8 +257,10 @@ def classify(
     cues: Sequence[str],
     rng: np.random.Generator,
 ) -> ClassifierResult:
-    """Leave-one-out nearest centroid on ``x`` (rows: dialogues; True in ``y``: side a)."""
-    z_all, keep = standardise(x)
+    """Leave-one-out nearest centroid on ``x`` (rows: dialogues; True in ``y``: side a);
+    each cue scaled by its spread or its floor, whichever is larger (:func:`standardise`)."""
+    floors = [CUE_BY_NAME[c].floor if c in CUE_BY_NAME else 0.0 for c in cues]
+    z_all, keep = standardise(x, floors)
     used = tuple(c for c, k in zip(cues, keep, strict=True) if k)
     n = y.size
     if z_all.shape[1] == 0:  # nothing varies: no cue can tell the sides apart

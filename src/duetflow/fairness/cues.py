@@ -53,6 +53,14 @@ BANDWIDTH_SHARE = 0.99
 ROLLOFF_SHARE = 0.85
 #: Band of the pause tilt fit, Hz (the upper end is capped at 0.45 × the sample rate).
 TILT_BAND_HZ = (100.0, 8000.0)
+#: Width of the moving average over the spectrum before its band edge is read, Hz.
+EDGE_SMOOTH_HZ = 125.0
+#: Band whose median level is the spectrum's in-band level for the band edge, Hz.
+IN_BAND_HZ = (300.0, 3000.0)
+#: Where, below the cliff, the level the band edge is read against lies (Hz below the cliff).
+EDGE_REFERENCE_HZ = (400.0, 700.0)
+#: The band edge: where the spectrum has fallen this far under the level just inside it, dB.
+EDGE_DROP_DB = 30.0
 #: Level of digital silence, dBFS (a power of exactly 0).
 SILENT_DB = -150.0
 #: A transcript tag (``[+]``, ``[LAUGH]``, ``<noise>``) is not a spoken character.
@@ -61,16 +69,24 @@ _TAG = re.compile(r"\[[^\]]*\]|<[^>]*>")
 
 @dataclass(frozen=True)
 class Cue:
-    """One cue: its column, unit and meaning.
+    """One cue: its column, unit and meaning, whether the gate counts it, and its floor.
 
     ``conversation``: between HH and HM the cue belongs to the conversation (a machine answers
     at length), so it is reported there but not gated; wherever PH takes part it comes from the
     scripts and the pipeline, and counts.
 
-    ``voice``: the cue is a judgement of the voices themselves (DNSMOS, issue 29), reported for
-    every pair but never gated: a listener *should* tell the categories apart by the voices,
-    and what the pipeline controls in the score (background, bandwidth, level) is gated through
-    its own cues. Read from the manifest (null there: NaN), not measured here.
+    ``voice``: the cue measures the speakers themselves through a channel the pipeline holds
+    equal (their spectrum, their crest factor; DNSMOS's judgement of them, issue 29, read from
+    the manifest); it is reported in every pair but never gated and never given to the
+    classifier: a listener *should* tell the categories apart by the voices, and the pipeline's
+    part of each voice cue is gated through its own cue (named in :data:`CUES`' comments and
+    docs/fairness.md).
+
+    ``floor``: the smallest difference of the two sides' means, in ``unit``, that counts (an
+    inaudible step below a listener's difference limen, or the instrument's own resolution;
+    docs/fairness.md gives each reason). A gated cue whose means differ by less fails neither
+    the d check nor the separator check, and the classifier sees it in steps of
+    ``max(spread, floor)``. 0: any difference counts.
     """
 
     name: str
@@ -78,36 +94,59 @@ class Cue:
     meaning: str
     conversation: bool = False
     voice: bool = False
+    floor: float = 0.0
+    #: read from the dialogue's manifest row (null there: NaN), not measured from the audio
+    manifest: bool = False
 
 
 #: Every cue, in table order: the one declaration (fields of :class:`DialogueCues`, columns of
-#: ``cues.parquet``, rows of the per-pair summary, the report's plots).
+#: ``cues.parquet``, rows of the per-pair summary, the report's plots). What is gated and each
+#: floor's reason: docs/fairness.md, *Which cues the gate counts*.
 CUES: tuple[Cue, ...] = (
     Cue("sample_rate", "Hz", "output sample rate"),
-    Cue("bandwidth_speech_hz", "Hz", "99 % spectral-energy frequency of the speech"),
-    Cue("bandwidth_pause_hz", "Hz", "99 % spectral-energy frequency of the pauses"),
-    Cue("pause_rolloff_hz", "Hz", "85 % spectral-energy frequency of the pauses"),
-    Cue("pause_tilt_db_oct", "dB/oct", "slope of the pause spectrum, 100 Hz-8 kHz"),
-    Cue("floor_dbfs", "dBFS", "mean power of the pauses (room tone level)"),
-    Cue("snr_db", "dB", "mean power of the speech over that of the pauses"),
-    Cue("lead_in_s", "s", "silence before the first turn"),
-    Cue("tail_s", "s", "silence after the last turn"),
-    Cue("gap_mean_ms", "ms", "mean gap at speaker changes (negative: overlap)"),
-    Cue("gap_sd_ms", "ms", "standard deviation of the gaps at speaker changes"),
-    Cue("gap_min_ms", "ms", "smallest gap at a speaker change"),
+    # the channel's band edge, from speech and pauses together: the pipeline's bandwidth
+    Cue("band_edge_hz", "Hz", "where the file's spectrum falls to its stop band", floor=100.0),
+    # the voice's spectrum under the channel: band_edge_hz is the pipeline's part of it
+    Cue("bandwidth_speech_hz", "Hz", "99 % spectral-energy frequency of the speech", voice=True),
+    Cue("bandwidth_pause_hz", "Hz", "99 % spectral-energy frequency of the pauses", floor=100.0),
+    Cue("pause_rolloff_hz", "Hz", "85 % spectral-energy frequency of the pauses", floor=100.0),
+    Cue("pause_tilt_db_oct", "dB/oct", "slope of the pause spectrum, 100 Hz-8 kHz", floor=0.5),
+    Cue("floor_dbfs", "dBFS", "mean power of the pauses (room tone level)", floor=0.5),
+    # as render.floor_db sets it: the floor under the speech's BS.1770 loudness
+    Cue("snr_db", "dB", "speech loudness (LUFS) over the pauses' power (dBFS)", floor=0.5),
+    # the same in unweighted power: at one loudness it follows the voice's spectrum
+    Cue("snr_unweighted_db", "dB", "speech power over that of the pauses", voice=True),
+    Cue("lead_in_s", "s", "silence before the first turn", floor=0.005),
+    Cue("tail_s", "s", "silence after the last turn", floor=0.005),
+    Cue("gap_mean_ms", "ms", "mean gap at speaker changes (negative: overlap)", floor=5.0),
+    Cue("gap_sd_ms", "ms", "standard deviation of the gaps at speaker changes", floor=5.0),
+    Cue("gap_min_ms", "ms", "smallest gap at a speaker change", floor=5.0),
     Cue("overlaps_per_min", "1/min", "speaker changes where the next turn starts early"),
-    Cue("loudness_lufs", "LUFS", "integrated loudness of the mix (BS.1770)"),
-    Cue("loudness_ab_lu", "LU", "|A - B| loudness of the two speakers' solo speech"),
-    Cue("peak_dbfs", "dBFS", "sample peak"),
-    Cue("dc", "FS", "mean sample value of the mix"),
-    Cue("duration_s", "s", "dialogue duration"),
-    Cue("n_turns", "turns", "turns (backchannels not counted)", conversation=True),
-    Cue("turns_per_min", "1/min", "turns per minute", conversation=True),
-    Cue("speech_rate_cps", "chars/s", "spoken characters per second of speech", conversation=True),
+    Cue("loudness_lufs", "LUFS", "integrated loudness of the mix (BS.1770)", floor=0.5),
+    Cue("loudness_ab_lu", "LU", "|A - B| loudness of the two speakers' solo speech", floor=0.5),
+    # crest factor of the voices at one loudness; the pipeline's ceiling is never reached
+    Cue("peak_dbfs", "dBFS", "sample peak", voice=True),
+    Cue("dc", "FS", "mean sample value of the mix", floor=1e-4),
+    Cue("duration_s", "s", "dialogue duration", floor=1.0),
+    Cue("n_turns", "turns", "turns (backchannels not counted)", conversation=True, floor=1.0),
+    Cue("turns_per_min", "1/min", "turns per minute", conversation=True, floor=1.0),
+    Cue(
+        "speech_rate_cps",
+        "chars/s",
+        "spoken characters per second of speech",
+        conversation=True,
+        floor=0.5,
+    ),
     # issue 29: DNSMOS from the manifest (quality.dnsmos), reported only
-    Cue("dnsmos_ovrl", "MOS", "DNSMOS overall quality of the mix", voice=True),
-    Cue("dnsmos_sig", "MOS", "DNSMOS speech signal quality of the mix", voice=True),
-    Cue("dnsmos_bak", "MOS", "DNSMOS background (noise) quality of the mix", voice=True),
+    Cue("dnsmos_ovrl", "MOS", "DNSMOS overall quality of the mix", voice=True, manifest=True),
+    Cue("dnsmos_sig", "MOS", "DNSMOS speech signal quality of the mix", voice=True, manifest=True),
+    Cue(
+        "dnsmos_bak",
+        "MOS",
+        "DNSMOS background (noise) quality of the mix",
+        voice=True,
+        manifest=True,
+    ),
 )
 
 CUE_NAMES: tuple[str, ...] = tuple(c.name for c in CUES)
@@ -123,12 +162,14 @@ class DialogueCues:
     category: str
     language: str
     sample_rate: float
+    band_edge_hz: float
     bandwidth_speech_hz: float
     bandwidth_pause_hz: float
     pause_rolloff_hz: float
     pause_tilt_db_oct: float
     floor_dbfs: float
     snr_db: float
+    snr_unweighted_db: float
     lead_in_s: float
     tail_s: float
     gap_mean_ms: float
@@ -241,6 +282,40 @@ def energy_frequency(psd: FloatArray, sr: int, share: float) -> float:
     return float(idx * sr / FRAME)
 
 
+def band_edge(psd: FloatArray, sr: int) -> float:
+    """Where the spectrum falls to its stop band: the channel's band edge, Hz (NaN: no energy).
+
+    The spectrum is smoothed over :data:`EDGE_SMOOTH_HZ`. First the cliff is found: the highest
+    frequency where the level still reaches halfway (in dB) between the in-band level (the
+    median over :data:`IN_BAND_HZ`) and the stop band (the lowest level). Then the edge is read
+    against the level just inside it (the median over :data:`EDGE_REFERENCE_HZ` below the
+    cliff): the highest frequency within :data:`EDGE_DROP_DB` of that level, interpolated
+    between bins. A low-pass puts its cliff at the same place whatever the voice above which it
+    acts (the room tone of the pauses reaches it too); read against the level at the cliff, not
+    in band, the voice's spectral balance hardly moves it.
+    """
+    if psd.size == 0 or not np.any(psd > 0):
+        return math.nan
+    bin_hz = sr / FRAME
+    k = max(1, round(EDGE_SMOOTH_HZ / bin_hz))
+    level = 10.0 * np.log10(np.convolve(psd, np.ones(k) / k, mode="same") + 1e-30)
+    level = level[k : level.size - k]  # the moving average's own edges are not the channel's
+    f = (np.arange(level.size) + k) * bin_hz
+    band = (f >= IN_BAND_HZ[0]) & (f <= min(IN_BAND_HZ[1], 0.45 * sr))
+    if level.size < 2 or not band.any():
+        return math.nan
+    half = 0.5 * (float(np.median(level[band])) + float(level.min()))
+    cliff = f[int(np.flatnonzero(level >= half)[-1])]
+    near = (f >= cliff - EDGE_REFERENCE_HZ[1]) & (f <= cliff - EDGE_REFERENCE_HZ[0])
+    ref = float(np.median(level[near])) if near.any() else half
+    cut = ref - EDGE_DROP_DB
+    i = int(np.flatnonzero(level >= cut)[-1])
+    if i + 1 >= level.size:
+        return float(f[i])
+    t = (level[i] - cut) / (level[i] - level[i + 1])
+    return float(f[i] + t * bin_hz)
+
+
 def spectral_tilt(psd: FloatArray, sr: int) -> float:
     """Slope of the spectrum in dB per octave over :data:`TILT_BAND_HZ` (NaN: no energy)."""
     if psd.size == 0:
@@ -283,6 +358,16 @@ def change_gaps_s(turns: Sequence[TurnSpan]) -> list[float]:
 def spoken_characters(text: str) -> int:
     """Letters, digits and ideographs of a turn's text (tags and punctuation left out)."""
     return sum(ch.isalnum() for ch in _TAG.sub(" ", text))
+
+
+def _lufs(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> float:
+    """BS.1770 loudness of the spans of ``x`` taken together (NaN: none, or silent)."""
+    parts = [x[max(0, round(s * sr)) : min(len(x), round(e * sr))] for s, e in spans]
+    parts = [p for p in parts if p.size]
+    if not parts:
+        return math.nan
+    lufs = measure(np.concatenate(parts).astype(np.float32), sr).lufs
+    return lufs if lufs > SILENCE_LUFS else math.nan
 
 
 def _speaker_lufs(
@@ -333,6 +418,7 @@ def measure_dialogue(
     pauses = pause_spans(speech)
     sp_psd = power_spectrum(mix, sr, speech)
     pa_psd = power_spectrum(mix, sr, pauses)
+    file_psd = power_spectrum(mix, sr, [(0.0, mix.size / sr)])
     floor = _power_db(mix, sr, pauses)
     speech_db = _power_db(mix, sr, speech)
     gaps = np.asarray(change_gaps_s(turns)) * 1000.0
@@ -340,6 +426,7 @@ def measure_dialogue(
     speech_s = sum(e - s for s, e in speech)
     chars = sum(spoken_characters(t.text) for t in turns if t.kind != "nonspeech")
     lufs = measure(mix.astype(np.float32), sr).lufs
+    speech_lufs = _lufs(mix, sr, speech)
     la = _speaker_lufs(tracks, sr, turns, speakers, 0)
     lb = _speaker_lufs(tracks, sr, turns, speakers, 1)
     peak = float(np.max(np.abs(tracks))) if tracks.size else 0.0
@@ -350,12 +437,14 @@ def measure_dialogue(
         category=category,
         language=language,
         sample_rate=float(sr),
+        band_edge_hz=band_edge(file_psd, sr),
         bandwidth_speech_hz=energy_frequency(sp_psd, sr, BANDWIDTH_SHARE),
         bandwidth_pause_hz=energy_frequency(pa_psd, sr, BANDWIDTH_SHARE),
         pause_rolloff_hz=energy_frequency(pa_psd, sr, ROLLOFF_SHARE),
         pause_tilt_db_oct=spectral_tilt(pa_psd, sr),
         floor_dbfs=floor,
-        snr_db=speech_db - floor,
+        snr_db=speech_lufs - floor,
+        snr_unweighted_db=speech_db - floor,
         lead_in_s=speech[0][0] if speech else math.nan,
         tail_s=dur - speech[-1][1] if speech else math.nan,
         gap_mean_ms=float(gaps.mean()) if gaps.size else math.nan,
@@ -377,8 +466,8 @@ def measure_dialogue(
 def measure_file(
     row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow], path: Path | str
 ) -> DialogueCues:
-    """The cues of one rendered dialogue from its audio file and turn rows (the voice cues from
-    its row)."""
+    """The cues of one rendered dialogue from its audio file and turn rows (the manifest's own
+    cues, :attr:`Cue.manifest`, from its row)."""
     samples, sr = read_frames(path)
     cues = measure_dialogue(
         samples,
@@ -390,7 +479,7 @@ def measure_file(
         language=str(row.language),
         speakers=(str(row.speaker_a), str(row.speaker_b)),
     )
-    voice = {c.name: getattr(row, c.name, None) for c in CUES if c.voice}
+    voice = {c.name: getattr(row, c.name, None) for c in CUES if c.manifest}
     return dataclasses.replace(
         cues,
         **{k: math.nan if v is None else float(v) for k, v in voice.items()},  # type: ignore[arg-type]

@@ -4,7 +4,9 @@
 ``warn`` publishes and names the failing cues (log, report, ``publish``'s output), ``fail``
 refuses the release with :class:`CueParityError` before anything is sent. The thresholds are
 ``release.cue_thresholds`` (:class:`~duetflow.config.release.CueThresholds`, their one
-declaration); :func:`evaluate` applies them to judged pairs only.
+declaration); :func:`evaluate` applies them to judged pairs only, to the gated cues only (never a
+voice cue; between HH and HM never a conversation cue), and never to a cue whose two means differ
+by no more than its floor (:class:`~duetflow.fairness.cues.Cue`, docs/fairness.md).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 
 from duetflow.config.release import CueThresholds
 from duetflow.errors import ConfigError, DuetflowError
-from duetflow.fairness.compare import PairAudit, compare_all
+from duetflow.fairness.compare import PairAudit, below_floor, compare_all
 from duetflow.fairness.cues import CUE_NAMES, DialogueCues
 
 #: What a failing check is called when it is the classifier rather than one cue.
@@ -100,7 +102,7 @@ def evaluate(
             unjudged.append(f"{p.language} {p.pair}: {p.note}")
             continue
         for c in p.cues:
-            if not c.gated:
+            if not c.gated or below_floor(c):  # a step under the cue's floor counts for nothing
                 continue
             limit = thresholds.per_cue.get(c.cue, thresholds.max_abs_d)
             why = []

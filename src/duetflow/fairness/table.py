@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from duetflow.errors import ManifestError
-from duetflow.fairness.compare import PairAudit
-from duetflow.fairness.cues import DialogueCues
+from duetflow.fairness.compare import PairAudit, below_floor
+from duetflow.fairness.cues import CUE_BY_NAME, DialogueCues
 from duetflow.fairness.gate import ParityVerdict
 from duetflow.records.manifest import TableWriter
 
@@ -108,12 +108,15 @@ def _num(v: float, fmt: str) -> str:
 
 
 def pair_rows(pairs: Sequence[PairAudit], top: int = 3) -> list[dict[str, str]]:
-    """One row per pair: sizes, classifier accuracy and AUC with intervals, top cues by |d|."""
+    """One row per pair: sizes, classifier accuracy and AUC with intervals, top cues by |d|
+    (``~``: within the cue's floor, counts for nothing)."""
     rows = []
     for p in pairs:
         k = p.classifier
         cues = ", ".join(
-            f"{c.cue} {_num(c.d, '+.2f')}{' (sep)' if c.separates else ''}" for c in p.top(top)
+            f"{c.cue} {_num(c.d, '+.2f')}{' (sep)' if c.separates else ''}"
+            f"{' ~' if below_floor(c) else ''}"
+            for c in p.top(top)
         )
         rows.append(
             {
@@ -144,8 +147,10 @@ def cue_rows(pairs: Sequence[PairAudit]) -> list[dict[str, str]]:
         for p in pairs:
             cc = p.cues[i]
             mark = "*" if cc.separates else ""
-            gate = "" if cc.gated else " (conv.)"
-            row[f"{p.language} {p.pair}"] = f"{_num(cc.d, '+.2f')}{mark}{gate}"
+            voice = cc.cue in CUE_BY_NAME and CUE_BY_NAME[cc.cue].voice
+            gate = " (voice)" if voice else ("" if cc.gated else " (conv.)")
+            small = " ~" if cc.gated and below_floor(cc) else ""
+            row[f"{p.language} {p.pair}"] = f"{_num(cc.d, '+.2f')}{mark}{small}{gate}"
         out.append(row)
     return out
 
@@ -167,7 +172,8 @@ def format_pairs(pairs: Sequence[PairAudit], verdict: ParityVerdict) -> str:
         "",
         markdown_table(pair_rows(pairs)),
         "",
-        "Cohen's d per cue (* separates perfectly; conv.: a conversation cue, not gated):",
+        "Cohen's d per cue (* separates perfectly; ~ means within the cue's floor, counts for "
+        "nothing; voice: the speakers' own, never gated; conv.: the conversation's, not gated):",
         "",
         markdown_table(cue_rows(pairs)),
         "",

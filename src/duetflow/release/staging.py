@@ -34,6 +34,7 @@ from duetflow.records.manifest import (
     iter_rejections,
 )
 from duetflow.records.rows import ReleaseDialogueRow, RenderedDialogueRow, RenderedTurnRow
+from duetflow.release.failures import Failure, raise_if_failures
 from duetflow.release.layout import (
     RELEASE_DIALOGUE_SCHEMA,
 )
@@ -43,7 +44,7 @@ from duetflow.release.splits import (
     surplus_reason,
 )
 from duetflow.release.table_schemas import SPLITS
-from duetflow.release.workdir_checks import Failure, collect_workdir_failures, raise_if_failures
+from duetflow.release.workdir_checks import collect_workdir_failures
 from duetflow.storage import audio_key
 
 

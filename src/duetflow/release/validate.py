@@ -25,6 +25,7 @@ from duetflow.errors import DuetflowError, StorageError
 from duetflow.records.manifest import iter_column, iter_records, missing_columns, parquet_problem
 from duetflow.records.rows import ReleaseDialogueRow, RenderedTurnRow
 from duetflow.release.events import EVENTS, event_problem
+from duetflow.release.failures import Failure, iter_batches, row_ids, schema_failures
 from duetflow.release.layout import (
     manifest_key,
     object_index,
@@ -37,13 +38,9 @@ from duetflow.release.table_schemas import SPLITS, release_index_schema
 from duetflow.release.workdir_checks import (
     AUDIO_SAMPLE,
     AudioSample,
-    Failure,
     TurnSpan,
     acoustic_failures,
     collect_workdir_failures,
-    iter_batches,
-    row_ids,
-    schema_failures,
 )
 from duetflow.storage import Store, open_store
 

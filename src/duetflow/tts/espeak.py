@@ -41,6 +41,22 @@ LANGUAGE_VOICES: dict[str, str] = {"en": "en-us", "zh": "cmn", "cmn": "cmn", "yu
 GENDER_VARIANTS: dict[str, str] = {"M": "m3", "F": "f3"}
 # typical conversational F0 per gender: pitch parameter 50 = engine default at these values
 _CENTER_HZ: dict[str, float] = {"M": 120.0, "F": 210.0}
+#: eSpeak NG's default rate parameter, words per minute.
+DEFAULT_RATE_WPM = 165
+#: What eSpeak NG speaks at :data:`DEFAULT_RATE_WPM` per unit of a reference's rate, in spoken
+#: characters (letters, digits, ideographs) per second, per language: calibrated so that the
+#: rendered PH dialogues' speaking rate, as the cue audit reads it (``speech_rate_cps``: per
+#: second of the turns, docs/fairness.md), matches the human dialogues whose speakers lend the
+#: voices. Per trimmed utterance eSpeak NG speaks 12.56 (en-us) and 3.53 (cmn) characters/s at
+#: 165 wpm on the sample scripts; a reference's rate (its transcript over its clip, pauses
+#: inside the clip included) reads about 8 % under its speakers' dialogues in English and 3 %
+#: over in Chinese, and a PH turn holds its line's pauses: the scale-16 sample build measured
+#: PH at 9.74 vs humans 11.4-12.1 characters/s (en) and 4.98 vs 4.56 (zh) with 12.56 and 3.53
+#: here, hence 10.37 and 3.86 (docs/equalisation.md). The rate scales linearly (200 wpm: 15.4
+#: and 4.45 per utterance).
+CHARS_PER_S_AT_DEFAULT: dict[str, float] = {"en": 10.37, "zh": 3.86}
+#: The rate parameter is kept inside this range (wpm): beyond it eSpeak NG turns unnatural.
+RATE_RANGE_WPM = (130, 220)
 
 
 def _loader_version() -> str:
@@ -99,7 +115,9 @@ def voice_settings(voice: Voice) -> tuple[str, int, int]:
     """(eSpeak voice name, rate in words/min, pitch 0–100) chosen for a reference voice.
 
     Gender picks the variant; the reference's median F0 moves the pitch parameter around 50
-    (one octave = 40 steps); an English reference transcript's speaking rate sets the rate.
+    (one octave = 40 steps); the reference's speaking rate (spoken characters of its
+    transcript per second of clip) sets the rate, scaled by what eSpeak NG speaks at its
+    default (:data:`CHARS_PER_S_AT_DEFAULT`), so a PH voice speaks at its reference's pace.
     """
     lang = LANGUAGE_VOICES.get(voice.language, voice.language)
     gender = voice.gender or "M"
@@ -108,10 +126,13 @@ def voice_settings(voice: Voice) -> tuple[str, int, int]:
     if voice.pitch_hz and voice.pitch_hz > 0:
         pitch = int(round(50 + 40 * math.log2(voice.pitch_hz / _CENTER_HZ[gender])))
         pitch = max(10, min(90, pitch))
-    rate = 165
-    if voice.transcript and voice.duration_s > 0 and voice.language == "en":
-        cps = len(voice.transcript) / voice.duration_s
-        rate = int(round(max(130.0, min(200.0, cps * 60 / 6.0))))
+    rate = DEFAULT_RATE_WPM
+    base = CHARS_PER_S_AT_DEFAULT.get(voice.language.split("-")[0].lower())
+    chars = sum(ch.isalnum() for ch in voice.transcript or "")
+    if base and chars and voice.duration_s > 0:
+        cps = chars / voice.duration_s
+        lo, hi = RATE_RANGE_WPM
+        rate = int(round(max(lo, min(hi, DEFAULT_RATE_WPM * cps / base))))
     return name, rate, pitch
 
 

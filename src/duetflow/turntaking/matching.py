@@ -8,9 +8,13 @@ never filled from other topics, which would skew the distribution). HH windows o
 HM side does not have are left out. Languages without HM dialogues are not matched (nothing to
 match against): their HH windows all stay.
 
-Which windows of a topic are kept is decided by a seeded hash of the dialogue id
-(``seed_for(seed, "match", id)``, smallest first): deterministic, independent of row order, and
-stable when the corpus grows (a new window displaces at most one old one per topic).
+Which windows of a topic are kept: with ``match.duration`` (the default) and every duration
+known, for each HM dialogue of the topic (shortest first) the unused HH window nearest its
+duration, so the two sides' lengths match (duration is something the pipeline controls: the
+window it cuts; docs/fairness.md); ties, and the order without durations, by a seeded hash of
+the dialogue id (``seed_for(seed, "match", id)``, smallest first). Deterministic and
+independent of row order; without durations stable when the corpus grows (a new window
+displaces at most one old one per topic).
 
 :func:`plan_match` is the pure decision over :class:`MatchItem` records; :func:`apply_match`
 writes a work directory without the left-out windows (their rejections, stage ``match``,
@@ -20,6 +24,7 @@ reason ``hh_topic_surplus``, are added, so inputs = kept + rejected still holds)
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections import Counter, defaultdict
@@ -45,6 +50,7 @@ class MatchItem:
     category: str
     language: str
     topic: str
+    duration_s: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -86,10 +92,12 @@ class MatchPlan:
 def plan_match(items: Iterable[MatchItem], config: MatchConfig, seed: int) -> MatchPlan:
     """Decide which HH windows to keep (see the module docstring)."""
     hm: dict[str, Counter[str]] = defaultdict(Counter)
+    hm_lengths: dict[tuple[str, str], list[float]] = defaultdict(list)
     hh: dict[tuple[str, str], list[MatchItem]] = defaultdict(list)
     for it in items:
         if it.category == Category.HM:
             hm[it.language][it.topic] += 1
+            hm_lengths[(it.language, it.topic)].append(it.duration_s)
         elif it.category == Category.HH:
             hh[(it.language, it.topic)].append(it)
     languages = sorted({lang for lang, _ in hh} | set(hm))
@@ -109,6 +117,8 @@ def plan_match(items: Iterable[MatchItem], config: MatchConfig, seed: int) -> Ma
                 key=lambda it: (seed_for(seed, "match", it.dialogue_id), it.dialogue_id),
             )
             want = round(config.ratio * hm[lang][topic])
+            if config.duration:
+                cands = by_duration(cands, hm_lengths.get((lang, topic), []), want)
             for it in cands[want:]:
                 dropped[it.dialogue_id] = (
                     f"HH matched to the HM topics of {lang}: {topic} wants {want} HH "
@@ -120,12 +130,35 @@ def plan_match(items: Iterable[MatchItem], config: MatchConfig, seed: int) -> Ma
     return MatchPlan(dropped, tuple(table), tuple(unmatched), True, dict(by_corpus))
 
 
+def by_duration(cands: Sequence[MatchItem], targets: Sequence[float], want: int) -> list[MatchItem]:
+    """``cands`` (in their seeded order) reordered so that the first ``want`` are, for each
+    target duration in turn (shortest first, repeated when ``want`` exceeds them), the unused
+    candidate nearest it (the earlier in the seeded order on a tie); the rest follow in their
+    order. Unchanged when a duration is unknown (NaN) or nothing is wanted."""
+    lengths = sorted(targets)
+    known = all(math.isfinite(t) for t in lengths) and all(
+        math.isfinite(c.duration_s) for c in cands
+    )
+    if not lengths or not known or want <= 0:
+        return list(cands)
+    left = list(cands)
+    picked: list[MatchItem] = []
+    for j in range(min(want, len(cands))):
+        target = lengths[j % len(lengths)]
+        best = min(range(len(left)), key=lambda i: (abs(left[i].duration_s - target), i))
+        picked.append(left.pop(best))
+    return picked + left
+
+
 def items_of(workdirs: Sequence[Path]) -> Iterator[MatchItem]:
     """Match items of the dialogues of rendered work directories (one column pass each)."""
-    facts = [f.name for f in fields(MatchItem)]
+    facts = [f.name for f in fields(MatchItem) if f.name != "duration_s"]
     for wd in workdirs:
         for row in manifest.iter_records(wd / manifest.DIALOGUES, RenderedDialogueRow):
-            yield MatchItem(**{name: str(getattr(row, name) or "") for name in facts})
+            yield MatchItem(
+                **{name: str(getattr(row, name) or "") for name in facts},
+                duration_s=float(row.duration_s),
+            )
 
 
 def apply_match(workdir: Path, out_dir: Path, dropped: Mapping[str, str]) -> tuple[int, int]:
