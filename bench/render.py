@@ -7,7 +7,9 @@ not).
 
 * corpus: HH dialogues recorded two-channel (one speaker per channel, IEMOCAP/studio shape),
   16 kHz, ~45 s windows with loose annotations, speakers 16 dB apart and a -58 dBFS room;
-  ``--dialogues`` per scale (1x), and 10x as many for the memory check;
+  ``--dialogues`` per scale (1x), and 10x as many for the memory check, cycling over
+  ``--recordings`` distinct recordings (3 by default: what is measured once per recording is
+  reused across windows; 80 gives every 10x window its own recording);
 * **ours**: ``duetflow.rendering.render.render_dialogue`` per dialogue (seeked reads, trim, re-time,
   room tone, per-speaker BS.1770, true-peak ceiling, FLAC write, sha256);
 * **pydub** (+ pyloudnorm) and **lhotse** (+ pyloudnorm): the same job written the way their
@@ -67,14 +69,16 @@ from duetflow.native_threads import default_threads
 from duetflow.records.dialogue import Category, Dialogue, MultichannelSource, Speaker, Turn
 
 SR = 16000
-UNIQUE = 3  # distinct recordings; dialogues reuse them under their own ids
+UNIQUE = 3  # distinct recordings (``--recordings``); dialogues reuse them under their own ids
 
 
-def _make_recordings(root: Path, dur_s: float) -> list[tuple[Path, list[Turn]]]:
+def _make_recordings(
+    root: Path, dur_s: float, unique: int = UNIQUE
+) -> list[tuple[Path, list[Turn]]]:
     from duetflow.demo.voice import FEMALE, MALE, speech
 
     out = []
-    for k in range(UNIQUE):
+    for k in range(unique):
         rng = np.random.default_rng(k)
         n = int(dur_s * SR)
         x = rng.normal(0, 10 ** (-58 / 20), (n, 2)).astype(np.float32)
@@ -374,6 +378,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--dialogues", type=int, default=8, help="dialogues at scale 1")
     ap.add_argument("--dur", type=float, default=45.0, help="seconds per recording")
+    ap.add_argument(
+        "--recordings",
+        type=int,
+        default=UNIQUE,
+        help="distinct recordings the dialogues cycle over (default 3; 10x the --dialogues: "
+        "every 10x window its own recording, nothing measured per recording is reused)",
+    )
     ap.add_argument("--profile", action="store_true", help="print a profile of our path")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved 10x runs per path")
     ap.add_argument("--baseline", help="a source tree whose duetflow runs as 'before'")
@@ -386,7 +397,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory(prefix="duetflow-bench-") as tmp:
         root = Path(tmp)
-        recs = _make_recordings(root, args.dur)
+        recs = _make_recordings(root, args.dur, args.recordings)
         (root / "recs.json").write_text(
             json.dumps(
                 [
@@ -419,7 +430,10 @@ def main() -> None:
         return float(r["audio_s"] / r["cpu_s"])
 
     n1 = args.dialogues
-    print(f"corpus: {n1} HH dialogues x {args.dur:.0f} s (1x), {10 * n1} (10x)")
+    print(
+        f"corpus: {n1} HH dialogues x {args.dur:.0f} s (1x), {10 * n1} (10x), "
+        f"over {args.recordings} recordings"
+    )
     head = ("path", "audio h", "cpu s", "x realtime/core", "audio h/cpu s", "rss MB")
     print(f"{head[0]:<10}{head[1]:>10}{head[2]:>9}{head[3]:>17}{head[4]:>15}{head[5]:>9}")
     rows = [

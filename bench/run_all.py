@@ -3,10 +3,13 @@
 Each script prints its own figures, ratios side by side within one run; this wrapper only runs
 them in sequence and prints each one's last line with the machine's load average (1 / 5 / 15
 minutes) when it ended, so the summary fits on a screen and says how busy the machine was.
-``--only render.py kernels.py cli_import.py`` runs a subset (the issue-30 figures: render with
-its peers, the kernels, the CLI's fixed cost); ``--baseline SRC`` gives render.py a tree to run
-as *before* (e.g. an archive of main's ``src``). The figures and how to read them are in
-docs/performance.md.
+``--only NAME ...`` runs a subset; ``--issue30`` the scripts behind issue 30's four figures
+(render with its honest peers and the kernels; the fixed cost of a CLI command and of a
+``duetflow run``; CPU seconds per rendered hour at scales 1 / 4 / 16 with the memory ratio; the
+Dask runner's speed-up; with ``--only``, those of them), whose last lines are printed again at
+the end as one block, each with its load average.
+``--baseline SRC`` gives render.py a tree to run as *before* (e.g. an archive of main's
+``src``). The figures and how to read them are in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -36,19 +39,33 @@ SCRIPTS = (
     "startup.py",
     "cli_import.py",
     "pipeline_memory.py",
+    "job_hour.py",
+    "dask_speedup.py",
+)
+#: issue 30's figures: (what, the scripts whose last lines give it)
+ISSUE30 = (
+    ("1. render x real time per core, vs the int16 floor", ("render.py", "kernels.py")),
+    ("2. honest peers (pydub + pyloudnorm, lhotse)", ("render.py",)),
+    ("3. fixed cost: CLI import, `duetflow run` on a kept server", ("cli_import.py", "startup.py")),
+    ("4. CPU s per rendered hour (1/4/16), Dask speed-up", ("job_hour.py", "dask_speedup.py")),
 )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--only", nargs="+", choices=SCRIPTS, help="run these scripts only")
+    ap.add_argument("--issue30", action="store_true", help="issue 30's four figures only")
     ap.add_argument(
         "--baseline", help="a source tree whose duetflow render.py also runs, as 'before'"
     )
     args = ap.parse_args()
     summary: list[str] = []
+    lasts: dict[str, str] = {}
     failed = 0
-    for name in args.only or SCRIPTS:
+    chosen = tuple(args.only or SCRIPTS)
+    if args.issue30:  # with --only: those of them
+        chosen = tuple(n for n in dict.fromkeys(n for _, ns in ISSUE30 for n in ns) if n in chosen)
+    for name in chosen:
         print(f"== bench/{name}", flush=True)
         t0 = time.perf_counter()
         extra = ["--baseline", args.baseline] if args.baseline and name == "render.py" else []
@@ -65,11 +82,18 @@ def main() -> int:
         status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
         failed += proc.returncode != 0
         load = "/".join(f"{v:.1f}" for v in os.getloadavg())
+        lasts[name] = f"{last}  [load {load}]"
         summary.append(
             f"{name:<18} {status:<8} {time.perf_counter() - t0:7.1f} s  load {load}  {last}"
         )
     print("\n== summary")
     print("\n".join(summary))
+    if args.issue30:
+        print("\n== issue 30 figures (each script's last line, load average 1/5/15 min at its end)")
+        for what, names in ISSUE30:
+            print(what)
+            for n in names:
+                print(f"    {n:<16} {lasts.get(n, '(not run)')}")
     return 1 if failed else 0
 
 

@@ -20,16 +20,23 @@ part of a run. Timed, interleaved ``--repeat`` times, the best of each counting:
 * **given server**: ``duetflow run`` with ``PREFECT_API_URL`` naming a server the benchmark
   started beforehand (neither server's start-up is a run's cost).
 
-Wall time by the clock around the command; CPU of the command's process tree (``psutil``, the
-temporary API server included). The fixed cost of a mode is its figure less *plain*'s.
-Last line: ``startup: kept server <w> s wall (<c> s CPU) over plain; given server <w> s;
-temporary API: persistent home <w> s, fresh home <w> s``.
+* **kept server, before** (with ``--baseline SRC``): the kept-server run by another source tree
+  (``PYTHONPATH=SRC``, e.g. an archive of main's ``src``), in the same interleaving.
+
+``--modes`` picks some of them (``plain`` always runs). Wall time by the clock around the
+command; CPU of the command's process tree (``psutil``, the temporary API server included; a
+kept or given server is another process tree and is not counted). The fixed cost of a mode is
+its figure less *plain*'s (of the best runs by wall; also the medians of CPU, which load
+disturbs least). Last line: ``startup: kept server <w> s wall (<c> s CPU, median <m> s) over
+plain [(before: ...)]; given server <w> s; temporary API: persistent home <w> s, fresh home
+<w> s; load <l>`` (a mode not run reads ``-``).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,6 +49,7 @@ import yaml
 from duetflow.flows import local_server
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
+ALL_MODES = ("fresh home", "persistent home", "kept server", "given server")
 PLAIN = (
     "import sys; from duetflow.config import load_config; from duetflow.pipeline.driver import "
     "run_pipeline; run_pipeline(load_config(sys.argv[1]), synthesize=False, publish=False)"
@@ -59,7 +67,9 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
         for p in [proc, *proc.children(recursive=True)]:
             try:
                 t = p.cpu_times()
-                cpu[p.pid] = t.user + t.system + t.children_user + t.children_system
+                # each process's own time: its reaped children's (children_user) are sampled
+                # as processes of their own, so adding them would count them twice
+                cpu[p.pid] = t.user + t.system
             except psutil.Error:
                 pass
         time.sleep(0.05)
@@ -73,6 +83,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--samples", type=Path, help="a `duetflow samples make` folder to reuse")
+    ap.add_argument("--baseline", type=Path, help="a source tree run as 'kept server, before'")
+    ap.add_argument(
+        "--modes", nargs="+", choices=ALL_MODES, default=list(ALL_MODES), help="modes to run"
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="duetflow-startup-") as tmp:
         root = Path(tmp)
@@ -106,7 +120,9 @@ def main() -> None:
         run = [DUETFLOW, "run", "-c", str(cfg), "--no-progress", "--no-publish", "--no-synth"]
         _timed(run, base)  # fills the work directory and creates the persistent home
         quiet = {"PREFECT_SERVER_UI_ENABLED": "false"}
-        given = local_server.start(root / "server-home", settings=quiet)
+        given_url = "-"
+        if "given server" in args.modes:
+            given_url = local_server.start(root / "server-home", settings=quiet).url
         kept_home = root / "kept-home"
         local_server.start(kept_home, settings=quiet)  # what `duetflow server start` does
         try:
@@ -115,13 +131,21 @@ def main() -> None:
                 "fresh home": (run, lambda k: {**base, "PREFECT_HOME": str(root / f"fresh{k}")}),
                 "persistent home": (run, lambda k: base),
                 "kept server": (run, lambda k: {**base, "DUETFLOW_PREFECT_HOME": str(kept_home)}),
-                "given server": (run, lambda k: {**base, "PREFECT_API_URL": given.url}),
+                "given server": (run, lambda k: {**base, "PREFECT_API_URL": given_url}),
             }
+            if args.baseline:
+                before = {**base, "DUETFLOW_PREFECT_HOME": str(kept_home)}
+                before["PYTHONPATH"] = str(args.baseline.resolve())
+                modes["kept server, before"] = (run, lambda k: before)
+            wanted = {"plain", "kept server, before", *args.modes}
+            modes = {k: v for k, v in modes.items() if k in wanted}
             best: dict[str, tuple[float, float]] = {}
+            runs: dict[str, list[tuple[float, float]]] = {}
             for k in range(args.repeat):
                 for name, (cmd, env) in modes.items():
                     w, c = _timed(cmd, env(k))
                     print(f"  run {k + 1} {name:<16} wall {w:6.2f} s  cpu {c:6.2f} s", flush=True)
+                    runs.setdefault(name, []).append((w, c))
                     if name not in best or w < best[name][0]:
                         best[name] = (w, c)
         finally:
@@ -133,12 +157,28 @@ def main() -> None:
     print(f"{'mode':<18}{'wall s':>8}{'cpu s':>8}{'fixed wall s':>14}{'fixed cpu s':>13}")
     for name, (w, c) in best.items():
         print(f"{name:<18}{w:>8.2f}{c:>8.2f}{w - plain_w:>14.2f}{c - plain_c:>13.2f}")
-    g, kept = best["given server"], best["kept server"]
-    p, f = best["persistent home"], best["fresh home"]
+    # CPU is what load disturbs least: the median of each mode's runs, and over plain's
+    med = {n: statistics.median(c for _, c in r) for n, r in runs.items()}
     print(
-        f"startup: kept server {kept[0] - plain_w:.1f} s wall ({kept[1] - plain_c:.1f} s CPU) "
-        f"over plain; given server {g[0] - plain_w:.1f} s; temporary API: persistent home "
-        f"{p[0] - plain_w:.1f} s, fresh home {f[0] - plain_w:.1f} s"
+        "median CPU s: "
+        + ", ".join(f"{n} {c:.2f} (+{c - med['plain']:.2f})" for n, c in med.items())
+    )
+
+    def over(name: str, cpu: bool = False) -> str:
+        if name not in best:
+            return "-"
+        w, c = best[name]
+        extra = f" wall ({c - plain_c:.1f} s CPU, median {med[name] - med['plain']:.1f} s)"
+        return f"{w - plain_w:.1f} s" + (extra if cpu else "")
+
+    before = ""
+    if "kept server, before" in best:
+        before = f" (before: {over('kept server, before', cpu=True)})"
+    load_s = "/".join(f"{v:.1f}" for v in os.getloadavg())
+    print(
+        f"startup: kept server {over('kept server', cpu=True)} over plain{before}; given server "
+        f"{over('given server')}; temporary API: persistent home {over('persistent home')}, "
+        f"fresh home {over('fresh home')}; load {load_s}"
     )
 
 

@@ -24,6 +24,9 @@ ACOUSTIC_GAP_TOL_MS = 10.0
 #: further out is rejected by the renderer rather than refused, with its whole release, by
 #: ``publish``.
 ROW_GAP_TOL_MS = 1.0
+#: A run of exact digital zeros longer than this in a pause is a hole in the room tone (ms):
+#: what the release's checks and the report look for where the renderer laid a floor.
+ZERO_RUN_MS = 1.0
 
 
 def floor_in_file_db(provenance: Mapping[str, Any]) -> float | None:

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 
 from duetflow.config import RunConfig
 from duetflow.flows.executor import PrefectExecutor
+from duetflow.flows.lean import flow, flow_heartbeat
 from duetflow.flows.runner import build_task_runner, dask_cluster, resolve_config
 from duetflow.pipeline import driver
 from duetflow.pipeline.cache import StepOutcome
@@ -115,6 +116,20 @@ def build_dataset(
     Every stage resumes from the work directory's cache: a re-run after a crash computes only
     the shards that did not finish, an unchanged re-run renders and synthesizes nothing.
     """
+    with flow_heartbeat():
+        return _build(config, workdir, store, runner, release_id, synthesize, publish, overrides)
+
+
+def _build(
+    config: str | RunConfig | None,
+    workdir: str | None,
+    store: str | None,
+    runner: str | None,
+    release_id: str | None,
+    synthesize: bool,
+    publish: bool,
+    overrides: dict[str, Any] | None,
+) -> BuildSummary:
     started = time.perf_counter()
     cfg = resolve_config(config, workdir=workdir, store=store, runner=runner, overrides=overrides)
     logger = get_run_logger()

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
-from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 from prefect.task_runners import TaskRunner
 
+from duetflow.flows.lean import no_heartbeat
 from duetflow.pipeline.executors import Batch
 from duetflow.progress import Progress
 from duetflow.tasks import task_of
@@ -82,7 +82,7 @@ class PrefectExecutor:
         # The parent flow's heartbeat covers its stages (a crash of one is the parent's); a
         # subflow's own heartbeat thread sleeps in whole seconds and is joined at the end,
         # ~0.5 s of idle wall per stage (docs/performance.md, *Prefect start-up*).
-        with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        with no_heartbeat():
             return sub(run_stage)()
 
     def call(self, spec: StageSpec, *args: Any) -> Any:

@@ -32,7 +32,12 @@ from typing import Any, TypeGuard
 import pandas as pd
 
 from duetflow.audio.edges import change_gaps
-from duetflow.audio.gap_tolerance import ACOUSTIC_GAP_TOL_MS, ROW_GAP_TOL_MS, floor_in_file_db
+from duetflow.audio.gap_tolerance import (
+    ACOUSTIC_GAP_TOL_MS,
+    ROW_GAP_TOL_MS,
+    ZERO_RUN_MS,
+    floor_in_file_db,
+)
 from duetflow.audio.io import AudioInfo, audio_info, read_frames
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
@@ -58,8 +63,6 @@ log = logging.getLogger(__name__)
 
 #: Dialogues whose audio is re-measured by default.
 AUDIO_SAMPLE = 8
-#: A run of exact digital zeros longer than this in a pause is a hole in the room tone (ms).
-ZERO_RUN_MS = 1.0
 
 
 def _records(df: pd.DataFrame) -> Iterator[dict[str, Any]]:

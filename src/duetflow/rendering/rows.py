@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import duetflow
+from duetflow.acoustics.source_bandwidth import BandwidthRecord
 from duetflow.audio import loudness as ld
 from duetflow.audio.io import Audio
 from duetflow.config import RunConfig
@@ -55,7 +56,7 @@ class Rendering:
     #: (:attr:`duetflow.rendering.mixdown.Mix.written`)
     written: Audio | None = None
     #: the source's effective bandwidth and the low-pass applied (``sources.bandwidth_record``)
-    bandwidth: dict[str, Any] | None = None
+    bandwidth: BandwidthRecord | None = None
 
 
 def turn_row(d: Dialogue, index: int, hosted: bool, start: float, end: float) -> RenderedTurnRow:
@@ -121,7 +122,7 @@ def dialogue_record(
         },
         "ceiling_gain_db": round(res.ceiling_db, 4),
         "room_tone": res.tone,
-        "bandwidth": res.bandwidth,
+        "bandwidth": None if res.bandwidth is None else res.bandwidth.as_provenance(),
         "stems_path": stems_path,
         "seed": config.seed,
         "config_hash": config.section_hash("render", "sample_rate", "seed"),

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
+from duetflow.acoustics.source_bandwidth import BandwidthRecord, recording_bandwidth_hz
 from duetflow.acoustics.window import Track
 from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
 from duetflow.audio.io import Audio, audio_info, read_frames, resample
@@ -43,12 +43,23 @@ def band_limited(track: Track, sr: int, cutoff_hz: float | None) -> Track:
     return replace(track, samples=lowpass(track.samples, sr, cutoff_hz), bandwidth_hz=cutoff_hz)
 
 
-def bandwidth_record(tracks: Sequence[Track], sr: int, cutoff_hz: float | None) -> dict[str, Any]:
-    """Provenance of the band-limit: the source's effective bandwidth (99 % energy, measured on
-    the tracks as read at the output rate, before the low-pass) and the cutoff applied."""
-    x = np.concatenate([t.samples for t in tracks]) if tracks else np.zeros(0, np.float32)
-    hz = energy_bandwidth_hz(x, sr)
-    return {"source_hz": None if hz is None else round(hz, 1), "limit_hz": cutoff_hz}
+def bandwidth_record(tracks: Sequence[Track], sr: int, cutoff_hz: float | None) -> BandwidthRecord:
+    """Provenance of the band-limit: the source's effective bandwidth (99 % energy, before the
+    low-pass) and the cutoff applied.
+
+    Tracks read from recordings (a channel, a file, the mixed recording) take their recording's
+    figure, measured once per recording on its first
+    :data:`~duetflow.acoustics.source_bandwidth.SPAN_S` seconds
+    (:func:`~duetflow.acoustics.source_bandwidth.recording_bandwidth_hz`), so every window of a
+    recording records the same value. Clip-per-turn tracks (no one recording: the window's clips
+    are its sources, each read once) are measured on the tracks as read."""
+    recordings = [t.recording for t in tracks if t.recording is not None]
+    if tracks and len(recordings) == len(tracks):
+        hz = recording_bandwidth_hz(recordings, sr)
+    else:
+        x = np.concatenate([t.samples for t in tracks]) if tracks else np.zeros(0, np.float32)
+        hz = energy_bandwidth_hz(x, sr)
+    return BandwidthRecord(hz, cutoff_hz)
 
 
 def source_turns(d: Dialogue) -> tuple[Turn, ...]:

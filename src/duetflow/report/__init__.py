@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from duetflow.config import RunConfig
 from duetflow.report.card import render_card, summary_markdown
-from duetflow.report.collect import LICENCES, collect
+from duetflow.report.collect import collect
 from duetflow.report.data import (
     DEFAULT_AUDIO_SAMPLE,
     CountRow,
@@ -29,6 +29,7 @@ from duetflow.report.data import (
 )
 from duetflow.report.html import SECTIONS, render_html
 from duetflow.report.plots import Plot, all_plots
+from duetflow.report.source_names import LICENCES
 from duetflow.report.sources import ReportInput, open_inputs
 from duetflow.report.tables import counts_table
 

@@ -11,11 +11,11 @@ from typing import Any
 import yaml
 
 from duetflow.licences import hf_licence
-from duetflow.report.collect import LICENCES
 from duetflow.report.data import PhStats, ReportData
 from duetflow.report.parity import d_table, pair_table, verdict_lines
 from duetflow.report.quality import FIGURES as DNSMOS_FIGURES
 from duetflow.report.quality import dnsmos_intro, dnsmos_table
+from duetflow.report.source_names import LICENCES
 from duetflow.report.tables import (
     DIST_ORDER,
     DISTRIBUTION_FIGURES,

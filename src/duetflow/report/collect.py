@@ -26,7 +26,7 @@ import numpy as np
 
 from duetflow._version import __version__
 from duetflow.audio.edges import change_gaps
-from duetflow.audio.gap_tolerance import floor_in_file_db
+from duetflow.audio.gap_tolerance import ZERO_RUN_MS, floor_in_file_db
 from duetflow.audio.io import read_frames
 from duetflow.audio.loudness import SILENCE_LUFS, measure
 from duetflow.config import RunConfig
@@ -54,6 +54,7 @@ from duetflow.report.data import (
 from duetflow.report.parity import release_audit
 from duetflow.report.quality import DnsmosTally
 from duetflow.report.rows import dialogues_with_turns, json_obj, num, similarities
+from duetflow.report.source_names import LICENCES
 from duetflow.report.source_stats import parse_source_stats
 from duetflow.report.sources import ReportInput
 from duetflow.seeding import seed_for
@@ -62,29 +63,6 @@ log = logging.getLogger(__name__)
 
 _GAP_TOL_MS = 0.5  # rendering places samples at 1/sr; a gap of 179.99 ms is "180 ms"
 _EDGE_RES_MS = 2.5  # resolution of an acoustic edge (the envelope's hop)
-#: A run of exact digital zeros longer than this in a pause is a hole in the room tone (ms).
-ZERO_RUN_MS = 1.0
-
-#: Names and licences of the sources and models a release can draw on. Only the *names* are
-#: shown for corpora: a dialogue's licence is its own ``licence`` column, so the card reports what
-#: the data holds (the licences here are the fallback for TTS backends that record none).
-LICENCES: dict[str, tuple[str, str]] = {
-    "dailytalk": ("DailyTalk", "CC BY-SA 4.0"),
-    "iemocap": ("IEMOCAP", "USC SAIL academic EULA (non-commercial, by request)"),
-    "magicdata_ramc": ("MagicData-RAMC", "CC BY-NC-ND 4.0"),
-    "studio": ("Studio recordings", "in-house; see the session consent forms"),
-    "ph": (
-        "Pseudo-human TTS dialogues",
-        "derived: scripts + voice references from kept dialogues; the references' and TTS"
-        " model's licences apply",
-    ),
-    "spark": ("Spark-TTS-0.5B weights", "CC BY-NC-SA 4.0"),
-    "dia": ("Dia-1.6B weights", "Apache-2.0"),
-    "default": (
-        "eSpeak NG (offline default TTS, no cloning)",
-        "GPL-3.0 engine; output unrestricted",
-    ),
-}
 
 _STAGE_ORDER = {str(s): i for i, s in enumerate(Stage)}
 
