@@ -12,9 +12,8 @@ import pytest
 from moto_s3 import moto_server, use_fake_aws
 
 if TYPE_CHECKING:  # boto3, the config and the proxy load only in the tests that use S3
-    from s3_faults import FlakyProxy
-
     from duetflow.config import RunConfig
+    from s3_faults import FlakyProxy
 
 
 @pytest.fixture(scope="session")

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 from chaos_helpers import Cli, intake, summary_counts
-from studio_helpers import write_session
 
 from duetflow.audio.io import write_audio
 from duetflow.corpora.source_checks import checked_audio_info
 from duetflow.errors import InputError
 from duetflow.langtag import is_language_tag
+from studio_helpers import write_session
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -22,7 +22,6 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from chaos_helpers import Cli, duetflow_exe
-from release_fixtures import make_workdir, specs
 
 from duetflow.errors import StorageError
 from duetflow.hashing import sha256_bytes
@@ -30,6 +29,7 @@ from duetflow.release.layout import manifest_key, release_json_key
 from duetflow.release.publish import publish
 from duetflow.release.validate import validate_release
 from duetflow.storage import LocalStore, Store, open_store
+from release_fixtures import make_workdir, specs
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from chaos_helpers import Cli
-from release_fixtures import make_workdir, specs
 
 from duetflow.hashing import sha256_bytes
 from duetflow.release.layout import manifest_key, release_json_key
 from duetflow.storage import LocalStore
+from release_fixtures import make_workdir, specs
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -16,9 +16,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from chaos_helpers import Cli, intake, summary_counts
-from studio_helpers import SR, tracks, transcript, write_session
 
 from duetflow.audio.io import write_audio
+from studio_helpers import SR, tracks, transcript, write_session
 
 pytestmark = pytest.mark.timeout(300)
 

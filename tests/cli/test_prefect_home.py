@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from flow_helpers import write_config
 
 from duetflow.cli.run import PREFECT_HOME_ENV, prefect_env
+from flow_helpers import write_config
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
 

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-from release_fixtures import make_workdir, specs
 
 from duetflow.cli import main
 from duetflow.errors import ManifestError
+from release_fixtures import make_workdir, specs
 
 
 def test_publish_list_validate_pull_roundtrip(tmp_path: Path) -> None:

@@ -12,7 +12,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from release_fixtures import make_workdir, specs
 
 from duetflow.cli import main
 from duetflow.config import RunConfig
@@ -23,6 +22,7 @@ from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.report import build_report, release_report
 from duetflow.storage import open_store
+from release_fixtures import make_workdir, specs
 
 N = 8
 

@@ -19,7 +19,6 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from flow_helpers import write_config
 from prefect import flow
 
 from duetflow.cli import main
@@ -35,6 +34,7 @@ from duetflow.pipeline.stages import BY_NAME, with_stage
 from duetflow.pipeline.stages.match import after_match
 from duetflow.records import manifest
 from duetflow.tasks import task_of
+from flow_helpers import write_config
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

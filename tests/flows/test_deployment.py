@@ -10,13 +10,13 @@ from pathlib import Path
 from uuid import UUID
 
 import pytest
-from flow_helpers import write_config
 
 from duetflow.cli.deploy import POOL, deploy
 from duetflow.deploy_steps import PROJECT_DIR_ENV
 from duetflow.flows import process, weekly_release
 from duetflow.records import manifest
 from duetflow.release.validate import validate_release
+from flow_helpers import write_config
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

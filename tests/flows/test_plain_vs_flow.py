@@ -11,11 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
-from flow_helpers import release_content, tree_digest, write_config
 
 from duetflow.config import load_config
 from duetflow.flows import build_dataset
 from duetflow.pipeline import driver as run
+from flow_helpers import release_content, tree_digest, write_config
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
-from flow_helpers import write_config
 
 from duetflow.flows import local_server
 from duetflow.records import manifest
+from flow_helpers import write_config
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

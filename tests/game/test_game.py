@@ -20,11 +20,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-import release_fixtures
 import soundfile as sf
 from click.testing import CliRunner
-from release_fixtures import Spec, make_workdir
 
+import release_fixtures
 from duetflow.cli import main
 from duetflow.config import build_config
 from duetflow.errors import ConfigError
@@ -33,6 +32,7 @@ from duetflow.game.plan import GameItem, plan_rounds
 from duetflow.game.score import Z95, score_game, wilson
 from duetflow.hashing import sha256_file
 from duetflow.release.publish import publish
+from release_fixtures import Spec, make_workdir
 
 SHORT, LONG = 20.5, 35.0  # bins "<30s" and ">=30s" with edges (30,)
 

@@ -13,12 +13,12 @@ import csv
 from pathlib import Path
 
 from click.testing import CliRunner
-from flow_helpers import write_config
 
 from duetflow.cli import main
 from duetflow.config import load_config
 from duetflow.game.score import score_game
 from duetflow.pipeline import driver as run
+from flow_helpers import write_config
 
 
 def test_demo_release_round_trip(tmp_path: Path, flow_samples: Path) -> None:

@@ -7,7 +7,6 @@ from collections import Counter
 from pathlib import Path
 
 import yaml
-from flow_helpers import write_config
 
 from duetflow.config import load_config
 from duetflow.pipeline import driver as run
@@ -15,6 +14,7 @@ from duetflow.pipeline.cache import PH_LABEL
 from duetflow.pipeline.stages.scripts import scripts_wanted
 from duetflow.pipeline.stages.synth import synth_wanted
 from duetflow.records import manifest
+from flow_helpers import write_config
 from llm_server import GOOD_EN, Received, Reply, chat_server
 
 

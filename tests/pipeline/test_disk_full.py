@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from flow_helpers import write_config
 
 from duetflow.audio import io as audio_io
 from duetflow.errors import DiskFullError
 from duetflow.flows.runner import resolve_config
 from duetflow.pipeline.driver import run_pipeline
+from flow_helpers import write_config
 
 
 def _tree(root: Path) -> dict[str, str]:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from flow_helpers import write_config
 
 from duetflow.config import load_config
 from duetflow.pipeline import cache, keys, merge
@@ -16,6 +15,7 @@ from duetflow.pipeline import driver as run
 from duetflow.pipeline.cache import StepOutcome
 from duetflow.pipeline.shards import stable_chunks
 from duetflow.records import manifest
+from flow_helpers import write_config
 
 
 def test_tree_fingerprint_sees_new_and_changed_files(tmp_path: Path) -> None:

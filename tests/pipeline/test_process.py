@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from click.testing import CliRunner
-from render_signals import make, script
 
 from duetflow.cli import main
 from duetflow.config import build_config
@@ -27,6 +26,7 @@ from duetflow.records.manifest import (
     iter_rows,
 )
 from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
+from render_signals import make, script
 
 
 def _intake(tmp: Path) -> tuple[Path, list[str]]:

@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from flow_helpers import write_config
 
 from duetflow.errors import WorkdirInUseError
 from duetflow.flows.runner import resolve_config
@@ -20,6 +19,7 @@ from duetflow.pipeline.driver import run_pipeline, run_stage
 from duetflow.pipeline.stage import RunState
 from duetflow.pipeline.stages import INGEST
 from duetflow.pipeline.workdir_lock import LOCK_NAME, holder, workdir_lock
+from flow_helpers import write_config
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
 

@@ -9,7 +9,6 @@ import datasets
 import lhotse
 import pyarrow.parquet as pq
 import pytest
-from release_fixtures import Spec, make_workdir
 
 from duetflow.config import RunConfig
 from duetflow.records.dialogue import DESIGN_COLUMNS
@@ -20,6 +19,7 @@ from duetflow.release.publish import publish
 from duetflow.release.pull import open_release, pull
 from duetflow.release.splits import SplitPlan
 from duetflow.release.validate import validate_release
+from release_fixtures import Spec, make_workdir
 
 HM = {
     "topic": "tourism",

@@ -14,7 +14,6 @@ import datasets
 import lhotse
 import pyarrow.parquet as pq
 import pytest
-from release_fixtures import make_workdir, specs
 
 from duetflow.config import TurnsConfig
 from duetflow.records.rows import RenderedTurnRow, TurnEventRow
@@ -25,6 +24,7 @@ from duetflow.release.publish import publish
 from duetflow.release.pull import open_release, pull
 from duetflow.release.validate import validate_release
 from duetflow.turntaking.events import EVENT_KINDS, dialogue_events
+from release_fixtures import make_workdir, specs
 
 
 def _turn(i: int, spk: str, start: float, end: float, text: str, kind: str = "turn"):

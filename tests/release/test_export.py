@@ -8,7 +8,6 @@ import datasets
 import lhotse
 import pyarrow.parquet as pq
 import pytest
-from release_fixtures import make_workdir, specs
 
 from duetflow.errors import ManifestError
 from duetflow.release.export import iter_dialogues_with_turns
@@ -16,6 +15,7 @@ from duetflow.release.export_hf import export_hf
 from duetflow.release.export_lhotse import export_lhotse
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
+from release_fixtures import make_workdir, specs
 
 
 @pytest.fixture

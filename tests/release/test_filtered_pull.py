@@ -12,7 +12,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from release_fixtures import Spec, make_workdir
 
 from duetflow.cli import main
 from duetflow.config import RunConfig
@@ -21,6 +20,7 @@ from duetflow.hashing import sha256_file
 from duetflow.release.publish import publish
 from duetflow.release.pull import open_release, pull
 from duetflow.release.view import ReleaseFilter
+from release_fixtures import Spec, make_workdir
 
 TOPICS = ("work", "weather", "travel")
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import datasets
 import numpy as np
 import pytest
-from release_fixtures import SR, fixture_samples, make_workdir, specs
 
 from duetflow.release import export_hf as hf_module
 from duetflow.release.export_hf import export_hf, hf_decode, load_hf
 from duetflow.release.publish import publish
 from duetflow.release.pull import pull
+from release_fixtures import SR, fixture_samples, make_workdir, specs
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "releases.md"
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import boto3
 import pyarrow.parquet as pq
 import pytest
-from release_fixtures import make_workdir, specs
 
 from duetflow.config import RunConfig, build_config
 from duetflow.errors import ManifestError, StorageError
@@ -20,6 +19,7 @@ from duetflow.release.pull import open_release, pull
 from duetflow.release.validate import parse_release_uri, validate_release
 from duetflow.report import release_report
 from duetflow.storage import open_store
+from release_fixtures import make_workdir, specs
 
 
 def tree(root: Path) -> dict[str, bytes]:

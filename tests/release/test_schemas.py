@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from release_fixtures import make_workdir, specs
 
 from duetflow.config import build_config
 from duetflow.errors import ManifestError
@@ -16,6 +15,7 @@ from duetflow.records.rows import DNSMOS_COLUMNS
 from duetflow.release.failures import schema_failures
 from duetflow.release.table_schemas import dialogue_schema, release_index_schema
 from duetflow.release.workdir_checks import collect_workdir_failures, validate_workdir
+from release_fixtures import make_workdir, specs
 
 
 def test_valid_workdir_passes(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
-from release_fixtures import make_workdir, specs
 
 from duetflow.hashing import sha256_file
 from duetflow.release.publish import publish
@@ -30,6 +29,7 @@ from duetflow.release.shards import (
     sample_key,
     verify_shards,
 )
+from release_fixtures import make_workdir, specs
 
 
 @pytest.fixture(scope="module")

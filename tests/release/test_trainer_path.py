@@ -19,7 +19,6 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from click.testing import CliRunner
-from release_fixtures import SR, Spec, fixture_samples, make_workdir, specs
 
 from duetflow.cli import main
 from duetflow.config import RunConfig, build_config
@@ -40,6 +39,7 @@ from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.report import release_report
 from duetflow.storage import open_store
+from release_fixtures import SR, Spec, fixture_samples, make_workdir, specs
 
 PH_LICENCE = "CC-BY-NC-SA-4.0 AND CC-BY-SA-4.0"
 #: val is empty by construction: no category sends anything there

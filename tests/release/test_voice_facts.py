@@ -14,7 +14,6 @@ import datasets
 import lhotse
 import pyarrow.parquet as pq
 import pytest
-from release_fixtures import Spec, make_workdir, specs
 
 from duetflow.release.export_hf import export_hf
 from duetflow.release.export_lhotse import export_lhotse
@@ -24,6 +23,7 @@ from duetflow.release.validate import validate_release
 from duetflow.report import release_report
 from duetflow.report.card import ph_wording
 from duetflow.report.data import Distribution, PhStats
+from release_fixtures import Spec, make_workdir, specs
 
 
 def _ph_prov(backend: str, clones: bool | None, voices: tuple[str, str]) -> str:

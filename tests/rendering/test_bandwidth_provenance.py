@@ -6,12 +6,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from render_signals import make, script
-
 from duetflow.acoustics.source_bandwidth import recording_bandwidth_hz
 from duetflow.config import build_config
 from duetflow.records.dialogue import MixedMonoSource, MultichannelSource
 from duetflow.rendering.render import render_dialogue
+from render_signals import make, script
 
 
 def windows(d, k: int = 2):  # type: ignore[no-untyped-def]

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from render_signals import make
 from scipy.ndimage import median_filter
 
 import duetflow.rendering.mixdown
@@ -21,6 +20,7 @@ from duetflow.audio.io import FLAC_COMPRESSION_LEVEL, to_pcm16, write_audio
 from duetflow.config import build_config
 from duetflow.demo.voice import FEMALE, MALE, room_tone, speech
 from duetflow.rendering.render import render_dialogue
+from render_signals import make
 
 SR = 16000
 

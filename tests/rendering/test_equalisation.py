@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import pytest
 import soundfile as sf
-from render_signals import make, script
 from scipy.signal import welch
 
 from duetflow.audio.bandlimit import lowpass
@@ -27,6 +26,7 @@ from duetflow.rendering.render import render_dialogue
 from duetflow.tts.assemble import assemble
 from duetflow.tts.backend import Synthesis, Voice
 from duetflow.tts.script import Script, ScriptLine
+from render_signals import make, script
 
 PH_RATE = 24000  # a TTS backend's native rate, unlike the sources'
 

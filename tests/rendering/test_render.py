@@ -8,14 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from render_signals import (
-    SR,
-    change_pauses,
-    make,
-    measured_change_gaps,
-    script,
-    segments,
-)
 
 from duetflow.audio.loudness import measure, true_peak_dbtp
 from duetflow.audio.mix import max_jump
@@ -24,6 +16,14 @@ from duetflow.errors import InputError
 from duetflow.records.manifest import RENDERED_DIALOGUE_SCHEMA, RENDERED_TURN_SCHEMA
 from duetflow.rendering.render import render_dialogue
 from noise import noise_at
+from render_signals import (
+    SR,
+    change_pauses,
+    make,
+    measured_change_gaps,
+    script,
+    segments,
+)
 
 KINDS = ["multichannel", "per_speaker", "per_turn", "mixed_mono"]
 

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 import pytest
 import soundfile as sf
-from render_signals import change_pauses, pause_edges
 
 from duetflow.audio.edges import DIGITAL_FLOOR, longest_zero_run, measure_gap
 from duetflow.audio.gap_tolerance import floor_in_file_db
@@ -31,6 +30,7 @@ from duetflow.config import RunConfig, build_config
 from duetflow.pipeline.commands import process_workdir
 from duetflow.pipeline.ingest import ingest
 from duetflow.records.manifest import DIALOGUES, REJECTIONS, TURNS, iter_rows
+from render_signals import change_pauses, pause_edges
 
 FOLDERS = {
     "dailytalk": "dailytalk",

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import soundfile as sf
-from render_signals import make, script
 
 from duetflow.audio.loudness import measure
 from duetflow.config import RunConfig, build_config
@@ -32,6 +31,7 @@ from duetflow.rendering.render import render_dialogue
 from duetflow.tts.assemble import assemble
 from duetflow.tts.backend import Synthesis, Voice
 from duetflow.tts.script import Script, ScriptLine
+from render_signals import make, script
 
 SR = 16000
 PH_RATE = 24000

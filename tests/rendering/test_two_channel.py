@@ -27,7 +27,6 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import soundfile as sf
-from render_signals import SR, change_pauses, make, pause_edges, segments
 from scipy.signal import welch
 
 from duetflow.audio.edges import longest_zero_run
@@ -44,6 +43,7 @@ from duetflow.release.pull import pull
 from duetflow.release.validate import validate_release
 from duetflow.rendering.render import render_dialogue
 from noise import noise_at
+from render_signals import SR, change_pauses, make, pause_edges, segments
 
 FOLDERS = {"iemocap": "IEMOCAP_full_release", "magicdata_ramc": "MagicData-RAMC"}
 

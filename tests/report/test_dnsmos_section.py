@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "release"))
-from release_fixtures import make_workdir, specs
-
 from duetflow.report import SECTIONS, build_report
+from release_fixtures import make_workdir, specs
 
 #: OVRL per dialogue: HH of corpus "hh" 3.0-3.3, PH of corpus "ph" 2.0-2.3
 HH = {f"hh__d{i:03d}__w000": 3.0 + 0.1 * i for i in range(4)}

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import boto3
 import pytest
-from s3_faults import FaultHook, attach
 
 from duetflow.config import ReleaseConfig
 from duetflow.errors import StorageError
 from duetflow.hashing import sha256_bytes
 from duetflow.storage import LocalStore, S3Store, Store, audio_key, open_store
+from s3_faults import FaultHook, attach
 
 
 @pytest.fixture(params=["local", "s3"])

@@ -18,7 +18,6 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from studio_helpers import NO_STATE, transcript, write_session
 
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter
@@ -34,6 +33,7 @@ from duetflow.records.dialogue import (
     TurnKind,
 )
 from duetflow.records.rows import ReleaseDialogueRow
+from studio_helpers import NO_STATE, transcript, write_session
 
 ZH = ("你好，我想计划一个周末旅行。", "好的，你想去哪里呢？", "我想去湖边走走。")
 SYSTEMS = {"demo-s2s": {"languages": ["en"]}}

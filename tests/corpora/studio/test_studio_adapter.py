@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from studio_helpers import DURATION, NO_STATE, PLAN, SR, transcript, write_session
 
 from duetflow.audio.io import write_audio
 from duetflow.config import build_config
@@ -27,6 +26,7 @@ from duetflow.records.dialogue import (
     Role,
     Turn,
 )
+from studio_helpers import DURATION, NO_STATE, PLAN, SR, transcript, write_session
 
 TRUTH = [Turn(("user", "system")[w], a, b) for w, a, b in PLAN]
 

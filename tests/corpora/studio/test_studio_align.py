@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from studio_helpers import NO_STATE, transcript, write_session
-
 from duetflow.corpora.studio import StudioAdapter
 from duetflow.corpora.studio.transcript import TranscriptTurn, align_text, attach_text
 from duetflow.records.dialogue import Dialogue, Rejection, Turn, TurnKind
+from studio_helpers import NO_STATE, transcript, write_session
 
 IDS = ("user", "system")
 LONG = "I was thinking we could go somewhere quiet this weekend with the whole family."

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 from asr_stub import AsrStub
-from studio_helpers import write_session
 
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter
 from duetflow.records.dialogue import Dialogue, Rejection
+from studio_helpers import write_session
 
 OPENING = "Hi, shall we plan a trip?"
 

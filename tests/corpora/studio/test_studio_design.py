@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from studio_helpers import NO_STATE, transcript, write_session
-
 from duetflow.config import build_config
 from duetflow.corpora.studio import StudioAdapter, opening_line_similarity
 from duetflow.records.convert import dialogue_from_rows, dialogue_records, dialogue_to_rows
 from duetflow.records.dialogue import DesignFields, Dialogue, Rejection
+from studio_helpers import NO_STATE, transcript, write_session
 
 TEXTS = ("Hi, I'd like to plan a weekend trip.", "Sure, where to?", "The lake.")
 

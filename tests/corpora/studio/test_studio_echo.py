@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from studio_helpers import NO_STATE
 
 from duetflow.config import TurnsConfig, build_config
 from duetflow.corpora.studio import StudioAdapter
@@ -22,6 +21,7 @@ from duetflow.corpora.studio.segment import score_turns
 from duetflow.demo.studio import RoomLeak, write_session
 from duetflow.records.dialogue import Dialogue, Rejection, Turn
 from duetflow.turntaking.overlaps import OverlapClass, classify_overlaps
+from studio_helpers import NO_STATE
 
 ROOMS = [
     RoomLeak(rt60_s=0.2, leak_db=-25.0, delay_ms=40.0),

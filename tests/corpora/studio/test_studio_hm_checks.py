@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from studio_helpers import NO_STATE, transcript, write_session
 
 from duetflow.config import StudioConfig, build_config
 from duetflow.corpora.studio import (
@@ -16,6 +15,7 @@ from duetflow.corpora.studio import (
     script_units,
 )
 from duetflow.records.dialogue import Dialogue, Rejection
+from studio_helpers import NO_STATE, transcript, write_session
 
 PHRASES = StudioConfig().disclosure_phrases
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
-from studio_helpers import SR, tracks, write_session
 
 from duetflow.audio.io import write_audio
 from duetflow.config import build_config
@@ -16,6 +15,7 @@ from duetflow.corpora.studio import StudioAdapter
 from duetflow.pipeline.ingest import ingest
 from duetflow.records.dialogue import Dialogue, Rejection
 from duetflow.records.manifest import iter_dialogues, iter_rejections
+from studio_helpers import SR, tracks, write_session
 
 
 def _adapter(root: Path, state: Path, **cfg: object) -> StudioAdapter:

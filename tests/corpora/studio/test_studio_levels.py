@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
-from studio_helpers import NO_STATE, PLAN, SR, tracks, write_session
 
 from duetflow.audio.levels import DcTracker, Headroom
 from duetflow.corpora import get_adapter
 from duetflow.records.dialogue import Dialogue, Rejection
+from studio_helpers import NO_STATE, PLAN, SR, tracks, write_session
 
 IDS = ("user", "system")
 

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pytest
 import soundfile as sf
-from studio_helpers import NO_STATE, SR, tracks, write_session
 
 from duetflow.audio.io import read_frames, resample, write_audio
 from duetflow.config import SegmentConfig
@@ -30,6 +29,7 @@ from duetflow.corpora.studio.segment import (
 )
 from duetflow.corpora.studio.state import StudioState, content_hash
 from duetflow.records.dialogue import Dialogue, Rejection
+from studio_helpers import NO_STATE, SR, tracks, write_session
 
 
 @pytest.mark.parametrize("rate", [16000, 44100, 48000])

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from studio_helpers import NO_STATE
 
 from duetflow.audio.io import read_frames, resample
 from duetflow.audio.vad import VadParams, detect_speech
@@ -18,6 +17,7 @@ from duetflow.corpora.studio.segment import detect_turns, score_turns
 from duetflow.demo.studio import CROSSTALK_DB
 from duetflow.demo.voice import FEMALE, MALE, db_to_amp, room_tone, speech
 from duetflow.records.dialogue import Dialogue, Rejection, Turn
+from studio_helpers import NO_STATE
 
 SR = 16000
 

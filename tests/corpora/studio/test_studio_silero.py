@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from studio_helpers import NO_STATE
 
 pytest.importorskip("onnxruntime", reason="the quality extra is not installed")

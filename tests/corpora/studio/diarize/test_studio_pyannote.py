@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+
 from studio_helpers import SR, tracks, write_session
 
 pa = pytest.importorskip("pyannote.audio")
