@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from flow_helpers import release_content, write_config
 
 from duetflow.config import load_config
 from duetflow.flows import build_dataset
 from duetflow.release.validate import validate_release
+from flow_helpers import release_content, write_config
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from flow_helpers import write_config
 
 from duetflow.cli.run import PREFECT_HOME_ENV, prefect_env
 from duetflow.errors import ServerError
 from duetflow.flows import local_server
+from flow_helpers import write_config
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
 

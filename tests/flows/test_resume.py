@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from flow_helpers import tree_digest, write_config
 
 from duetflow.config import load_config
 from duetflow.flows import build_dataset
+from flow_helpers import tree_digest, write_config
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from flow_helpers import write_config
 
 from duetflow.cli.run import PREFECT_HOME_ENV
+from flow_helpers import write_config
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
 #: how long a process may outlive its killed parent (the watchdog's poll + uvicorn's shutdown)

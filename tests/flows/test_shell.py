@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from flow_helpers import write_config
 from prefect.states import Failed
 
 from duetflow.errors import ConfigError, ManifestError, StorageError
 from duetflow.flows.runner import build_task_runner, resolve_config
 from duetflow.tasks import transient_only
+from flow_helpers import write_config
 
 
 def test_retries_only_for_failures_a_retry_can_fix() -> None:

@@ -6,8 +6,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from release_fixtures import make_workdir, specs
-from s3_faults import FaultHook, FlakyProxy, attach, s3_config
 
 from duetflow.config import RunConfig
 from duetflow.release.layout import LATEST_KEY, list_releases
@@ -15,6 +13,8 @@ from duetflow.release.publish import publish
 from duetflow.release.pull import pull
 from duetflow.release.validate import validate_release
 from duetflow.storage import S3Store, open_store
+from release_fixtures import make_workdir, specs
+from s3_faults import FaultHook, FlakyProxy, attach, s3_config
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from release_fixtures import make_workdir, specs
 
 from duetflow.cli import main
+from release_fixtures import make_workdir, specs
 
 
 def _drop_column(store: Path, release: str, manifest: str, column: str) -> str:
