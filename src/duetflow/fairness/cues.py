@@ -24,7 +24,6 @@ import dataclasses
 import itertools
 import logging
 import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from duetflow.audio.bs1770 import SILENCE_LUFS, measure
 from duetflow.audio.io import read_frames
 from duetflow.errors import DuetflowError
 from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
+from duetflow.tts.speaking_rate import dialogue_rate_cps
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +63,6 @@ EDGE_REFERENCE_HZ = (400.0, 700.0)
 EDGE_DROP_DB = 30.0
 #: Level of digital silence, dBFS (a power of exactly 0).
 SILENT_DB = -150.0
-#: A transcript tag (``[+]``, ``[LAUGH]``, ``<noise>``) is not a spoken character.
-_TAG = re.compile(r"\[[^\]]*\]|<[^>]*>")
 
 
 @dataclass(frozen=True)
@@ -355,11 +353,6 @@ def change_gaps_s(turns: Sequence[TurnSpan]) -> list[float]:
     return [b.start_s - a.end_s for a, b in itertools.pairwise(floor) if a.speaker != b.speaker]
 
 
-def spoken_characters(text: str) -> int:
-    """Letters, digits and ideographs of a turn's text (tags and punctuation left out)."""
-    return sum(ch.isalnum() for ch in _TAG.sub(" ", text))
-
-
 def _lufs(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> float:
     """BS.1770 loudness of the spans of ``x`` taken together (NaN: none, or silent)."""
     parts = [x[max(0, round(s * sr)) : min(len(x), round(e * sr))] for s, e in spans]
@@ -423,8 +416,7 @@ def measure_dialogue(
     speech_db = _power_db(mix, sr, speech)
     gaps = np.asarray(change_gaps_s(turns)) * 1000.0
     floor_turns = [t for t in turns if t.kind == "turn"]
-    speech_s = sum(e - s for s, e in speech)
-    chars = sum(spoken_characters(t.text) for t in turns if t.kind != "nonspeech")
+    rate = dialogue_rate_cps((t.start_s, t.end_s, t.text) for t in turns if t.kind != "nonspeech")
     lufs = measure(mix.astype(np.float32), sr).lufs
     speech_lufs = _lufs(mix, sr, speech)
     la = _speaker_lufs(tracks, sr, turns, speakers, 0)
@@ -459,7 +451,7 @@ def measure_dialogue(
         n_turns=float(len(floor_turns)),
         turns_per_min=len(floor_turns) / minutes,
         # no words (VAD-detected turns without a transcript): no rate, rather than 0
-        speech_rate_cps=chars / speech_s if speech_s > 0 and chars > 0 else math.nan,
+        speech_rate_cps=rate,
     )
 
 
