@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,12 @@ def test_ph_dialogues_render_inside_the_window_or_are_rejected(
         assert match["speaking_rate_cps"] == pytest.approx(match["rate_cps"], abs=1e-3)
         got = dialogue_rate_cps(by_id[row["dialogue_id"]])
         assert got == pytest.approx(match["rate_cps"], rel=0.12), (row["dialogue_id"], match)
+
+
+def test_dialogue_rate_counts_overlapping_speech_once() -> None:
+    """Spoken characters (tags and punctuation out) over the union of the turns."""
+    turns = [(0.0, 2.0, "Hello, there [+]"), (1.5, 3.0, "ok!"), (4.0, 5.0, "<noise> 你好")]
+    # 10 + 2 + 2 characters over 3.0 + 1.0 s of speech (0.5 s overlap counted once)
+    assert dialogue_rate_cps(turns) == pytest.approx(14 / 4.0)
+    assert math.isnan(dialogue_rate_cps([(0.0, 1.0, "[laughter]")]))
+    assert math.isnan(dialogue_rate_cps([]))
