@@ -103,3 +103,26 @@ def test_the_margin_is_read_against_the_configured_ceiling() -> None:
     assert at.ceiling_margin_db == pytest.approx(0.05, abs=0.03)
     assert under.ceiling_margin_db == CEILING_REACH_DB
     assert at.speech_level_lu == under.speech_level_lu < -1.0
+
+
+def test_a_cue_table_written_before_the_ceiling_cues_reads_them_as_nan(side_a, tmp_path) -> None:
+    """A release's ``cues.parquet`` of an earlier version (no ceiling columns) is read back with
+    those cues NaN (left out of the comparison); a table without its id columns is refused."""
+    import math
+
+    import pyarrow.parquet as pq
+
+    from duetflow.errors import ManifestError
+    from duetflow.fairness.table import read_cues, write_cues
+
+    path = tmp_path / "cues.parquet"
+    write_cues(path, side_a[:3])
+    old = pq.read_table(path).drop(["ceiling_margin_db", "speech_level_lu"])
+    pq.write_table(old, path)
+    back = list(read_cues(path))
+    assert [r.dialogue_id for r in back] == [r.dialogue_id for r in side_a[:3]]
+    assert all(math.isnan(r.ceiling_margin_db) and math.isnan(r.speech_level_lu) for r in back)
+    assert [r.peak_dbfs for r in back] == [r.peak_dbfs for r in side_a[:3]]
+    pq.write_table(old.drop(["category"]), path)
+    with pytest.raises(ManifestError, match="missing category"):
+        list(read_cues(path))

@@ -62,10 +62,10 @@ def read_cues(path: Path) -> Iterator[DialogueCues]:
     missing = sorted(set(ID_COLUMNS) - have)
     if missing:
         raise ManifestError(f"{path}: not a cue table (missing {', '.join(missing)})")
-    absent = {n: math.nan for n in names if n not in have}
+    absent: dict[str, Any] = {n: math.nan for n in names if n not in have}
     for i in range(pf.num_row_groups):
         for row in pf.read_row_group(i, columns=[n for n in names if n in have]).to_pylist():
-            yield DialogueCues(**row, **absent)
+            yield DialogueCues(**{**row, **absent})
 
 
 def _json_num(v: Any) -> Any:
