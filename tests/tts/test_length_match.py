@@ -84,7 +84,7 @@ def test_the_draw_keeps_to_the_topic_when_the_pool_allows() -> None:
 
 
 def test_a_rate_is_drawn_only_where_one_was_measured() -> None:
-    pool = [HumanDialogue("en", "t", 30.0, float("nan"))] + _humans(5, "t", 3, (12.0, 1.0))
+    pool = [HumanDialogue("en", "t", 30.0, float("nan")), *_humans(5, "t", 3, (12.0, 1.0))]
     assert all(_draw(pool, k, topic_min=0, need_rate=True).has_rate for k in range(100))
     assert not all(_draw(pool, k, topic_min=0).has_rate for k in range(100))
     # no dialogue of the language has a transcript: the length is still matched
@@ -106,3 +106,26 @@ def test_the_pool_keeps_lengths_per_language() -> None:
     assert pool.lengths_for("zh-CN") == [50.0]
     assert [h.rate_cps for h in pool.humans_for("zh-CN")] == [4.5]
     assert pool.lengths_for("de") == []
+
+
+def test_a_script_is_matched_within_its_taxonomy_topic() -> None:
+    """The script's free-text topic ("ordinary life") is mapped to the taxonomy id the PH row
+    carries before the draw, so the topic filter sees the human dialogues' own ids."""
+    from duetflow.config import RunConfig
+    from duetflow.tts.script import Script, ScriptLine
+    from duetflow.tts.synthesize import _human_match
+
+    humans = _humans(10, "ordinary_life", 4, (10.0, 0.5)) + _humans(30, "work", 5, (14.0, 0.5))
+    pool = VoicePool((), (), tuple(humans))
+    lines = (ScriptLine("A", "hello"), ScriptLine("B", "hi"))
+    cfg = RunConfig()
+    got = {
+        _human_match(Script(f"s{k}", "en", lines, topic="ordinary life"), pool, cfg).topic  # type: ignore[union-attr]
+        for k in range(60)
+    }
+    assert got == {"ordinary_life"}
+    off = cfg.model_copy(update={"synth": cfg.synth.model_copy(update={"match_topic_min": 0})})
+    assert {
+        _human_match(Script(f"s{k}", "en", lines, topic="ordinary life"), pool, off).topic  # type: ignore[union-attr]
+        for k in range(60)
+    } == {"ordinary_life", "work"}

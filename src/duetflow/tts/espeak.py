@@ -59,10 +59,12 @@ CHARS_PER_S_AT_DEFAULT: dict[str, float] = {"en": 10.37, "zh": 3.86}
 #: by the cue audit (``speech_rate_cps``: spoken characters per second of the turns), per
 #: language: the unit of a target rate drawn from the human dialogues
 #: (:attr:`Voice.speaking_rate_cps`, ``synth.match_human_rate``). Measured on two scale-16
-#: sample builds (64 PH dialogues per language): the audit's rate × 165 / the dialogue's mean
-#: rate parameter is 12.54-12.60 (sd 0.25-0.45) in English and 3.74 (sd 0.11) in Chinese, the
-#: rate correlating with the parameter at r 0.97-0.99 (docs/equalisation.md).
-DIALOGUE_CPS_AT_DEFAULT: dict[str, float] = {"en": 12.6, "zh": 3.74}
+#: sample builds paced by their references (32 PH dialogues per language each): the audit's
+#: rate × 165 / the dialogue's mean rate parameter is 12.54-12.60 (sd 0.25-0.45) in English and
+#: 3.74 (sd 0.11) in Chinese, the rate correlating with the parameter at r 0.97-0.99; paced by
+#: targets (a third build), PH read 1.001 (sd 0.019) and 1.021 (sd 0.013) × their targets with
+#: 12.6 and 3.74, hence 12.6 and 3.82 (docs/equalisation.md).
+DIALOGUE_CPS_AT_DEFAULT: dict[str, float] = {"en": 12.6, "zh": 3.82}
 #: The rate parameter is kept inside this range (wpm): beyond it eSpeak NG turns unnatural. It
 #: spans the sample build's human dialogues (en 9.3-14 characters/s: 122-183 wpm; zh
 #: 3.7-5.6: 163-247 wpm).

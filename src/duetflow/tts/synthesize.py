@@ -91,7 +91,8 @@ def _human_match(script: Script, voices: VoicePool, config: RunConfig) -> HumanD
         return None
     return draw_human(
         voices.humans_for(script.language),
-        script.topic,
+        # the taxonomy id the PH row will carry (a script may say "ordinary life")
+        config.topics.mapper("scripts").map(script.topic).topic,
         rng_for(config.seed, draws_key(script.id), "human"),
         topic_min=synth.match_topic_min,
         need_rate=synth.match_human_rate,
