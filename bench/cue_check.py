@@ -1,6 +1,6 @@
 """A second method for seven cues of the audit, to show the audit measures what it says.
 
-    python bench/cue_check.py SOURCE [--cues CUES_PARQUET]
+    python bench/cue_check.py SOURCE [--cues CUES_PARQUET] [--per-category N]
 
 SOURCE is what ``duetflow audit`` reads (a release folder, a store root, work directories).
 The audit's values (``cues.parquet`` from ``duetflow audit SOURCE --out DIR``, or measured
@@ -183,12 +183,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("source")
     ap.add_argument("--cues", type=Path, default=None, help="cues.parquet of duetflow audit")
+    ap.add_argument(
+        "--per-category",
+        type=int,
+        default=0,
+        help="re-measure at most this many dialogues per language and category (in the "
+        "source's order; 0: all); at least 8 keeps every pair judged",
+    )
     args = ap.parse_args(argv)
+    taken: dict[tuple[str, str], int] = {}
     audit: dict[str, DialogueCues] = (
         {r.dialogue_id: r for r in read_cues(args.cues)} if args.cues else {}
     )
     ours: dict[str, tuple[float, ...]] = {}
     for row, turns, path in _items(args.source):
+        group = (str(row.language), str(row.category))
+        if args.per_category and taken.get(group, 0) >= args.per_category:
+            continue
+        taken[group] = taken.get(group, 0) + 1
         if row.dialogue_id not in audit:
             audit[row.dialogue_id] = measure_file(row, turns, path)
         x, sr = read_frames(path, mono=True)
