@@ -172,6 +172,12 @@ def rate_by_level(x: np.ndarray, sr: int, turns: list[TurnSpan]) -> float:
     return chars / secs if secs > 0 and chars > 0 else math.nan
 
 
+def _finite(values: list[float]) -> np.ndarray:
+    """The values a cue has (NaN: the dialogue cannot have it, left out as the audit does)."""
+    a = np.asarray(values, dtype=np.float64)
+    return a[np.isfinite(a)]
+
+
 def _items(source: str) -> Iterator[tuple[Any, Any, Path]]:
     with open_inputs([source]) as inputs:
         for inp in inputs:
@@ -269,11 +275,11 @@ def main(argv: list[str] | None = None) -> int:
                 cells = []
                 for j, cue in enumerate(names):
                     d1 = cohens_d(
-                        np.array([audit[i].value(cue) for i in sa]),
-                        np.array([audit[i].value(cue) for i in sb]),
+                        _finite([audit[i].value(cue) for i in sa]),
+                        _finite([audit[i].value(cue) for i in sb]),
                     )
                     d2 = cohens_d(
-                        np.array([ours[i][j] for i in sa]), np.array([ours[i][j] for i in sb])
+                        _finite([ours[i][j] for i in sa]), _finite([ours[i][j] for i in sb])
                     )
                     cells.append(f"{d1:+.2f} / {d2:+.2f}")
                 print(f"| {lang} | {ca}-{cb} | " + " | ".join(cells) + " |")
