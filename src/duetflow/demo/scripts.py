@@ -1,10 +1,11 @@
 """Sample two-speaker scripts (English and Chinese) for the PH synthesis demo and tests.
 
 Shaped like the seed study's generated scripts: speakers A and B, everyday topics, light fillers
-and interjections ("um", "you know", 嗯, 那个), in short turns, 55–75 s of speech each as
-estimated by :mod:`duetflow.tts.speaking_rate`: synthesis cuts each at a line boundary to a
-length drawn from the human dialogues of its language (``synth.match_human_length``), so a
-rendered PH dialogue lasts as long as an HH/HM one.
+and interjections ("um", "you know", 嗯, 那个), in short turns, 65–95 s of speech each as
+estimated by :mod:`duetflow.tts.speaking_rate`: synthesis cuts each at a line boundary to the
+length of a human dialogue drawn from its language and topic (``synth.match_human_length``) and
+speaks it at that dialogue's pace (``synth.match_human_rate``), so a rendered PH dialogue lasts
+as long, and takes turns as often, as an HH/HM one.
 
 ``generate`` writes ``root/scripts/*.json`` in the schema of :mod:`duetflow.tts.script`; the
 samples command of the corpora module dispatches to it. Content is fixed; ``scale`` repeats the
