@@ -55,7 +55,7 @@ class RenderConfig(_Section):
         "mapping sets it per language ('*': any other); "
         "None: each recording keeps its own. The bed stays the recording's own (texture, level "
         "rule); only its colour is matched. Turing-test builds set it per language to the tilt "
-        "most of its sources share (the default run config does for en; "
+        "most of its sources share (the default run config does for en and zh; "
         "docs/equalisation.md)",
     )
     true_peak_ceiling_dbtp: float = Field(-1.0, ge=-30, le=0)

@@ -7,7 +7,7 @@ power, sample by sample, following the clips' squared fade envelopes so power st
 through every join. Each stem (a speaker's layer of the two-channel file) is filled the same
 way over that speaker's own room tone (``Bed.stem_tones``). :func:`reassemble` assembles anew
 only around the items a correction moved and copies the rest (the same samples as assembling
-whole); :func:`shift_bed` moves the room tone with them, cut at mid-gap.
+whole); :func:`shift_bed` moves the room tone with them, cut at mid-gap and crossfaded there.
 """
 
 from __future__ import annotations
@@ -26,9 +26,10 @@ _FILL_FADE_S = 0.01
 _FADE_SPAN = 8192  # a clip's fades lie within this many samples of its ends
 #: Half the crossfade (samples) at each of the bed's cuts where the items on its two sides moved
 #: apart (:func:`shift_bed`): 5 ms at 16 kHz. A hard cut there is a step in the noise, a click
-#: whose broadband energy shows in the pause's spectrum above the band (its tilt) and under
-#: 100 Hz (its roll-off): the more gaps a category has corrected (PH: 4.5 per dialogue, HH and
-#: HM 1.1-1.4), the brighter its pauses read (docs/fairness.md, *The pause colour*).
+#: whose broadband energy shows in the pause's spectrum above a band-limited bed's band, where
+#: the cue audit's tilt fit reaches: the more gaps a category has corrected (PH: 4.5 per
+#: dialogue, HH and HM 1.1-1.4), the brighter its pauses read (docs/fairness.md, *The pause
+#: colour*).
 CUT_FADE_HALF = 80
 
 
