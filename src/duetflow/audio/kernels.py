@@ -235,3 +235,23 @@ def welch_kernels() -> tuple[Callable[..., Any], Callable[..., Any], Callable[..
     except Exception:  # a numba that cannot compile here: numpy, the same output
         return None
     return wk.segments, wk.power, wk.row_means
+
+
+@functools.lru_cache(maxsize=1)
+def edge_kernels() -> Any | None:
+    """The edge measure's compiled loops (:mod:`duetflow.audio.edge_kernels`: the flicker's
+    running median, the quiet-run walk, the envelope windows' sums), or None (numba missing or
+    turned off): :mod:`duetflow.audio.edges` uses scipy / numpy / Python then, with the same
+    bits."""
+    if _compiled() is None:
+        return None
+    try:
+        from duetflow.audio import edge_kernels as ek
+
+        x = np.arange(5, dtype=np.float64)
+        ek.running_median(x, 3, np.empty(5))
+        ek.quiet_run(x, 4, 5, -1, 2.0, 2)
+        ek.window_sums(x, 4, np.empty(2))
+    except Exception:  # a numba that cannot compile here: the same output without it
+        return None
+    return ek
