@@ -175,7 +175,8 @@ def _envelope(x: Audio, sr: int, start: int, hop: int) -> Envelope:
     seg = x[: count * hop].reshape(count, hop)
     # a hop's energy summed in the samples' own float32 (a few 1e-7 relative: 1e-6 dB; four
     # times cheaper than a float64 accumulation), then carried in float64
-    p = np.einsum("ij,ij->i", seg, seg).astype(np.float64) / hop
+    p = np.einsum("ij,ij->i", seg, seg).astype(np.float64)
+    p /= hop  # in place: the same quotients
     # each window the sum of its own hop blocks (not a difference of running sums): a frame's
     # value depends on its samples alone, wherever the analysed stretch starts
     compiled = kernels.edge_kernels()
@@ -206,11 +207,18 @@ def _highpass_ba(sr: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float
     return np.asarray(b, dtype=np.float32), np.asarray(a, dtype=np.float32)
 
 
+#: Envelope lengths (frames) below which the compiled running median is used (measured: 7x
+#: scipy on 100 frames, 0.85x on 18,000)
+_MEDIAN_COMPILED_BELOW = 2000
+
+
 def running_median(db: FloatArray) -> FloatArray:
     """``scipy.ndimage.median_filter(db, size=_FLICKER_FRAMES, mode="nearest")``: compiled where
-    numba is (a median of an odd count is one of the values, so the same numbers), else scipy."""
+    numba is (a median of an odd count is one of the values, so the same numbers), else scipy.
+    The compiled walk is for the short stretches a pause's floor reads (~7x scipy there, whose
+    set-up dominates); on a whole track's envelope scipy's own is as fast or faster."""
     compiled = kernels.edge_kernels()
-    if compiled is not None:
+    if compiled is not None and len(db) < _MEDIAN_COMPILED_BELOW:
         x = np.ascontiguousarray(db, dtype=np.float64)
         out = np.empty_like(x)
         if compiled.running_median(x, _FLICKER_FRAMES, out):
