@@ -176,3 +176,18 @@ def test_paired_filters_without_lanes_are_each_alone(monkeypatch: pytest.MonkeyP
     assert np.array_equal(got[0], sosfilt(sos, x, zi=z)[0])
     assert np.array_equal(got[2], sosfilt(sos, u, zi=z)[0])
     assert bs1770.measure_each([x, u], SR) == [bs1770.measure(x, SR), bs1770.measure(u, SR)]
+
+
+@compiled
+def test_the_longest_zero_run_is_the_numpy_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(4)
+    cases = [np.zeros(1), np.ones(5), np.array([0.0, -0.0, 1.0, 0.0]), np.zeros(1000)]
+    for _ in range(500):
+        n = int(rng.integers(1, 400))
+        x = rng.standard_normal(n)
+        x[rng.random(n) < rng.random()] = 0.0
+        x[rng.random(n) < 0.05] = -0.0
+        cases += [x, x.astype(np.float32)]
+    got = [edges.longest_zero_run(x) for x in cases]
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    assert got == [edges.longest_zero_run(x) for x in cases]

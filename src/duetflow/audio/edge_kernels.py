@@ -13,6 +13,7 @@ Each gives the numpy/scipy path's bits by construction, not by a tolerance:
   frames, the comparisons of :func:`duetflow.audio.edges._quiet_run` in the same order.
 * :func:`window_sums` sums each envelope window's hop blocks in the order numpy's slice adds
   do (``((p0 + p1) + p2) + p3``, then ``/ 4``).
+* :func:`longest_zero_run` counts the longest run of exact zeros (an integer: no rounding).
 
 No fused multiply-add (numba's default). Module-level functions, so numba's on-disk cache
 serves every process after the first.
@@ -104,3 +105,17 @@ def window_sums(p: Any, width: int, w: Any) -> int:  # pragma: no cover - compil
         if s > 0:
             ok += 1
     return ok
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def longest_zero_run(x: Any) -> int:  # pragma: no cover - compiled
+    # the longest run of samples equal to zero (-0.0 included, as numpy's x == 0)
+    best = run = 0
+    for i in range(x.shape[0]):
+        if x[i] == 0:
+            run += 1
+            if run > best:
+                best = run
+        else:
+            run = 0
+    return best

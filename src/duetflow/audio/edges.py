@@ -114,6 +114,7 @@ _WARMUP_S = 0.1  # high-pass filter settling before an analysed range (transient
 #: median's neighbourhood, with room to spare (:func:`analyse_around`).
 READ_REACH_S = 0.1
 _SILENT_DB = -200.0  # the level given to a frame of exact zeros
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def quantiles(v: FloatArray, qs: Sequence[float]) -> list[float]:
@@ -689,6 +690,9 @@ def longest_zero_run(x: Audio) -> int:
     """Length of the longest run of exact zeros in ``x``."""
     if x.size == 0:
         return 0
+    compiled = kernels.edge_kernels()
+    if compiled is not None and x.ndim == 1 and x.flags.c_contiguous and x.dtype in _FLOATS:
+        return int(compiled.longest_zero_run(x))
     d = np.diff(np.concatenate(([0], (x == 0).astype(np.int8), [0])))
     starts, stops = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
     return int((stops - starts).max()) if starts.size else 0

@@ -240,7 +240,8 @@ def welch_kernels() -> tuple[Callable[..., Any], Callable[..., Any], Callable[..
 @functools.lru_cache(maxsize=1)
 def edge_kernels() -> Any | None:
     """The edge measure's compiled loops (:mod:`duetflow.audio.edge_kernels`: the flicker's
-    running median, the quiet-run walk, the envelope windows' sums), or None (numba missing or
+    running median, the quiet-run walk, the envelope windows' sums, the longest run of digital
+    zeros), or None (numba missing or
     turned off): :mod:`duetflow.audio.edges` uses scipy / numpy / Python then, with the same
     bits."""
     if _compiled() is None:
@@ -252,6 +253,8 @@ def edge_kernels() -> Any | None:
         ek.running_median(x, 3, np.empty(5))
         ek.quiet_run(x, 4, 5, -1, 2.0, 2)
         ek.window_sums(x, 4, np.empty(2))
+        for dtype in (np.float32, np.float64):
+            ek.longest_zero_run(np.zeros(3, dtype))
     except Exception:  # a numba that cannot compile here: the same output without it
         return None
     return ek
