@@ -27,7 +27,12 @@ call, never at import, so commands that filter nothing do not pay for it.
 
 The Welch periodogram of :func:`duetflow.audio.bandlimit.welch_density` has three loops
 compiled too (:func:`welch_kernels`, in :mod:`duetflow.audio.welch_kernels`), each numpy's own
-arithmetic in its own order; the FFT between them stays scipy's.
+arithmetic in its own order; the FFT between them stays scipy's. Two independent signals are
+filtered side by side by :func:`lfilter_pair` and :func:`sosfilt_pair` (the same recursions in
+one loop, :mod:`duetflow.audio.lane_kernels`: nearly the cost of one), and the edge measure's
+small loops (running median, quiet-run walk, envelope window sums, zero runs) are
+:func:`edge_kernels` (:mod:`duetflow.audio.edge_kernels`); each has a numpy/scipy path with the
+same bits where numba is missing.
 """
 
 from __future__ import annotations
