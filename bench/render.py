@@ -67,6 +67,7 @@ import numpy as np
 import soundfile as sf
 
 from duetflow.config import build_config
+from duetflow.errors import InputError
 from duetflow.native_threads import default_threads
 from duetflow.records.dialogue import Category, Dialogue, MultichannelSource, Speaker, Turn
 
@@ -147,7 +148,10 @@ def run_ours(ds: list[Dialogue], out: Path) -> float:
     cfg = build_config(_render_section())
     audio = 0.0
     for d in ds:
-        audio += render_dialogue(d, cfg, out).row["duration_s"]
+        try:
+            audio += render_dialogue(d, cfg, out).row["duration_s"]
+        except InputError:  # rejected, as the process stage does (its CPU counts, no audio)
+            continue
     return audio
 
 
