@@ -65,6 +65,15 @@ def _lowpass_signals() -> list[np.ndarray]:
         x = (0.3 * np.sin(t * 0.2) + 1e-3 * rng.normal(0, 1, n)).astype(np.float32)
         x[: n // 3] = 0.0  # digital silence, then a tone over a floor
         out.append(x)
+    for n in (16000 * 30, 44100 * 20):  # a clip-per-turn track: clips between digital silence
+        x = np.zeros(n, np.float32)
+        pos = int(rng.integers(0, 4000))
+        while pos < n:
+            k = int(rng.integers(2000, 60_000))
+            x[pos : pos + k] = rng.normal(0, 0.05, min(k, n - pos))
+            x[pos + k - 1 : pos + k] = -1e-30  # a tail ending on a tiny negative sample
+            pos += k + int(rng.integers(1, 80_000))
+        out.append(x)
     spike = np.zeros(50_000, np.float32)
     spike[25_000] = 1.0
     spike[:10] = np.float32(1e-40)  # subnormals
