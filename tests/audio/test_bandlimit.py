@@ -79,6 +79,9 @@ def _lowpass_signals() -> list[np.ndarray]:
     spike[:10] = np.float32(1e-40)  # subnormals
     out.append(spike)
     out.append(np.full(30_000, 0.5, np.float32))
+    neg = np.full(100_000, -0.0, np.float32)  # digital silence of negative zeros, one burst
+    neg[60_000:61_000] = rng.normal(0, 0.1, 1000)
+    out.append(neg)
     return out
 
 
