@@ -170,3 +170,45 @@ def test_unmeasurable_beds_are_left_alone_and_the_gain_is_bounded() -> None:
     band = (f > 2600) & (f < 3600)
     boost = 10 * np.log10(p1[band].sum() / p0[band].sum()) - (level_db(y) - level_db(dull))
     assert boost < MAX_ENVELOPE_DB + 10.0  # bounded (plus the level restored over the band)
+
+
+def _rumble(x: np.ndarray, db: float, corner_hz: float = 90.0) -> np.ndarray:
+    """``x`` with its spectrum under ``corner_hz`` raised (or lowered) by ``db``: a room's
+    rumble (or a recording's high-pass), the rest of the spectrum as it was."""
+    spec = np.fft.rfft(x.astype(np.float64))
+    f = np.fft.rfftfreq(x.size, 1 / SR)
+    shelf = 10 ** (db * (1.0 / (1.0 + (f / corner_hz) ** 4)) / 20)
+    return np.fft.irfft(spec * shelf, n=x.size).astype(np.float32)
+
+
+def test_the_energy_under_100_hz_is_matched_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit's 85 % roll-off of a pause (~1 kHz) counts the energy under 100 Hz, a fifth to
+    a third of a pause's power: three rooms alike above 100 Hz but with their own rumble
+    (+6 dB, none, -6 dB under 90 Hz) read over 150 Hz apart; matched down to MATCH_LOW_HZ they
+    read within 60 Hz, by the audit's roll-off and by a second estimator (the share of Welch
+    power under 100 Hz within 1 dB); their level stays. With the match stopping at 100 Hz (the
+    gain held below, as before) the roll-offs stay apart."""
+    base = room(0.9, 8.0, 21, None)
+    beds = [lowpass(_rumble(base, db), SR, 4000.0) for db in (6.0, 0.0, -6.0)]
+    hi = pass_band_hz(4000.0)
+
+    def rolloff(y: np.ndarray) -> float:
+        return _pause_cues(_written(y))[2]
+
+    def low_share_db(y: np.ndarray) -> float:
+        f, p = welch(np.asarray(y, np.float64), fs=SR, nperseg=4096)
+        return float(10 * np.log10(p[f < 100].sum() / p.sum()))
+
+    before = [rolloff(b) for b in beds]
+    assert max(before) - min(before) > 150.0, before
+    after_beds = [to_envelope(b, SR, -3.9, hi_hz=hi)[0] for b in beds]
+    after = [rolloff(y) for y in after_beds]
+    assert max(after) - min(after) < 60.0, after
+    shares = [low_share_db(y) for y in after_beds]
+    assert max(shares) - min(shares) < 1.0, shares
+    for b, y in zip(beds, after_beds, strict=True):
+        assert abs(level_db(y) - level_db(b)) < 0.1
+    # the match held at 100 Hz, as before this step, leaves each room's rumble
+    monkeypatch.setattr("duetflow.audio.tone_colour.MATCH_LOW_HZ", 100.0)
+    held = [rolloff(to_envelope(b, SR, -3.9, hi_hz=hi)[0]) for b in beds]
+    assert max(held) - min(held) > 150.0, held

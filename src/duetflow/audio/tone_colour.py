@@ -2,12 +2,15 @@
 
 The floor rule brings every category's room tone to one *level*; a recording's room still
 has its own *colour* (DailyTalk's pauses are darker near the top of the band than IEMOCAP's,
-the studio's and the PH references', docs/fairness.md). :func:`to_envelope` shapes a bed so
-its spectral envelope inside the band (:data:`TILT_BAND_HZ`, its upper end the language's pass
-band) is one straight line in dB over log-frequency of a target tilt: the slope *and* the
-roll-off inside the band alike for every bed, by a zero-phase gain (the target over the bed's
-own smoothed envelope, flat beyond the band), so the bed stays the same noise (its texture)
-at its own power (the level is the floor rule's). Deterministic: no draws, FFTs only.
+the studio's and the PH references', and hold less of their power under 100 Hz:
+docs/fairness.md). :func:`to_envelope` shapes a bed so its spectral envelope is the target
+(:func:`target_db`): one straight line in dB over log-frequency of a target tilt inside the band
+(:data:`TILT_BAND_HZ`, its upper end the language's pass band), flat under it down to
+:data:`MATCH_LOW_HZ`. The slope, the roll-off at the top of the band and the energy under
+100 Hz (which sets the pause's 85 % roll-off) come out alike for every bed, by a zero-phase
+gain (the target over the bed's own smoothed envelope, held beyond the matched range), so the
+bed stays the same noise (its texture) at its own power (the level is the floor rule's).
+Deterministic: no draws, FFTs only.
 """
 
 from __future__ import annotations
@@ -29,6 +32,16 @@ FRAME = 1024
 ENVELOPE_SMOOTH_OCT = 1.0 / 3.0
 #: Largest boost or cut the envelope match applies at any frequency, dB.
 MAX_ENVELOPE_DB = 20.0
+#: Lowest frequency the envelope is matched down to, Hz: under the tilt band's lower end the
+#: target is flat (the line's level there), so the energy under 100 Hz, which carries a fifth
+#: to a third of a pause's power and sets its 85 % roll-off, is every bed's alike (below this
+#: the gain is held: DC and slow drift are each recording's).
+MATCH_LOW_HZ = 20.0
+#: Samples per frame of the spectrum the envelope is read from when the bed holds at least
+#: :data:`LONG_FRAME_MIN_FRAMES` of them: fine enough (3.9 Hz at 16 kHz) to read the envelope
+#: a third of an octave wide at :data:`MATCH_LOW_HZ`; shorter beds use :data:`FRAME`.
+LONG_FRAME = 4096
+LONG_FRAME_MIN_FRAMES = 4
 
 
 def pass_band_hz(limit_hz: float | None) -> float | None:
@@ -42,18 +55,18 @@ def _band(sr: int, hi_hz: float | None = None) -> tuple[float, float]:
     return TILT_BAND_HZ[0], hi if hi_hz is None else max(TILT_BAND_HZ[0] * 4, min(hi, hi_hz))
 
 
-def power_spectrum(x: Audio, sr: int) -> np.ndarray:
-    """Mean Hann-windowed power spectrum of ``x`` in :data:`FRAME`-sample frames, half overlap."""
+def power_spectrum(x: Audio, sr: int, frame: int = FRAME) -> np.ndarray:
+    """Mean Hann-windowed power spectrum of ``x`` in ``frame``-sample frames, half overlap."""
     x64 = np.asarray(x, dtype=np.float64)
-    if x64.size < FRAME:
+    if x64.size < frame:
         return np.zeros(0)
-    hop = FRAME // 2
-    win = np.hanning(FRAME)
-    total = np.zeros(FRAME // 2 + 1)
-    starts = range(0, x64.size - FRAME + 1, hop)
+    hop = frame // 2
+    win = np.hanning(frame)
+    total = np.zeros(frame // 2 + 1)
+    starts = range(0, x64.size - frame + 1, hop)
     n = 0
     for i0 in range(0, len(starts), 256):  # bounded memory for long beds
-        block = np.stack([x64[s : s + FRAME] for s in starts[i0 : i0 + 256]]) * win
+        block = np.stack([x64[s : s + frame] for s in starts[i0 : i0 + 256]]) * win
         total += (np.abs(np.fft.rfft(block, axis=1)) ** 2).sum(axis=0)
         n += block.shape[0]
     return total / n
@@ -80,9 +93,9 @@ def _fit(psd: np.ndarray, sr: int, hi_hz: float | None = None) -> float:
 
 
 def envelope_db(psd: np.ndarray, sr: int, f: np.ndarray) -> np.ndarray:
-    """Level (dB) of the spectrum ``psd`` (:func:`power_spectrum`) at frequencies ``f``,
-    averaged over :data:`ENVELOPE_SMOOTH_OCT` around each (its envelope, not its bins)."""
-    fb = np.arange(psd.size) * sr / FRAME
+    """Level (dB) of the spectrum ``psd`` (:func:`power_spectrum`, any frame) at frequencies
+    ``f``, averaged over :data:`ENVELOPE_SMOOTH_OCT` around each (its envelope, not its bins)."""
+    fb = np.arange(psd.size) * sr / (2 * (psd.size - 1))
     c = np.concatenate(([0.0], np.cumsum(psd)))
     half = 2.0 ** (ENVELOPE_SMOOTH_OCT / 2)
     i0 = np.clip(np.searchsorted(fb, f / half), 0, psd.size - 1)
@@ -91,28 +104,44 @@ def envelope_db(psd: np.ndarray, sr: int, f: np.ndarray) -> np.ndarray:
     return np.asarray(10.0 * np.log10(np.maximum(mean, 1e-30)))
 
 
+def target_db(
+    f: np.ndarray, sr: int, target_db_oct: float, hi_hz: float | None = None
+) -> np.ndarray:
+    """The target envelope (dB, up to a constant) at frequencies ``f``: a line of
+    ``target_db_oct`` over log2 f in the band (:data:`TILT_BAND_HZ`, upper end ``hi_hz``),
+    flat under its lower end (the line's level there)."""
+    lo, hi = _band(sr, hi_hz)
+    octs = np.log2(np.maximum(f, lo)) - math.log2(math.sqrt(lo * hi))
+    return np.asarray(target_db_oct * octs)
+
+
 def to_envelope(
     x: Audio, sr: int, target_db_oct: float, *, hi_hz: float | None = None
 ) -> tuple[Audio, float]:
-    """``x`` with its spectral envelope in the band (:data:`TILT_BAND_HZ`, upper end ``hi_hz``)
-    made a straight line of ``target_db_oct`` dB per octave: tilt and roll-off inside the band
-    alike for every bed, the texture (the same noise) and the power (the floor rule's) its own.
-    The gain is the target over the bed's envelope (smoothed over
-    :data:`ENVELOPE_SMOOTH_OCT`, bounded by :data:`MAX_ENVELOPE_DB`), flat beyond the band's
-    ends, zero phase, applied to the whole bed at once. Returned with the bed's own tilt before
-    (dB/oct in the band; NaN, bed unchanged, when it is too short or silent to measure)."""
+    """``x`` with its spectral envelope made the target (:func:`target_db`): a straight line of
+    ``target_db_oct`` dB per octave in the band (:data:`TILT_BAND_HZ`, upper end ``hi_hz``),
+    flat from its lower end down to :data:`MATCH_LOW_HZ`: tilt, roll-off and the energy under
+    100 Hz alike for every bed, the texture (the same noise) and the power (the floor rule's)
+    its own. The gain is the target over the bed's envelope (read from a spectrum of
+    :data:`LONG_FRAME`-sample frames where the bed is long enough, smoothed over
+    :data:`ENVELOPE_SMOOTH_OCT`, bounded by :data:`MAX_ENVELOPE_DB`), held beyond the matched
+    range's ends, zero phase, applied to the whole bed at once. Returned with the bed's own
+    tilt before (dB/oct in the band; NaN, bed unchanged, when it is too short or silent to
+    measure)."""
     psd = power_spectrum(x, sr)
     if psd.size == 0 or not np.any(psd > 0):
         return x, math.nan
     lo, hi = _band(sr, hi_hz)
     before = _fit(psd, sr, hi_hz)
-    grid = lo * 2.0 ** np.arange(0.0, math.log2(hi / lo) + 1e-9, 1.0 / 24.0)  # 1/24 octave
+    if x.size >= LONG_FRAME_MIN_FRAMES * LONG_FRAME:
+        psd = power_spectrum(x, sr, LONG_FRAME)
+    low = min(MATCH_LOW_HZ, lo)
+    grid = low * 2.0 ** np.arange(0.0, math.log2(hi / low) + 1e-9, 1.0 / 24.0)  # 1/24 octave
     env = envelope_db(psd, sr, grid)
-    target = target_db_oct * (np.log2(grid) - math.log2(math.sqrt(lo * hi)))
-    gain_db = target - env
+    gain_db = target_db(grid, sr, target_db_oct, hi_hz) - env
     gain_db = np.clip(gain_db - np.median(gain_db), -MAX_ENVELOPE_DB, MAX_ENVELOPE_DB)
     x64 = np.asarray(x, dtype=np.float64)
-    fx = np.clip(np.fft.rfftfreq(x64.size, 1.0 / sr), lo, hi)
+    fx = np.clip(np.fft.rfftfreq(x64.size, 1.0 / sr), low, hi)
     g = 10.0 ** (np.interp(np.log2(fx), np.log2(grid), gain_db) / 20.0)
     y = np.fft.irfft(np.fft.rfft(x64) * g, n=x64.size)
     p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))

@@ -49,12 +49,13 @@ class RenderConfig(_Section):
     tone_tilt_db_oct: float | dict[str, float] | None = Field(
         None,
         description="colour of the room tone, HH, HM and PH alike: every laid bed (the "
-        "renderer's room tone, the PH ambience) shaped before it is laid so its spectral tilt "
-        "(dB/octave, 100 Hz to 8 kHz or the language's bandwidth_hz less the low-pass's "
-        "transition) is this; a mapping sets it per language ('*': any other); "
+        "renderer's room tone, the PH ambience) shaped before it is laid so its spectral "
+        "envelope is a line of this tilt (dB/octave, 100 Hz to 8 kHz or the language's "
+        "bandwidth_hz less the low-pass's transition), flat under 100 Hz down to 20 Hz; a "
+        "mapping sets it per language ('*': any other); "
         "None: each recording keeps its own. The bed stays the recording's own (texture, level "
         "rule); only its colour is matched. Turing-test builds set it per language to the tilt "
-        "most of its sources share (the default run config does for en; "
+        "most of its sources share (the default run config does for en and zh; "
         "docs/equalisation.md)",
     )
     true_peak_ceiling_dbtp: float = Field(-1.0, ge=-30, le=0)

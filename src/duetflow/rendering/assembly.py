@@ -7,7 +7,7 @@ power, sample by sample, following the clips' squared fade envelopes so power st
 through every join. Each stem (a speaker's layer of the two-channel file) is filled the same
 way over that speaker's own room tone (``Bed.stem_tones``). :func:`reassemble` assembles anew
 only around the items a correction moved and copies the rest (the same samples as assembling
-whole); :func:`shift_bed` moves the room tone with them, cut at mid-gap.
+whole); :func:`shift_bed` moves the room tone with them, cut at mid-gap and crossfaded there.
 """
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ from duetflow.audio.roomtone import fill
 
 _FILL_FADE_S = 0.01
 _FADE_SPAN = 8192  # a clip's fades lie within this many samples of its ends
+#: Half the crossfade (samples) at each of the bed's cuts where the items on its two sides moved
+#: apart (:func:`shift_bed`): 5 ms at 16 kHz. A hard cut there is a step in the noise, a click
+#: whose broadband energy shows in the pause's spectrum above a band-limited bed's band, where
+#: the cue audit's tilt fit reaches: the more gaps a category has corrected (PH: 4.5 per
+#: dialogue, HH and HM 1.1-1.4), the brighter its pauses read (docs/fairness.md, *The pause
+#: colour*).
+CUT_FADE_HALF = 80
 
 
 @dataclass(frozen=True)
@@ -165,9 +172,16 @@ def _unchanged(clips: Sequence[Clip], old: Layout, new: Layout) -> list[tuple[in
     and the room tone under them is the same item's, moved by ``d``. Sorted, disjoint."""
     step = [b - a for a, b in zip(old.shifts, new.shifts, strict=True)]
     cand: dict[int, list[tuple[int, int]]] = {}
+    h = CUT_FADE_HALF  # the bed's crossfades around its cuts (:func:`shift_bed`): never copied
+    last = len(step) - 1
     for k, d in enumerate(step):
-        a0 = max(new.cuts[k - 1] if k else 0, (old.cuts[k - 1] if k else 0) + d, d, 0)
-        b0 = min(new.cuts[k], old.cuts[k] + d, old.n + d, new.n)
+        a0 = max(new.cuts[k - 1] + h if k else 0, (old.cuts[k - 1] + h if k else 0) + d, d, 0)
+        b0 = min(
+            new.cuts[k] - (h if k < last else 0),
+            old.cuts[k] - (h if k < last else 0) + d,
+            old.n + d,
+            new.n,
+        )
         if b0 > a0:
             cand.setdefault(d, []).append((a0, b0))
     found: list[tuple[int, int, int]] = []
@@ -256,13 +270,42 @@ def bed_cuts(spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int) ->
 
 def shift_bed(bed: Audio, spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int) -> Audio:
     """The bed cut at mid-gap and moved with the items, so the room tone under and around every
-    turn is the very noise its edges were measured against (only mid-gap length changes)."""
+    turn is the very noise its edges were measured against (only mid-gap length changes).
+
+    Where the items on a cut's two sides moved apart, the two stretches of noise are joined by
+    a crossfade of ``2 * CUT_FADE_HALF`` samples centred on the cut, not butted: its gains keep
+    the power of the sum at the bed's whatever the two stretches' correlation there (the same
+    noise a few milliseconds apart), so the join is neither a click nor a dip."""
     out = np.empty(n, dtype=np.float32)
     lo = 0
-    for sh, hi in zip(shifts, bed_cuts(spans, shifts, n), strict=True):
+    cuts = bed_cuts(spans, shifts, n)
+    for sh, hi in zip(shifts, cuts, strict=True):
         _copy_clamped(out, lo, hi, bed, lo - sh)
         lo = hi
+    h = CUT_FADE_HALF
+    for k in range(len(shifts) - 1):
+        c = cuts[k]
+        if h <= 0 or shifts[k] == shifts[k + 1] or c - h < 0 or c + h > n:
+            continue
+        a = np.empty(2 * h, dtype=np.float32)
+        b = np.empty(2 * h, dtype=np.float32)
+        _copy_clamped(a, 0, 2 * h, bed, c - h - shifts[k])  # the left stretch, continued
+        _copy_clamped(b, 0, 2 * h, bed, c - h - shifts[k + 1])  # the right one, begun early
+        out[c - h : c + h] = _power_crossfade(a, b)
     return out
+
+
+def _power_crossfade(a: Audio, b: Audio) -> Audio:
+    """``a`` faded out and ``b`` in over their length (sine/cosine), the gains scaled so the
+    expected power of the sum stays at theirs given their correlation over the span."""
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    pa, pb = float(np.dot(a64, a64)), float(np.dot(b64, b64))
+    rho = float(np.dot(a64, b64)) / math.sqrt(pa * pb) if pa > 0 and pb > 0 else 0.0
+    rho = min(max(rho, -0.9), 1.0)
+    theta = (np.arange(a64.size, dtype=np.float64) + 0.5) / a64.size * (math.pi / 2)
+    fo, fi = np.cos(theta), np.sin(theta)
+    norm = 1.0 / np.sqrt(1.0 + 2.0 * rho * fo * fi)
+    return np.asarray((a64 * fo + b64 * fi) * norm, dtype=np.float32)
 
 
 def _copy_clamped(out: Audio, lo: int, hi: int, src: Audio, at: int) -> None:
