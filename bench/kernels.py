@@ -5,8 +5,13 @@ high-pass (float32, ``lfilter``) and BS.1770's K-weighting (float64, ``sosfilt``
 45 s window and on 1 s stretches (the local measurements around each speaker change), scipy and
 kernel interleaved call by call, timed by the process's CPU clock; each pair's outputs are
 compared bit for bit on the way; and the high-pass on a window that falls silent (digital
-zeros). Last line: ``kernels: highpass <r>x (45 s) <r>x (1 s); highpass on silence <s>x;
-k-weighting <r>x (45 s) <r>x (1 s); identical True; load <1-minute load average>``.
+zeros). Then the kernels of issue 30's second round, each against the path it replaced, bit
+for bit on the way: two 45 s tracks' high-passes side by side (``lfilter_pair``) against two
+single kernels, two speakers' K-weighting side by side (``sosfilt_pair``) against two single
+kernels, and the flicker's running median on a pause-long stretch (100 envelope frames) against
+``scipy.ndimage.median_filter``. Last line: ``kernels: highpass <r>x (45 s) <r>x (1 s); highpass
+on silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass pair <p>x; k-weighting pair <q>x;
+median <m>x; identical True; load <1-minute load average>``.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ import os
 import time
 
 import numpy as np
+from scipy.ndimage import median_filter
 from scipy.signal import butter, lfilter, sosfilt
 
-from duetflow.audio import kernels
+from duetflow.audio import edges, kernels
 from duetflow.audio.bs1770 import k_weighting_sos
 
 SR = 16_000
@@ -77,10 +83,51 @@ def main() -> None:
             )
             ratios.append((name, seconds, cpu[0] / cpu[1]))
     r = {(n, s): v for n, s, v in ratios}
+    # issue 30, second round: two recursions side by side, and the running median
+    x1, x2 = (rng.standard_normal((2, SR * 45)) * 0.1).astype(np.float32)
+    s1, s2 = (rng.standard_normal((2, SR * 20)) * 0.1).astype(np.float64)
+    z = np.zeros((len(sos), 2))
+    env = rng.normal(-55.0, 4.0, 100)
+    env[40:60] += 30.0  # a pause's stretch: floor, a tail, floor
+    rounds = {
+        "highpass pair": (
+            lambda: (kernels.lfilter(b, a, x1), kernels.lfilter(b, a, x2)),
+            lambda: kernels.lfilter_pair(b, a, x1, x2),
+            args.repeat,
+        ),
+        "k-weighting pair": (
+            lambda: (kernels.sosfilt(sos, s1, z), kernels.sosfilt(sos, s2, z)),
+            lambda: kernels.sosfilt_pair(sos, s1, z, s2, z),
+            args.repeat,
+        ),
+        "median": (
+            lambda: median_filter(env, size=21, mode="nearest"),
+            lambda: edges.running_median(env),
+            400 * args.repeat,
+        ),
+    }
+    for name, (ref, fast, reps) in rounds.items():
+        want, got = ref(), fast()
+        if name == "k-weighting pair":  # (y, zf), (v, zf) against (y, zf, v, zf)
+            want = (*want[0], *want[1])
+        if name == "median":
+            want, got = (want,), (got,)
+        same &= all(np.array_equal(w, g) for w, g in zip(want, got, strict=True))
+        cpu = [0.0, 0.0]
+        for _ in range(reps):
+            for k, f in enumerate((ref, fast)):
+                t0 = time.process_time()
+                f()
+                cpu[k] += time.process_time() - t0
+        per = [c / reps * 1e3 for c in cpu]
+        print(f"{name:<16} before {per[0]:.3f} ms, kernel {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x")
+        r[name, 0] = cpu[0] / cpu[1]
     print(
         f"kernels: highpass {r['highpass', 45]:.2f}x (45 s) {r['highpass', 1]:.2f}x (1 s); "
         f"highpass on silence {silence:.1f}x; "
         f"k-weighting {r['k-weighting', 45]:.2f}x (45 s) {r['k-weighting', 1]:.2f}x (1 s); "
+        f"highpass pair {r['highpass pair', 0]:.2f}x; k-weighting pair "
+        f"{r['k-weighting pair', 0]:.2f}x; median {r['median', 0]:.2f}x; "
         f"identical {same}; load {os.getloadavg()[0]:.1f}"
     )
 

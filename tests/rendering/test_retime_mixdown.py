@@ -324,3 +324,40 @@ def test_the_bed_moves_by_slices_as_by_clamped_indices() -> None:
         want = np.zeros(hi + 5, dtype=np.float32)
         want[lo:hi] = src[np.clip(np.arange(at, at + hi - lo), 0, len(src) - 1)]
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_gap_whose_edge_flips_is_kept_once_a_correction_overshoots_into_the_band(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An instrument whose next onset flips 2.5 ms either side of the true one on every
+    measurement (as a recoloured room tone moved under a soft onset makes it): the draw is
+    228 ms, so chasing it reads ~225.5, ~233, ~223 ms, and the next pass would read ~233 again,
+    outside the band (last session's rejected RAMC window: 227.3, 232.6, 226.9, 232.7 ms). The
+    mixdown keeps the gap once a correction overshot into the band instead of chasing the draw
+    into a rejection; without the rule this mixdown raises ``gap_unconfirmed``."""
+    import dataclasses
+
+    import duetflow.rendering.mixdown as mixdown_mod
+
+    x, truth, seen, tone = _utterance_clips(11, -62.0, n=2)
+    real = mixdown_mod.measure_change
+    read: list[float] = []
+
+    def flipping(written, sr, prev, nxt, floor_db, analysis=None):  # type: ignore[no-untyped-def]
+        m = real(written, sr, prev, nxt, floor_db, analysis)
+        assert m is not None
+        jitter = (-0.0025 if len(read) % 2 == 0 else 0.0025) * SR
+        m = dataclasses.replace(m, onset=m.onset + jitter)
+        read.append(m.gap / SR * 1000)
+        return m
+
+    monkeypatch.setattr(mixdown_mod, "measure_change", flipping)
+    bed = Bed(tone, 10 ** (-62.0 / 10))
+    mix, true_gaps = _mix(x, truth, seen, [0.228], bed, floor_power=10**-6.2, positions=False)
+    (m,) = mix.measures
+    assert m is not None
+    assert len(read) == 3, read  # the first measure, the overshoot past the band, the one kept
+    assert read[1] > 230 + 1.0 and 180 <= read[2] <= 230  # out of the band, then back in
+    assert (228 - read[1]) * (228 - read[2]) < 0  # the second correction overshot its draw
+    assert m.gap / SR * 1000 == pytest.approx(read[2])
+    assert 180 <= true_gaps[0] * 1000 <= 230  # the construction's gap: in the band as well

@@ -62,10 +62,12 @@ def view(
     *,
     no_material: Sequence[Span] = (),
     reach: Span | None = None,
+    analysis: edges.Analysis | None = None,
 ) -> TrackView:
     """Analyse a track; ``speech``: every annotated turn (all speakers), ``no_material``: spans
-    without audio, ``reach``: the samples that belong to the window (all by default)."""
-    an = edges.analyse(samples, sr)
+    without audio, ``reach``: the samples that belong to the window (all by default);
+    ``analysis``: the track's :func:`duetflow.audio.edges.analyse`, when already made."""
+    an = edges.analyse(samples, sr) if analysis is None else analysis
     env = an.edge
     material = np.ones(len(env), dtype=bool)
     if reach is not None:

@@ -51,10 +51,15 @@ def turn_spans(track: Track, turns: Sequence[Turn], sr: int) -> list[tuple[float
 
 
 def track_view(
-    d: Dialogue, track: Track, turns: Sequence[Turn], sr: int
+    d: Dialogue,
+    track: Track,
+    turns: Sequence[Turn],
+    sr: int,
+    analysis: edges.Analysis | None = None,
 ) -> source_acoustics.TrackView:
     """The track analysed around the window's turns (background judged only near them; a
-    clip-per-turn track's stretches without material are no background)."""
+    clip-per-turn track's stretches without material are no background); ``analysis``: the
+    track's whole analysis, when already made (:func:`duetflow.audio.edges.analyse_many`)."""
     lo = min((t.start for t in turns), default=track.t0)
     hi = max((t.end for t in turns), default=track.t0 + track.n / sr)
     if d.window is not None:
@@ -62,8 +67,9 @@ def track_view(
     reach = ((lo - _REACH_S - track.t0) * sr, (hi + _REACH_S - track.t0) * sr)
     gaps = [((a - track.t0) * sr, (b - track.t0) * sr) for a, b in track.gaps]
     return source_acoustics.view(
-        track.samples, sr, turn_spans(track, turns, sr), no_material=gaps, reach=reach
-    )
+        track.samples, sr, turn_spans(track, turns, sr), no_material=gaps, reach=reach,
+        analysis=analysis,
+    )  # fmt: skip
 
 
 def window_floor(

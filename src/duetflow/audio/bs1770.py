@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Literal
@@ -54,7 +54,7 @@ import numpy as np
 import numpy.typing as npt
 
 from duetflow.audio.io import resample
-from duetflow.audio.kernels import sosfilt
+from duetflow.audio.kernels import sosfilt, sosfilt_pair
 
 Samples = npt.NDArray[np.floating]
 Floats = npt.NDArray[np.float64]
@@ -214,18 +214,46 @@ def k_weighted_energy(samples: Samples, sample_rate: int) -> KWeightedEnergy:
     result is that of one filter run over the whole signal.
     """
     grid = _grid(sample_rate)
+    x = _mono(samples)
+    return _energy(_filtered(x, grid), len(x), grid, sample_rate)
+
+
+def k_weighted_energies(signals: Sequence[Samples], sample_rate: int) -> list[KWeightedEnergy]:
+    """:func:`k_weighted_energy` of each signal, bit for bit, two at a time side by side
+    (:func:`duetflow.audio.kernels.sosfilt_pair`: two independent recursions in one loop cost
+    nearly one)."""
+    grid = _grid(sample_rate)
+    xs = [_mono(x) for x in signals]
+    out: list[KWeightedEnergy] = []
+    for i in range(0, len(xs) - 1, 2):
+        x, u = xs[i], xs[i + 1]
+        fx, fu = _filtered_pair(x, u, grid)
+        out.append(_energy(iter(fx), len(x), grid, sample_rate))
+        out.append(_energy(iter(fu), len(u), grid, sample_rate))
+    if len(xs) % 2:
+        out.append(_energy(_filtered(xs[-1], grid), len(xs[-1]), grid, sample_rate))
+    return out
+
+
+def _mono(samples: Samples) -> Samples:
     x = np.asarray(samples)
     if x.ndim != 1:
         raise ValueError(f"BS.1770 measures one channel at a time: got shape {x.shape}")
+    return x
+
+
+def _energy(
+    chunks: Iterator[Floats], n_samples: int, grid: _HopGrid, sample_rate: int
+) -> KWeightedEnergy:
     parts: list[Floats] = []
     total = 0.0
-    for y in _filtered(x, grid):  # chunks are whole periods: only the last one has a tail
+    for y in chunks:  # chunks are whole periods: only the last one has a tail
         hops = _hop_energies(y, grid.offsets)
         parts.append(hops)
         done = (len(hops) // grid.period) * grid.offsets[-1] + grid.offsets[len(hops) % grid.period]
         total += float(hops.sum()) + float(np.dot(y[done:], y[done:]))
     hops = np.concatenate(parts) if len(parts) != 1 else parts[0]
-    return KWeightedEnergy(sample_rate, len(x), hops, total)
+    return KWeightedEnergy(sample_rate, n_samples, hops, total)
 
 
 #: Added to every sample with alternating sign (a tone at the Nyquist frequency, which the
@@ -244,19 +272,42 @@ def _guard(n: int, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
     return pattern
 
 
-def _filtered(x: Samples, grid: _HopGrid) -> Iterator[Floats]:
-    """The K-weighted signal in chunks of ``grid.chunk`` samples (the state carried across)."""
+def _pieces(x: Samples, grid: _HopGrid) -> Iterator[Samples]:
+    """The input of each filter call: ``grid.chunk`` samples plus the guard tone."""
     if x.dtype not in (np.float32, np.float64):
         x = x.astype(np.float64)
     guard = _guard(grid.chunk, x.dtype)
-    if len(x) <= grid.chunk:
-        yield np.asarray(sosfilt(grid.sos, x + guard[: len(x)]), dtype=np.float64)
-        return
-    zi: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
-    for start in range(0, len(x), grid.chunk):
+    for start in range(0, max(len(x), 1), grid.chunk):
         piece = x[start : start + grid.chunk]
-        y, zi = sosfilt(grid.sos, piece + guard[: len(piece)], zi=zi)
+        yield piece + guard[: len(piece)]
+
+
+def _filtered(x: Samples, grid: _HopGrid) -> Iterator[Floats]:
+    """The K-weighted signal in chunks of ``grid.chunk`` samples (the state carried across)."""
+    zi: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
+    for piece in _pieces(x, grid):
+        y, zi = sosfilt(grid.sos, piece, zi=zi)
         yield np.asarray(y, dtype=np.float64)
+
+
+def _filtered_pair(x: Samples, u: Samples, grid: _HopGrid) -> tuple[list[Floats], list[Floats]]:
+    """:func:`_filtered` of two signals, their chunks filtered side by side while both last."""
+    zx: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
+    zu: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
+    fx: list[Floats] = []
+    fu: list[Floats] = []
+    for px, pu in itertools.zip_longest(_pieces(x, grid), _pieces(u, grid)):
+        if px is not None and pu is not None:
+            y, zx, v, zu = sosfilt_pair(grid.sos, px, zx, pu, zu)
+            fx.append(np.asarray(y, dtype=np.float64))
+            fu.append(np.asarray(v, dtype=np.float64))
+        elif px is not None:
+            y, zx = sosfilt(grid.sos, px, zi=zx)
+            fx.append(np.asarray(y, dtype=np.float64))
+        else:
+            v, zu = sosfilt(grid.sos, pu, zi=zu)
+            fu.append(np.asarray(v, dtype=np.float64))
+    return fx, fu
 
 
 def _hop_energies(y: Floats, offsets: tuple[int, ...]) -> Floats:
@@ -335,14 +386,27 @@ def measure(samples: Samples, sample_rate: int) -> Loudness:
     * ``integrated``: BS.1770 gated loudness over the 400 ms blocks (pyloudnorm's count);
     * ``ungated``: the K-weighted mean square of the whole signal (the same filter, no gates:
       what BS.1770 gives for one block) when the signal is shorter than one block or every
-      block is under the absolute gate;
+      block is under the absolute gate (very sparse speech);
     * ``silent``: :data:`SILENCE_LUFS` for an empty or all-zero signal, or one whose ungated
       loudness is not above it.
     """
-    x = np.asarray(samples)
-    if x.size == 0 or not np.any(x):
-        return Loudness(SILENCE_LUFS, "silent")
-    energy = k_weighted_energy(x, sample_rate)
+    return measure_each([samples], sample_rate)[0]
+
+
+def measure_each(signals: Sequence[Samples], sample_rate: int) -> list[Loudness]:
+    """:func:`measure` of each signal, the same numbers; two signals' K-weighting runs side by
+    side (:func:`k_weighted_energies`)."""
+    xs = [np.asarray(x) for x in signals]
+    heard = [i for i, x in enumerate(xs) if x.size and np.any(x)]
+    out = [Loudness(SILENCE_LUFS, "silent")] * len(xs)
+    for i, energy in zip(
+        heard, k_weighted_energies([xs[i] for i in heard], sample_rate), strict=True
+    ):
+        out[i] = _loudness(energy)
+    return out
+
+
+def _loudness(energy: KWeightedEnergy) -> Loudness:
     blocks = energy.block_mean_squares()
     if blocks.size:
         gated = gated_mean_square(blocks)

@@ -159,7 +159,7 @@ def to_pcm16(samples: Audio) -> PCM16:
 
 def pcm16_levels(samples: Audio) -> Audio:
     """The values :func:`to_pcm16` gives, as float32 integers (-32768 ... 32767)."""
-    q: Audio = np.clip(samples, -1.0, 1.0 - 1.0 / 32768).astype(np.float32)
+    q: Audio = np.clip(samples, -1.0, 1.0 - 1.0 / 32768).astype(np.float32, copy=False)
     q *= np.float32(32768.0)
     np.rint(q, out=q)
     return q

@@ -67,7 +67,9 @@ class Bed:
 def unit_noise(bed: Bed, n: int, rng: np.random.Generator, sr: int) -> Audio:
     noise = fill(bed.tone, n, rng, max(1, int(_FILL_FADE_S * sr)))
     p = float(np.mean(np.square(bed.tone, dtype=np.float64)))
-    return noise * np.float32(1.0 / math.sqrt(p)) if p > 0 else noise
+    if p > 0:  # fill's array is its own: scaled in place (the same products)
+        noise *= np.float32(1.0 / math.sqrt(p))
+    return noise
 
 
 def stem_beds(

@@ -64,7 +64,9 @@ log = logging.getLogger(__name__)
 GAP_TOLERANCE_S = 0.002
 #: Correction passes at most: a pass moves the items after every gap still off its draw and
 #: measures those gaps again (one pass almost always suffices; the room tone joined anew can
-#: shift an edge by a few ms).
+#: shift an edge by a few ms). A gap whose correction overshot (its error changed sign) and
+#: that lies in the band is kept: the measured edge flips between two places as the room tone
+#: under it moves, and another pass would only flip it back (and might end outside the band).
 MAX_CORRECTIONS = 3
 #: Rejection reason of a dialogue whose gaps could not be confirmed inside the band.
 GAP_UNCONFIRMED = "gap_unconfirmed"
@@ -260,13 +262,22 @@ def mixdown(
     measures = [measure(c, written) for c in changes]
     tol = GAP_TOLERANCE_S * sr
 
+    def inside(m: edges.GapMeasure) -> bool:
+        return band_s is None or band_s[0] * sr <= m.gap <= band_s[1] * sr
+
     def off(c: Change, m: edges.GapMeasure | None) -> int:
         # samples to add before item c.after + 1 (0: the gap holds its draw)
         if m is None:
             return 0
         err = c.gap_s * sr - m.gap
-        outside = band_s is not None and not band_s[0] * sr <= m.gap <= band_s[1] * sr
-        return int(round(err)) if abs(err) > tol or outside else 0
+        return int(round(err)) if abs(err) > tol or not inside(m) else 0
+
+    def settled(i: int, before: int, now: int) -> bool:
+        # a correction overshot (its error changed sign) and the gap lies in the band: the
+        # instrument flips between two edges as the bed under them moves; chasing the draw
+        # again would only flip it back, so the in-band gap is kept
+        m = measures[i]
+        return m is not None and (before > 0) != (now > 0) and inside(m)
 
     corrected: set[int] = set()
     todo = {i: d for i, c in enumerate(changes) if (d := off(c, measures[i]))}
@@ -318,7 +329,11 @@ def mixdown(
             elif m is not None:  # moved with its two items by the moves before it
                 sh = step[c.after]
                 measures[i] = replace(m, offset=m.offset + sh, onset=m.onset + sh)
-        todo = {i: d for i in todo if (d := off(changes[i], measures[i]))}
+        todo = {
+            i: d
+            for i, before in todo.items()
+            if (d := off(changes[i], measures[i])) and not settled(i, before, d)
+        }
     if band_s is not None:
         _check_band(changes, measures, band_s, sr)
     return Mix(out, stems, shifts, measures, ceiling, len(corrected), written if changes else None)

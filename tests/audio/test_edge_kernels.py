@@ -1,0 +1,193 @@
+"""The edge measure's compiled loops (:mod:`duetflow.audio.edge_kernels`) give the bits of the
+scipy / numpy / Python path they replace: compared as integers, not within a tolerance, on random,
+tied, digitally silent and edge-case inputs, and end to end (envelopes, floors, gaps) with the
+kernels and without them (``kernels.edge_kernels`` returning None, as where numba is missing)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from scipy.ndimage import median_filter
+
+from duetflow.audio import calibration, edges, kernels
+
+SR = 16_000
+
+
+def noise(kind: str, n: int, level_db: float, rng: np.random.Generator) -> npt.NDArray[np.float32]:
+    """A floor of ``kind`` (white, pink, brown) at ``level_db`` dBFS (the calibration's own)."""
+    x = calibration._floor_noise(kind, n, SR, level_db, rng)
+    return np.asarray(x, dtype=np.float32)
+
+
+compiled = pytest.mark.skipif(
+    kernels.edge_kernels() is None, reason="numba missing: the fallback is the reference itself"
+)
+
+
+@pytest.fixture
+def without_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+
+
+def _bits(a: npt.NDArray[np.float64]) -> npt.NDArray[np.uint64]:
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.uint64)
+
+
+def _levels(rng: np.random.Generator) -> Iterator[npt.NDArray[np.float64]]:
+    for n in (*range(1, 45), 100, 1000, 18_000):
+        yield rng.normal(-50.0, 6.0, n)
+        yield np.round(rng.normal(-50.0, 2.0, n))  # many ties
+        yield np.where(rng.random(n) < 0.3, -200.0, rng.normal(-60.0, 10.0, n))
+        yield np.repeat(rng.normal(-40.0, 8.0, n), 7)[:n]  # runs of equal values
+    yield np.full(500, -200.0)
+    yield np.concatenate([np.full(300, -200.0), rng.normal(-30, 3, 300), np.full(300, -90.0)])
+    yield np.linspace(-90.0, 0.0, 777)  # monotone: every step moves the window's extreme
+    yield np.linspace(0.0, -90.0, 777)
+
+
+@compiled
+def test_the_running_median_is_scipys_median_filter_bit_for_bit() -> None:
+    rng = np.random.default_rng(30)
+    for x in _levels(rng):
+        got = edges.running_median(x)
+        want = median_filter(x, size=edges._FLICKER_FRAMES, mode="nearest")
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(_bits(got), _bits(want)), len(x)
+        # a strided view and a float32 input go the same way
+        assert np.array_equal(
+            edges.running_median(x[::2]), median_filter(x[::2], size=21, mode="nearest")
+        )
+
+
+def test_a_nan_leaves_the_median_to_scipy() -> None:
+    x = np.random.default_rng(1).normal(-50.0, 5.0, 200)
+    x[57] = np.nan
+    got = edges.running_median(x)
+    want = median_filter(x, size=edges._FLICKER_FRAMES, mode="nearest")
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    ok = ~np.isnan(want)
+    assert np.array_equal(_bits(got[ok]), _bits(want[ok]))
+
+
+def test_the_quiet_walk_is_the_quiet_run_both_ways() -> None:
+    rng = np.random.default_rng(7)
+    for trial in range(4000):
+        n = int(rng.integers(1, 300))
+        db = np.where(rng.random(n) < rng.random(), -60.0, -40.0) + rng.normal(0, 1, n)
+        if trial % 5 == 0:
+            db[rng.random(n) < 0.1] = np.nan  # never under a level: breaks a run
+        m = int(rng.integers(1, 6))
+        o = int(rng.integers(0, n))
+        back = db[: o + 1][::-1]
+        fwd = db[o:]
+        assert edges._quiet_walk(db, o, o + 1, -1, -50.0, m) == edges._quiet_run(back, -50.0, m)
+        assert edges._quiet_walk(db, o, n - o, 1, -50.0, m) == edges._quiet_run(fwd, -50.0, m)
+
+
+def _signals() -> Iterator[tuple[str, npt.NDArray[np.float32]]]:
+    rng = np.random.default_rng(3)
+    n = SR * 3
+    t = np.arange(n) / SR
+    speech = (0.3 * np.sin(2 * np.pi * 220 * t) * (t % 1.0 < 0.55)).astype(np.float32)
+    yield "speech over pink", speech + noise("pink", n, -55.0, rng)
+    yield "speech over brown", speech + noise("brown", n, -45.0, rng)
+    silent = speech.copy()
+    silent[(t % 1.0) >= 0.55] = 0.0  # digital silence between the turns
+    yield "speech and digital silence", silent
+    yield "all digital silence", np.zeros(n, np.float32)
+    rumble = (0.9 * np.sin(2 * np.pi * 40 * t)).astype(np.float32)
+    lead = np.concatenate([rumble[: SR // 2], np.zeros(SR // 3, np.float32), speech[: 2 * SR]])
+    yield "loud low rumble, then silence, then speech", lead
+    clipped = np.clip(speech * 8.0, -1.0, 1.0) + noise("white", n, -60.0, rng)
+    yield "clipped speech", clipped.astype(np.float32)
+    yield "short", speech[:37]
+
+
+def _floors(an: edges.Analysis, rng: np.random.Generator) -> list[object]:
+    n = len(an.edge)
+    out: list[object] = [edges.estimate_floor(an)]
+    for _ in range(40):
+        a = int(rng.integers(0, max(1, n)))
+        b = int(rng.integers(a, n + 1)) if n else 0
+        mask = np.zeros(n, dtype=bool)
+        mask[a:b] = True
+        whole = edges.estimate_floor(an, mask)
+        assert edges._floor_in(an, a, b) == whole  # the stretch without a mask: the same floor
+        out.append(whole)
+        out.append(edges._quietest(an, a, b, 16))
+    return out
+
+
+def _measure(x: npt.NDArray[np.float32]) -> list[object]:
+    an = edges.analyse(x, SR)
+    got: list[object] = [an.edge.db.tobytes(), an.level.db.tobytes(), an.edge.blocks.tobytes()]
+    got.append(an.edge_median.tobytes())
+    got += _floors(an, np.random.default_rng(11))
+    turns = [("A", 0.0, 0.56), ("B", 1.0, 1.56), ("A", 2.0, 2.56)]
+    got.append(edges.change_gaps(x, SR, turns))
+    got.append(edges.change_gaps(x, SR, turns, floor_db=-60.0))
+    local = edges.analyse_around(x, SR, 0.9 * SR, 2.6 * SR)
+    got += [local.edge.db.tobytes(), local.level.db.tobytes()]
+    return got
+
+
+@compiled
+@pytest.mark.parametrize("name", [name for name, _ in _signals()])
+def test_envelopes_floors_and_gaps_are_the_same_without_the_kernels(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    x = dict(_signals())[name]
+    fast = _measure(x)
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    slow = _measure(x)
+    assert fast == slow
+
+
+def test_the_envelope_without_kernels_is_the_running_sum_definition(without_kernels: None) -> None:
+    # the fallback path on its own: a window is the mean of its own four hop blocks, a window
+    # of four all-zero blocks is digital silence
+    x = np.concatenate([np.zeros(SR // 4, np.float32), np.full(SR // 4, 0.5, np.float32)])
+    an = edges.analyse(x, SR)
+    p = an.level.blocks
+    w = (((p[:-3] + p[1:-2]) + p[2:-1]) + p[3:]) / 4
+    want = np.where(w > 0, 10.0 * np.log10(np.where(w > 0, w, 1.0)), edges._SILENT_DB)
+    assert np.array_equal(an.level.db, np.maximum(want, edges._SILENT_DB))
+
+
+def test_paired_filters_without_lanes_are_each_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # where numba is missing (or cannot compile) the pair functions filter one after the other
+    monkeypatch.setattr(kernels, "_lanes", lambda: None)
+    from scipy.signal import butter, lfilter, sosfilt
+
+    from duetflow.audio import bs1770
+
+    rng = np.random.default_rng(2)
+    x, u = (rng.standard_normal((2, 9000)) * 0.1).astype(np.float32)
+    b, a = (np.asarray(c, np.float32) for c in butter(2, 100.0, "highpass", fs=SR))
+    y, v = kernels.lfilter_pair(b, a, x, u[:5000])
+    assert np.array_equal(y, lfilter(b, a, x)) and np.array_equal(v, lfilter(b, a, u[:5000]))
+    sos = bs1770.k_weighting_sos(SR)
+    z = np.zeros((2, 2))
+    got = kernels.sosfilt_pair(sos, x, z, u, z)
+    assert np.array_equal(got[0], sosfilt(sos, x, zi=z)[0])
+    assert np.array_equal(got[2], sosfilt(sos, u, zi=z)[0])
+    assert bs1770.measure_each([x, u], SR) == [bs1770.measure(x, SR), bs1770.measure(u, SR)]
+
+
+@compiled
+def test_the_longest_zero_run_is_the_numpy_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(4)
+    cases = [np.zeros(1), np.ones(5), np.array([0.0, -0.0, 1.0, 0.0]), np.zeros(1000)]
+    for _ in range(500):
+        n = int(rng.integers(1, 400))
+        x = rng.standard_normal(n)
+        x[rng.random(n) < rng.random()] = 0.0
+        x[rng.random(n) < 0.05] = -0.0
+        cases += [x, x.astype(np.float32)]
+    got = [edges.longest_zero_run(x) for x in cases]
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    assert got == [edges.longest_zero_run(x) for x in cases]
