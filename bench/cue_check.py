@@ -1,6 +1,6 @@
-"""A second method for five cues of the audit, to show the audit measures what it says.
+"""A second method for seven cues of the audit, to show the audit measures what it says.
 
-    python bench/cue_check.py SOURCE [--cues CUES_PARQUET]
+    python bench/cue_check.py SOURCE [--cues CUES_PARQUET] [--per-category N]
 
 SOURCE is what ``duetflow audit`` reads (a release folder, a store root, work directories).
 The audit's values (``cues.parquet`` from ``duetflow audit SOURCE --out DIR``, or measured
@@ -12,8 +12,22 @@ here when not given) are compared per dialogue with independent estimates:
 * **lead-in and tail** without the turn rows: the first and last 10 ms frame of the mix more
   than 15 dB above the file's quiet level (its 10th-percentile frame), from the audio alone.
 
-Printed: per cue the Pearson r and the median |difference| over dialogues, then Cohen's d per
-language and category pair by both methods. docs/fairness.md quotes the figures.
+* **band edge** without an FFT: band-pass filters stepped by 25 Hz (see
+  :func:`band_edge_by_filters`);
+* **SNR** as the pipeline sets it with another meter and another floor: pyloudnorm's BS.1770
+  loudness of the speech over the median 20 ms frame power of the pauses;
+* **true-peak margin** with another oversampler: the configured ceiling (the render section's
+  default, -1 dBTP) less the peak of the whole file upsampled 4x by a polyphase FIR
+  (``scipy.signal.resample_poly``; the audit uses soxr around the loudest blocks), capped as
+  the audit caps it;
+* **speaking rate** with the speech time read from the audio: spoken characters over the
+  10 ms frames inside the turn rows that lie more than 15 dB over the file's quiet level
+  (voiced time: the pauses inside a turn left out, so it reads higher than the audit's rate,
+  which counts the turns' whole extents; a pair's d is what compares).
+
+Printed: per cue the Pearson r and the median |difference| over dialogues, the mean ± sd per
+language and category by both methods, then Cohen's d per language and category pair by both
+methods. docs/fairness.md quotes the figures.
 """
 
 from __future__ import annotations
@@ -34,6 +48,8 @@ from duetflow.config.release import CueThresholds
 from duetflow.fairness.compare import cohens_d
 from duetflow.fairness.cues import (
     BANDWIDTH_SHARE,
+    CEILING_REACH_DB,
+    DEFAULT_LEVELS,
     DialogueCues,
     TurnSpan,
     measure_file,
@@ -42,6 +58,7 @@ from duetflow.fairness.cues import (
 from duetflow.fairness.table import read_cues
 from duetflow.report.rows import dialogues_with_turns
 from duetflow.report.sources import open_inputs
+from duetflow.tts.speaking_rate import spoken_characters
 
 FRAME_S = 0.01
 #: Seconds of speech per dialogue the filter method reads (it filters them ~12 times).
@@ -131,6 +148,36 @@ def edges_by_level(x: np.ndarray, sr: int) -> tuple[float, float]:
     return loud[0] * FRAME_S, x.size / sr - (loud[-1] + 1) * FRAME_S
 
 
+def ceiling_margin_by_polyphase(x: np.ndarray, sr: int) -> float:
+    """The default ceiling less the file's 4x-oversampled peak (polyphase FIR), capped."""
+    up = signal.resample_poly(x.astype(np.float64), 4, 1)
+    peak = max(float(np.max(np.abs(up))), float(np.max(np.abs(x))))
+    if peak <= 0:
+        return math.nan
+    return min(CEILING_REACH_DB, DEFAULT_LEVELS.ceiling_dbtp - 20 * math.log10(peak))
+
+
+def rate_by_level(x: np.ndarray, sr: int, turns: list[TurnSpan]) -> float:
+    """Spoken characters per second of voiced time inside the turns (frames 15 dB over the
+    file's quiet level)."""
+    hop = int(FRAME_S * sr)
+    n = x.size // hop
+    level = 10 * np.log10(np.mean(x[: n * hop].reshape(n, hop).astype(np.float64) ** 2, 1) + 1e-20)
+    loud = level > np.percentile(level, 10) + ONSET_DB
+    inside = np.zeros(n, dtype=bool)
+    for s, e in speech_spans(turns):
+        inside[int(s / FRAME_S) : int(math.ceil(e / FRAME_S))] = True
+    secs = float(np.sum(loud & inside)) * FRAME_S
+    chars = sum(spoken_characters(t.text) for t in turns if t.kind != "nonspeech")
+    return chars / secs if secs > 0 and chars > 0 else math.nan
+
+
+def _finite(values: list[float]) -> np.ndarray:
+    """The values a cue has (NaN: the dialogue cannot have it, left out as the audit does)."""
+    a = np.asarray(values, dtype=np.float64)
+    return a[np.isfinite(a)]
+
+
 def _items(source: str) -> Iterator[tuple[Any, Any, Path]]:
     with open_inputs([source]) as inputs:
         for inp in inputs:
@@ -142,12 +189,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("source")
     ap.add_argument("--cues", type=Path, default=None, help="cues.parquet of duetflow audit")
+    ap.add_argument(
+        "--per-category",
+        type=int,
+        default=0,
+        help="re-measure at most this many dialogues per language and category (in the "
+        "source's order; 0: all); at least 8 keeps every pair judged",
+    )
     args = ap.parse_args(argv)
+    taken: dict[tuple[str, str], int] = {}
     audit: dict[str, DialogueCues] = (
         {r.dialogue_id: r for r in read_cues(args.cues)} if args.cues else {}
     )
-    ours: dict[str, tuple[float, float, float, float, float]] = {}
+    ours: dict[str, tuple[float, ...]] = {}
     for row, turns, path in _items(args.source):
+        group = (str(row.language), str(row.category))
+        if args.per_category and taken.get(group, 0) >= args.per_category:
+            continue
+        taken[group] = taken.get(group, 0) + 1
         if row.dialogue_id not in audit:
             audit[row.dialogue_id] = measure_file(row, turns, path)
         x, sr = read_frames(path, mono=True)
@@ -159,11 +218,21 @@ def main(argv: list[str] | None = None) -> int:
             tail,
             band_edge_by_filters(x, sr),
             snr_by_meter(x, sr, spans),
+            ceiling_margin_by_polyphase(x, sr),
+            rate_by_level(x, sr, spans),
         )
         if len(ours) % 20 == 0:
             print(f"{len(ours)} dialogues re-measured", file=sys.stderr, flush=True)
     ids = sorted(ours)
-    names = ("bandwidth_speech_hz", "lead_in_s", "tail_s", "band_edge_hz", "snr_db")
+    names = (
+        "bandwidth_speech_hz",
+        "lead_in_s",
+        "tail_s",
+        "band_edge_hz",
+        "snr_db",
+        "ceiling_margin_db",
+        "speech_rate_cps",
+    )
     print(f"{len(ids)} dialogues\n")
     print("| cue | Pearson r | median abs diff | audit mean | second method mean |")
     print("| --- | --- | --- | --- | --- |")
@@ -179,6 +248,19 @@ def main(argv: list[str] | None = None) -> int:
     groups: dict[tuple[str, str], list[str]] = {}
     for i in ids:
         groups.setdefault((audit[i].language, audit[i].category), []).append(i)
+    print("\nMean ± sd per language and category, audit / second method:\n")
+    print("| language | category | n | " + " | ".join(names) + " |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in names) + " |")
+    for (lang, cat), members in sorted(groups.items()):
+        cells = []
+        for j, cue in enumerate(names):
+            a = np.array([audit[i].value(cue) for i in members])
+            b = np.array([ours[i][j] for i in members])
+            a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+            fa = f"{a.mean():.4g} ± {a.std(ddof=1) if a.size > 1 else 0:.2g}" if a.size else "—"
+            fb = f"{b.mean():.4g} ± {b.std(ddof=1) if b.size > 1 else 0:.2g}" if b.size else "—"
+            cells.append(f"{fa} / {fb}")
+        print(f"| {lang} | {cat} | {len(members)} | " + " | ".join(cells) + " |")
     min_n = CueThresholds().min_per_side
     print("\nCohen's d per pair, audit / second method:\n")
     print("| language | pair | " + " | ".join(names) + " |")
@@ -193,11 +275,11 @@ def main(argv: list[str] | None = None) -> int:
                 cells = []
                 for j, cue in enumerate(names):
                     d1 = cohens_d(
-                        np.array([audit[i].value(cue) for i in sa]),
-                        np.array([audit[i].value(cue) for i in sb]),
+                        _finite([audit[i].value(cue) for i in sa]),
+                        _finite([audit[i].value(cue) for i in sb]),
                     )
                     d2 = cohens_d(
-                        np.array([ours[i][j] for i in sa]), np.array([ours[i][j] for i in sb])
+                        _finite([ours[i][j] for i in sa]), _finite([ours[i][j] for i in sb])
                     )
                     cells.append(f"{d1:+.2f} / {d2:+.2f}")
                 print(f"| {lang} | {ca}-{cb} | " + " | ".join(cells) + " |")

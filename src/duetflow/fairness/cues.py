@@ -24,7 +24,6 @@ import dataclasses
 import itertools
 import logging
 import math
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,10 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from duetflow.audio.bs1770 import SILENCE_LUFS, measure
+from duetflow.audio.bs1770 import SILENCE_LUFS, measure, true_peak_dbtp
 from duetflow.audio.io import read_frames
+from duetflow.config.render import RenderConfig
 from duetflow.errors import DuetflowError
 from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
+from duetflow.tts.speaking_rate import dialogue_rate_cps
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +64,12 @@ EDGE_REFERENCE_HZ = (400.0, 700.0)
 EDGE_DROP_DB = 30.0
 #: Level of digital silence, dBFS (a power of exactly 0).
 SILENT_DB = -150.0
-#: A transcript tag (``[+]``, ``[LAUGH]``, ``<noise>``) is not a spoken character.
-_TAG = re.compile(r"\[[^\]]*\]|<[^>]*>")
+#: ``ceiling_margin_db`` reads at most this (dB): a true peak further under the ceiling says
+#: only that the ceiling did not act, and how far under is the voice's crest factor
+#: (``peak_dbfs``), not the pipeline's doing. On the scale-16 sample build every true peak
+#: lies 0.85 dB or more under the -1 dBTP ceiling (HH/HM -5.5 +- 0.8, PH -3.5 +- 0.5 dBTP).
+CEILING_REACH_DB = 1.0
+_RENDER_DEFAULTS = RenderConfig()
 
 
 @dataclass(frozen=True)
@@ -124,8 +129,17 @@ CUES: tuple[Cue, ...] = (
     Cue("overlaps_per_min", "1/min", "speaker changes where the next turn starts early"),
     Cue("loudness_lufs", "LUFS", "integrated loudness of the mix (BS.1770)", floor=0.5),
     Cue("loudness_ab_lu", "LU", "|A - B| loudness of the two speakers' solo speech", floor=0.5),
-    # crest factor of the voices at one loudness; the pipeline's ceiling is never reached
+    # crest factor of the voices at one loudness; the pipeline's part is the two cues below
     Cue("peak_dbfs", "dBFS", "sample peak", voice=True),
+    # the true-peak ceiling: at it (limited), over it (clipped, a higher or no ceiling)
+    Cue(
+        "ceiling_margin_db",
+        "dB",
+        "true-peak ceiling less the file's true peak, capped at 1 dB",
+        floor=0.2,
+    ),
+    # a file turned down under the loudness target (by a ceiling, any ceiling, or a gain)
+    Cue("speech_level_lu", "LU", "louder speaker's loudness less the target", floor=0.5),
     Cue("dc", "FS", "mean sample value of the mix", floor=1e-4),
     Cue("duration_s", "s", "dialogue duration", floor=1.0),
     Cue("n_turns", "turns", "turns (backchannels not counted)", conversation=True, floor=1.0),
@@ -179,6 +193,8 @@ class DialogueCues:
     loudness_lufs: float
     loudness_ab_lu: float
     peak_dbfs: float
+    ceiling_margin_db: float
+    speech_level_lu: float
     dc: float
     duration_s: float
     n_turns: float
@@ -203,6 +219,25 @@ ID_COLUMNS = ("dialogue_id", "corpus", "category", "language")
 _FIELDS = tuple(f.name for f in dataclasses.fields(DialogueCues))
 if _FIELDS != ID_COLUMNS + CUE_NAMES:  # pragma: no cover - a declaration error
     raise AssertionError(f"DialogueCues fields {_FIELDS} do not match CUES {CUE_NAMES}")
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The levels the pipeline holds every file to (``render`` section): the true-peak ceiling
+    and the loudness target, against which ``ceiling_margin_db`` and ``speech_level_lu`` are
+    read. The defaults are :class:`~duetflow.config.render.RenderConfig`'s."""
+
+    ceiling_dbtp: float = _RENDER_DEFAULTS.true_peak_ceiling_dbtp
+    target_lufs: float = _RENDER_DEFAULTS.loudness_target_lufs
+
+    @classmethod
+    def of(cls, render: RenderConfig) -> Levels:
+        """The levels a run config's render section sets."""
+        return cls(render.true_peak_ceiling_dbtp, render.loudness_target_lufs)
+
+
+#: The render section's default levels.
+DEFAULT_LEVELS = Levels()
 
 
 @dataclass(frozen=True)
@@ -355,11 +390,6 @@ def change_gaps_s(turns: Sequence[TurnSpan]) -> list[float]:
     return [b.start_s - a.end_s for a, b in itertools.pairwise(floor) if a.speaker != b.speaker]
 
 
-def spoken_characters(text: str) -> int:
-    """Letters, digits and ideographs of a turn's text (tags and punctuation left out)."""
-    return sum(ch.isalnum() for ch in _TAG.sub(" ", text))
-
-
 def _lufs(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> float:
     """BS.1770 loudness of the spans of ``x`` taken together (NaN: none, or silent)."""
     parts = [x[max(0, round(s * sr)) : min(len(x), round(e * sr))] for s, e in spans]
@@ -404,10 +434,12 @@ def measure_dialogue(
     category: str,
     language: str,
     speakers: tuple[str, str],
+    levels: Levels = DEFAULT_LEVELS,
 ) -> DialogueCues:
     """The cues of one dialogue from its samples (frames × channels, or mono) and turns.
 
     ``speakers`` are (A, B); with two or more channels channel *i* is speaker *i*'s track.
+    ``levels``: the ceiling and loudness target the file was rendered to.
     """
     tracks = np.asarray(samples, dtype=np.float64)
     if tracks.ndim == 1:
@@ -423,13 +455,15 @@ def measure_dialogue(
     speech_db = _power_db(mix, sr, speech)
     gaps = np.asarray(change_gaps_s(turns)) * 1000.0
     floor_turns = [t for t in turns if t.kind == "turn"]
-    speech_s = sum(e - s for s, e in speech)
-    chars = sum(spoken_characters(t.text) for t in turns if t.kind != "nonspeech")
+    rate = dialogue_rate_cps((t.start_s, t.end_s, t.text) for t in turns if t.kind != "nonspeech")
     lufs = measure(mix.astype(np.float32), sr).lufs
     speech_lufs = _lufs(mix, sr, speech)
     la = _speaker_lufs(tracks, sr, turns, speakers, 0)
     lb = _speaker_lufs(tracks, sr, turns, speakers, 1)
     peak = float(np.max(np.abs(tracks))) if tracks.size else 0.0
+    tp = max((true_peak_dbtp(tracks[:, c], sr) for c in range(tracks.shape[1])), default=-math.inf)
+    margin = min(CEILING_REACH_DB, levels.ceiling_dbtp - tp) if math.isfinite(tp) else math.nan
+    louder = max((v for v in (la, lb) if not math.isnan(v)), default=math.nan)
     minutes = dur / 60.0 if dur > 0 else math.nan
     return DialogueCues(
         dialogue_id=dialogue_id,
@@ -454,17 +488,22 @@ def measure_dialogue(
         loudness_lufs=lufs if lufs > SILENCE_LUFS else math.nan,
         loudness_ab_lu=abs(la - lb),
         peak_dbfs=20.0 * math.log10(peak) if peak > 0 else SILENT_DB,
+        ceiling_margin_db=margin,
+        speech_level_lu=louder - levels.target_lufs,
         dc=float(mix.mean()) if mix.size else math.nan,
         duration_s=dur,
         n_turns=float(len(floor_turns)),
         turns_per_min=len(floor_turns) / minutes,
         # no words (VAD-detected turns without a transcript): no rate, rather than 0
-        speech_rate_cps=chars / speech_s if speech_s > 0 and chars > 0 else math.nan,
+        speech_rate_cps=rate,
     )
 
 
 def measure_file(
-    row: RenderedDialogueRow, turns: Sequence[RenderedTurnRow], path: Path | str
+    row: RenderedDialogueRow,
+    turns: Sequence[RenderedTurnRow],
+    path: Path | str,
+    levels: Levels = DEFAULT_LEVELS,
 ) -> DialogueCues:
     """The cues of one rendered dialogue from its audio file and turn rows (the manifest's own
     cues, :attr:`Cue.manifest`, from its row)."""
@@ -478,6 +517,7 @@ def measure_file(
         category=str(row.category),
         language=str(row.language),
         speakers=(str(row.speaker_a), str(row.speaker_b)),
+        levels=levels,
     )
     voice = {c.name: getattr(row, c.name, None) for c in CUES if c.manifest}
     return dataclasses.replace(
@@ -489,6 +529,7 @@ def measure_file(
 def measure_all(
     items: Iterable[tuple[RenderedDialogueRow, Sequence[RenderedTurnRow], Path | str]],
     errors: list[str] | None = None,
+    levels: Levels = DEFAULT_LEVELS,
 ) -> Iterator[DialogueCues]:
     """The cues of a stream of (dialogue row, its turns, its audio file), one file at a time.
 
@@ -497,7 +538,7 @@ def measure_all(
     """
     for row, turns, path in items:
         try:
-            yield measure_file(row, turns, path)
+            yield measure_file(row, turns, path, levels)
         except DuetflowError as e:
             log.warning("cue audit: %s not measured: %s", row.dialogue_id, e)
             if errors is not None:

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from duetflow.errors import ManifestError
 from duetflow.fairness.compare import PairAudit, below_floor
-from duetflow.fairness.cues import CUE_BY_NAME, DialogueCues
+from duetflow.fairness.cues import CUE_BY_NAME, ID_COLUMNS, DialogueCues
 from duetflow.fairness.gate import ParityVerdict
 from duetflow.records.manifest import TableWriter
 
@@ -51,15 +51,21 @@ def write_cues(path: Path, rows: Iterable[DialogueCues]) -> int:
 
 
 def read_cues(path: Path) -> Iterator[DialogueCues]:
-    """The cue rows of a ``cues.parquet`` (ManifestError when a column is missing)."""
+    """The cue rows of a ``cues.parquet`` (ManifestError when an id column is missing).
+
+    A cue column missing (a table an earlier version wrote, before that cue was declared)
+    reads NaN: the cue is then left out of every comparison, as a cue a dialogue cannot have.
+    """
     pf = pq.ParquetFile(path)
     names = [f.name for f in dataclasses.fields(DialogueCues)]
-    missing = sorted(set(names) - set(pf.schema_arrow.names))
+    have = set(pf.schema_arrow.names)
+    missing = sorted(set(ID_COLUMNS) - have)
     if missing:
         raise ManifestError(f"{path}: not a cue table (missing {', '.join(missing)})")
+    absent: dict[str, Any] = {n: math.nan for n in names if n not in have}
     for i in range(pf.num_row_groups):
-        for row in pf.read_row_group(i, columns=names).to_pylist():
-            yield DialogueCues(**row)
+        for row in pf.read_row_group(i, columns=[n for n in names if n in have]).to_pylist():
+            yield DialogueCues(**{**row, **absent})
 
 
 def _json_num(v: Any) -> Any:

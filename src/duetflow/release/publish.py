@@ -43,6 +43,7 @@ from duetflow.config import TRANSPORT_FIELDS, RunConfig
 from duetflow.design import DesignReport, DesignTally, design_json, format_design_report
 from duetflow.errors import ManifestError, StorageError
 from duetflow.fairness.audit import AuditResult, audit_workdirs, write_audit
+from duetflow.fairness.cues import Levels
 from duetflow.fairness.gate import enforce
 from duetflow.hashing import sha256_bytes, sha256_file
 from duetflow.leftovers import remove_stale_staging, staging_prefix
@@ -345,7 +346,12 @@ def _cue_parity(
     if mode == "off":
         return None
     result = audit_workdirs(
-        workdirs, cfg.release.cue_thresholds, seed=cfg.seed, mode=mode, skip=dropped
+        workdirs,
+        cfg.release.cue_thresholds,
+        seed=cfg.seed,
+        mode=mode,
+        skip=dropped,
+        levels=Levels.of(cfg.render),
     )
     for line in result.verdict.lines():
         log.warning("%s", line)

@@ -74,6 +74,12 @@ class Voice:
     #: :func:`duetflow.tts.voice_sources.person_key`); the pool holds one voice per person, and a PH
     #: dialogue's speakers are named by it (two sessions' ``user`` are two people)
     person: str = ""
+    #: the pace to speak at, in spoken characters per second of speech as the cue audit reads a
+    #: dialogue (``speech_rate_cps``): set per script from a drawn human dialogue
+    #: (``synth.match_human_rate``, :mod:`duetflow.tts.length_match`); None: the reference's own
+    #: pace. Backends that set a rate (eSpeak NG) follow it; cloning backends take the pace from
+    #: the clip and ignore it.
+    speaking_rate_cps: float | None = None
 
     @property
     def name(self) -> str:

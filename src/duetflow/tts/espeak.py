@@ -55,8 +55,20 @@ DEFAULT_RATE_WPM = 165
 #: here, hence 10.37 and 3.86 (docs/equalisation.md). The rate scales linearly (200 wpm: 15.4
 #: and 4.45 per utterance).
 CHARS_PER_S_AT_DEFAULT: dict[str, float] = {"en": 10.37, "zh": 3.86}
-#: The rate parameter is kept inside this range (wpm): beyond it eSpeak NG turns unnatural.
-RATE_RANGE_WPM = (130, 220)
+#: What a rendered PH dialogue spoken at :data:`DEFAULT_RATE_WPM` reads as its speaking rate
+#: by the cue audit (``speech_rate_cps``: spoken characters per second of the turns), per
+#: language: the unit of a target rate drawn from the human dialogues
+#: (:attr:`Voice.speaking_rate_cps`, ``synth.match_human_rate``). Measured on two scale-16
+#: sample builds paced by their references (32 PH dialogues per language each): the audit's
+#: rate × 165 / the dialogue's mean rate parameter is 12.54-12.60 (sd 0.25-0.45) in English and
+#: 3.74 (sd 0.11) in Chinese, the rate correlating with the parameter at r 0.97-0.99; paced by
+#: targets (a third build), PH read 1.001 (sd 0.019) and 1.021 (sd 0.013) × their targets with
+#: 12.6 and 3.74, hence 12.6 and 3.82 (docs/equalisation.md).
+DIALOGUE_CPS_AT_DEFAULT: dict[str, float] = {"en": 12.6, "zh": 3.82}
+#: The rate parameter is kept inside this range (wpm): beyond it eSpeak NG turns unnatural. It
+#: spans the sample build's human dialogues (en 9.3-14 characters/s: 122-183 wpm; zh
+#: 3.7-5.6: 163-247 wpm).
+RATE_RANGE_WPM = (110, 250)
 
 
 def _loader_version() -> str:
@@ -115,9 +127,12 @@ def voice_settings(voice: Voice) -> tuple[str, int, int]:
     """(eSpeak voice name, rate in words/min, pitch 0–100) chosen for a reference voice.
 
     Gender picks the variant; the reference's median F0 moves the pitch parameter around 50
-    (one octave = 40 steps); the reference's speaking rate (spoken characters of its
-    transcript per second of clip) sets the rate, scaled by what eSpeak NG speaks at its
-    default (:data:`CHARS_PER_S_AT_DEFAULT`), so a PH voice speaks at its reference's pace.
+    (one octave = 40 steps). The rate: a target set on the voice
+    (:attr:`Voice.speaking_rate_cps`, drawn from a human dialogue) over what a PH dialogue
+    reads at the default (:data:`DIALOGUE_CPS_AT_DEFAULT`); without one, the reference's
+    speaking rate (spoken characters of its transcript per second of clip) over
+    :data:`CHARS_PER_S_AT_DEFAULT`, so the voice speaks at its reference's pace. Clamped to
+    :data:`RATE_RANGE_WPM`.
     """
     lang = LANGUAGE_VOICES.get(voice.language, voice.language)
     gender = voice.gender or "M"
@@ -127,11 +142,19 @@ def voice_settings(voice: Voice) -> tuple[str, int, int]:
         pitch = int(round(50 + 40 * math.log2(voice.pitch_hz / _CENTER_HZ[gender])))
         pitch = max(10, min(90, pitch))
     rate = DEFAULT_RATE_WPM
-    base = CHARS_PER_S_AT_DEFAULT.get(voice.language.split("-")[0].lower())
+    code = voice.language.split("-")[0].lower()
+    lo, hi = RATE_RANGE_WPM
+    target = voice.speaking_rate_cps
+    if target is not None and target > 0 and code in DIALOGUE_CPS_AT_DEFAULT:
+        return (
+            name,
+            int(round(max(lo, min(hi, rate * target / DIALOGUE_CPS_AT_DEFAULT[code])))),
+            pitch,
+        )
+    base = CHARS_PER_S_AT_DEFAULT.get(code)
     chars = sum(ch.isalnum() for ch in voice.transcript or "")
     if base and chars and voice.duration_s > 0:
         cps = chars / voice.duration_s
-        lo, hi = RATE_RANGE_WPM
         rate = int(round(max(lo, min(hi, DEFAULT_RATE_WPM * cps / base))))
     return name, rate, pitch
 

@@ -1,4 +1,4 @@
-"""PH dialogue length drawn from the human dialogues of the same language.
+"""PH dialogue length, speaking rate and turn count drawn from the human dialogues.
 
 A judge must not tell PH from HH/HM by how long a dialogue lasts or how many turns it has
 (docs/equalisation.md). A script is written to some length; the human dialogues of its language
@@ -11,17 +11,34 @@ ends) lies nearest the target, keeping at least :data:`MIN_LINES` lines and both
 turn count then follows the length at the script's own turn length; scripts written in short
 turns (as people talk) match the human turn rate too.
 
-Plain functions of numbers; the synthesize step calls them (``synth.match_human_length``).
+**One human dialogue is drawn per script** (:func:`draw_human`): of the same language and
+topic when the pool holds at least ``synth.match_topic_min`` dialogues of that topic, else of the
+language. It gives the script both its target length and, with ``synth.match_human_rate``, its
+target speaking rate (its spoken characters per second of speech, as the cue audit reads it:
+:func:`duetflow.tts.speaking_rate.dialogue_rate_cps`), which a backend that sets a pace (eSpeak
+NG) speaks at. Drawing both from one dialogue keeps their joint distribution (a long dialogue's
+pace with its length); the PH rate's spread is then the humans' spread, not that of one 5–10 s
+reference clip per voice (docs/equalisation.md).
+
+Plain functions of numbers; the synthesize step calls them (``synth.match_human_length``,
+``synth.match_human_rate``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["MIN_LINES", "LengthPlan", "draw_target_s", "lines_for_target"]
+__all__ = [
+    "MIN_LINES",
+    "HumanDialogue",
+    "LengthPlan",
+    "draw_human",
+    "lines_for_target",
+]
 
 #: fewest lines a cut script keeps: two turns per speaker (``filters.min_turns_per_speaker``)
 MIN_LINES = 4
@@ -45,13 +62,54 @@ class LengthPlan:
         }
 
 
-def draw_target_s(lengths: Sequence[float], rng: np.random.Generator) -> float | None:
-    """One of the human dialogues' rendered durations (sorted, one index drawn), or None when
-    there are none."""
-    pool = sorted(lengths)
-    if not pool:
+@dataclass(frozen=True)
+class HumanDialogue:
+    """What a PH script is matched to, of one rendered HH or HM dialogue (the voice pool's).
+
+    ``rate_cps``: its speaking rate (:func:`duetflow.tts.speaking_rate.dialogue_rate_cps`),
+    NaN when its turns carry no transcript.
+    """
+
+    language: str
+    topic: str
+    duration_s: float
+    rate_cps: float
+    turns: int = 0
+
+    @property
+    def has_rate(self) -> bool:
+        return not math.isnan(self.rate_cps)
+
+    def sort_key(self) -> tuple[str, str, float, float, int]:
+        """A total order (an unknown rate sorts first)."""
+        rate = self.rate_cps if self.has_rate else -1.0
+        return (self.language, self.topic, self.duration_s, rate, self.turns)
+
+
+def draw_human(
+    pool: Sequence[HumanDialogue],
+    topic: str,
+    rng: np.random.Generator,
+    *,
+    topic_min: int,
+    need_rate: bool = False,
+) -> HumanDialogue | None:
+    """One human dialogue of ``pool`` (those of the script's language) to match a script to,
+    drawn by ``rng``: among those of ``topic`` when there are at least ``topic_min`` of them
+    (0: never by topic), else among all; with ``need_rate`` only among those with a measured
+    rate (when any has one). Sorted first, so the draw depends on the pool's contents, not its
+    order. None: the pool is empty.
+    """
+    same = list(pool)
+    if need_rate and any(h.has_rate for h in same):
+        same = [h for h in same if h.has_rate]
+    same.sort(key=HumanDialogue.sort_key)
+    by_topic = [h for h in same if h.topic == topic]
+    if topic_min > 0 and len(by_topic) >= topic_min:
+        same = by_topic
+    if not same:
         return None
-    return float(pool[int(rng.integers(len(pool)))])
+    return same[int(rng.integers(len(same)))]
 
 
 def lines_for_target(

@@ -19,6 +19,7 @@ rendered PH dialogue adds a 180–230 ms pause per line change and the edge sile
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,10 +28,12 @@ from typing import Literal
 __all__ = [
     "SPEAKING_RATES",
     "SpeakingRate",
+    "dialogue_rate_cps",
     "rate_for",
     "script_speaking_time_s",
     "speaking_time_s",
     "speech_units",
+    "spoken_characters",
 ]
 
 
@@ -48,6 +51,8 @@ SPEAKING_RATES: dict[str, SpeakingRate] = {
     "zh": SpeakingRate("char", 4.0),
 }
 
+#: A transcript tag (``[+]``, ``[LAUGH]``, ``<noise>``) is not a spoken character.
+_SPOKEN_TAG = re.compile(r"\[[^\]]*\]|<[^>]*>")
 _TAGS = re.compile(r"\[[^\]]*\]|<[^>]*>|\([^)]*\)|（[^）]*）|\{[^}]*\}")
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
@@ -87,3 +92,30 @@ def speaking_time_s(text: str, language: str) -> float:
 def script_speaking_time_s(texts: Iterable[str], language: str) -> float:
     """Estimated seconds of speech of a whole script (its lines' texts)."""
     return sum(speaking_time_s(t, language) for t in texts)
+
+
+def spoken_characters(text: str) -> int:
+    """Letters, digits and ideographs of a turn's text (tags such as ``[+]`` and punctuation
+    left out): the unit of a dialogue's measured speaking rate."""
+    return sum(ch.isalnum() for ch in _SPOKEN_TAG.sub(" ", text))
+
+
+def dialogue_rate_cps(turns: Iterable[tuple[float, float, str]]) -> float:
+    """A dialogue's speaking rate: spoken characters of its turns per second of speech.
+
+    ``turns``: (start s, end s, text) of its speech turns (turns and backchannels, not
+    non-speech); the seconds of speech are the union of the turns (an overlap counts once).
+    The one definition the cue audit (``speech_rate_cps``, docs/fairness.md) and the PH rate
+    draw (:mod:`duetflow.tts.length_match`) share. NaN without speech or without characters
+    (turns found by VAD carry no transcript).
+    """
+    rows = list(turns)
+    spans = sorted((float(s), float(e)) for s, e, _ in rows if e > s)
+    chars = sum(spoken_characters(t) for _, _, t in rows)
+    secs, end = 0.0, -math.inf
+    for s, e in spans:
+        if e <= end:
+            continue
+        secs += e - max(s, end)
+        end = e
+    return chars / secs if secs > 0 and chars > 0 else math.nan

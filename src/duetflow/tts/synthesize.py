@@ -32,8 +32,8 @@ from duetflow.records.rows import RenderedDialogueRow, RenderedTurnRow
 from duetflow.rendering.quality import dnsmos_problem, remove_audio, scored
 from duetflow.seeding import rng_for, seed_for
 from duetflow.tts.assemble import assemble, draws_key, ph_dialogue_id
-from duetflow.tts.backend import Synthesis, SynthesisError, TTSBackend, load_backend
-from duetflow.tts.length_match import LengthPlan, draw_target_s, lines_for_target
+from duetflow.tts.backend import Synthesis, SynthesisError, TTSBackend, Voice, load_backend
+from duetflow.tts.length_match import HumanDialogue, LengthPlan, draw_human, lines_for_target
 from duetflow.tts.qa import SpeakerEncoder, clone_qa
 from duetflow.tts.script import Script
 from duetflow.tts.voices import VoicePool, choose_voices
@@ -81,17 +81,42 @@ def _synthesize_lines(
     return [r for r in out if r is not None]
 
 
+def _human_match(script: Script, voices: VoicePool, config: RunConfig) -> HumanDialogue | None:
+    """The human dialogue ``script`` is matched to (its length and, with
+    ``synth.match_human_rate``, its pace), drawn from the pool by the script's own draw
+    (:func:`duetflow.tts.length_match.draw_human`); None when matching is off or the language
+    has no human dialogue."""
+    synth = config.synth
+    if not (synth.match_human_length or synth.match_human_rate):
+        return None
+    return draw_human(
+        voices.humans_for(script.language),
+        # the taxonomy id the PH row will carry (a script may say "ordinary life")
+        config.topics.mapper("scripts").map(script.topic).topic,
+        rng_for(config.seed, draws_key(script.id), "human"),
+        topic_min=synth.match_topic_min,
+        need_rate=synth.match_human_rate,
+    )
+
+
+def _paced(
+    pair: tuple[Voice, Voice], human: HumanDialogue | None, config: RunConfig
+) -> tuple[Voice, Voice]:
+    """The pair set to speak at the drawn dialogue's pace (``synth.match_human_rate``)."""
+    if human is None or not config.synth.match_human_rate or not human.has_rate:
+        return pair
+    rate = human.rate_cps
+    return (replace(pair[0], speaking_rate_cps=rate), replace(pair[1], speaking_rate_cps=rate))
+
+
 def _match_length(
-    script: Script, syn: list[Synthesis], voices: VoicePool, config: RunConfig
+    script: Script, syn: list[Synthesis], human: HumanDialogue | None, config: RunConfig
 ) -> tuple[Script, list[Synthesis], LengthPlan | None]:
-    """``script`` and its syntheses cut to a length drawn from the human dialogues of its
-    language (:mod:`duetflow.tts.length_match`); unchanged when off or none are known."""
-    if not config.synth.match_human_length:
+    """``script`` and its syntheses cut to the length of the drawn human dialogue
+    (:mod:`duetflow.tts.length_match`); unchanged when off or none is known."""
+    if not config.synth.match_human_length or human is None:
         return script, syn, None
-    rng = rng_for(config.seed, draws_key(script.id), "length")
-    target = draw_target_s(voices.lengths_for(script.language), rng)
-    if target is None:
-        return script, syn, None
+    target = human.duration_s
     speech = []
     for s in syn:
         ext = acoustic_extent(s.audio.astype(np.float32), s.sample_rate)
@@ -106,6 +131,19 @@ def _match_length(
         config.window.select_range,
     )
     return replace(script, lines=script.lines[: plan.lines]), syn[: plan.lines], plan
+
+
+def human_provenance(human: HumanDialogue, pair: tuple[Voice, Voice]) -> dict[str, object]:
+    """What a PH dialogue was matched to: the drawn dialogue's topic, length, rate and turns,
+    and the pace its voices were asked for (None: their references' own)."""
+    rate = None if not human.has_rate else round(human.rate_cps, 3)
+    return {
+        "topic": human.topic,
+        "duration_s": round(human.duration_s, 3),
+        "rate_cps": rate,
+        "turns": human.turns,
+        "speaking_rate_cps": pair[0].speaking_rate_cps,
+    }
 
 
 def synthesize_scripts(
@@ -140,11 +178,12 @@ def synthesize_scripts(
     for script in scripts:
         did = ph_dialogue_id(script.id, be.name)
         try:
-            pair = choose_voices(script, voices, config)
+            human = _human_match(script, voices, config)
+            pair = _paced(choose_voices(script, voices, config), human, config)
             t0 = time.perf_counter()
             syn = _synthesize_lines(script, pair, be, config)
             synth_s = time.perf_counter() - t0
-            script, syn, plan = _match_length(script, syn, voices, config)
+            script, syn, plan = _match_length(script, syn, human, config)
             done = assemble(script, pair, syn, config, out_dir, be.provenance(), be.name)
         except InputError as e:
             rejections.append(_reject(did, e.reason, str(e), script.path))
@@ -172,6 +211,7 @@ def synthesize_scripts(
         prov = json.loads(done.record.provenance)
         prov.update(report.provenance())
         prov["length_match"] = None if plan is None else plan.provenance()
+        prov["human_match"] = None if human is None else human_provenance(human, pair)
         row = replace(done.record, provenance=dumps(prov))
         if config.quality.dnsmos:  # issue 29: scores, then filters.min_dnsmos_ovrl
             try:

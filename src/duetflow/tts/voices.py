@@ -49,7 +49,9 @@ from duetflow.records.manifest import DIALOGUES, DialogueRecord, TurnRecord, ite
 from duetflow.seeding import rng_for
 from duetflow.tts.backend import Voice
 from duetflow.tts.clip_measures import estimate_pitch, mean_power, snr_db, speech_power
+from duetflow.tts.length_match import HumanDialogue
 from duetflow.tts.script import Script, clean_text, is_backchannel_text
+from duetflow.tts.speaking_rate import dialogue_rate_cps
 from duetflow.tts.voice_sources import (
     DialogueAudio,
     content_hash,
@@ -279,20 +281,45 @@ def _select(
     return round(best.score, 6), voice
 
 
+def human_dialogue(row: DialogueRecord, turns: Sequence[TurnRecord]) -> HumanDialogue:
+    """What a PH script can be matched to of one human dialogue: language, topic, duration,
+    speaking rate (as the cue audit reads it) and turn count (backchannels not counted)."""
+    speech = [t for t in turns if str(t.kind or "turn") != str(TurnKind.NONSPEECH)]
+    rate = dialogue_rate_cps((float(t.start_s), float(t.end_s), str(t.text or "")) for t in speech)
+    return HumanDialogue(
+        language=_lang(row.language),
+        topic=str(row.topic or ""),
+        duration_s=round(float(row.duration_s), 6),
+        rate_cps=rate if math.isnan(rate) else round(rate, 6),
+        turns=sum(1 for t in speech if str(t.kind or "turn") == str(TurnKind.TURN)),
+    )
+
+
+def sorted_humans(humans: Sequence[HumanDialogue]) -> tuple[HumanDialogue, ...]:
+    """The pool's human dialogues in one order, whatever order they were read in."""
+    return tuple(sorted(humans, key=HumanDialogue.sort_key))
+
+
 @dataclass(frozen=True)
 class VoicePool:
     """Best reference per person (:func:`person_key`), in a stable order (sorted by person)."""
 
     voices: tuple[Voice, ...]
     rejections: tuple[tuple[str, str, str], ...] = ()  # (dialogue id, reason, detail)
-    #: (language, rendered duration s) of every human (HH, HM) dialogue of the work directory,
-    #: sorted: what PH lengths are drawn from (:mod:`duetflow.tts.length_match`)
-    lengths: tuple[tuple[str, float], ...] = ()
+    #: language, topic, rendered duration, speaking rate and turns of every human (HH, HM)
+    #: dialogue of the work directory, sorted: what PH lengths and rates are drawn from
+    #: (:mod:`duetflow.tts.length_match`)
+    humans: tuple[HumanDialogue, ...] = ()
 
     def lengths_for(self, language: str) -> list[float]:
         """Rendered durations (s) of the human dialogues of ``language`` (``zh-CN`` → zh)."""
         lang = _lang(language)
-        return [s for code, s in self.lengths if code == lang]
+        return [h.duration_s for h in self.humans if h.language == lang]
+
+    def humans_for(self, language: str) -> list[HumanDialogue]:
+        """The human dialogues of ``language`` (``zh-CN`` → zh) a PH script may be matched to."""
+        lang = _lang(language)
+        return [h for h in self.humans if h.language == lang]
 
     def for_language(self, language: str) -> list[Voice]:
         lang = _lang(language)
@@ -315,10 +342,10 @@ def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Pa
     best: dict[str, tuple[float, Voice]] = {}
     problems: list[tuple[str, str, str]] = []
     lenders = set(config.synth.voice_categories)  # never PH: never clone a clone
-    lengths: list[tuple[str, float]] = []
+    humans: list[HumanDialogue] = []
     for row, turns in iter_work_records(wd):
         if row.category in ("HH", "HM"):
-            lengths.append((_lang(row.language), round(float(row.duration_s), 6)))
+            humans.append(human_dialogue(row, turns))
         if row.category not in lenders:
             continue
         try:
@@ -335,7 +362,7 @@ def build_voice_pool(workdir: str | Path, config: RunConfig, cache_dir: str | Pa
                 best[voice.person] = (score, voice)
     voices = tuple(v for _, v in sorted(best.values(), key=lambda sv: sv[1].person))
     log.info("voice pool: %d speakers from %s", len(voices), wd)
-    return VoicePool(voices, tuple(problems), tuple(sorted(lengths)))
+    return VoicePool(voices, tuple(problems), sorted_humans(humans))
 
 
 def choose_voices(script: Script, pool: VoicePool, config: RunConfig) -> tuple[Voice, Voice]:

@@ -59,28 +59,28 @@ def build_voices(
 ) -> VoicePoolLike:
     """One voice pool from every rendered work directory (references cached on disk, in
     ``cache``, default ``<workdir>/cache/voices``)."""
-    from duetflow.tts.voices import VoicePool, build_voice_pool
+    from duetflow.tts.voices import VoicePool, build_voice_pool, sorted_humans
 
     cache = cache or Path(config.workdir) / "cache" / "voices"
     config = STAGE.scoped(config)
     voices: dict[str, Any] = {}
     problems: list[tuple[str, str, str]] = []
-    lengths: list[tuple[str, float]] = []
+    humans: list[Any] = []
     for d in voices_dirs:
         pool = build_voice_pool(d, config, cache)
         for v in pool.voices:
             voices.setdefault(v.speaker_id, v)
         problems.extend(pool.rejections)
-        lengths.extend(pool.lengths)
+        humans.extend(pool.humans)
     return VoicePool(
-        tuple(voices[k] for k in sorted(voices)), tuple(problems), tuple(sorted(lengths))
+        tuple(voices[k] for k in sorted(voices)), tuple(problems), sorted_humans(humans)
     )
 
 
 def voices_fingerprint(pool: VoicePoolLike) -> str:
     """What the synthesized audio depends on: each voice's clip, transcript and measurements."""
     payload: list[Any] = [dataclasses.asdict(v) for v in pool.voices]
-    payload.append([list(x) for x in pool.lengths])  # PH lengths drawn from
+    payload.append([list(h.sort_key()) for h in pool.humans])  # PH lengths and rates drawn from
     return hashlib.sha256(convert.dumps(payload).encode()).hexdigest()
 
 
