@@ -3,7 +3,9 @@
 One command: ``.venv/bin/python bench/render.py`` (``--profile`` adds a profile of our path: a
 sampling one, the share of CPU samples in which each function was on the stack, then cProfile's
 own-time list; cProfile's per-call cost inflates code made of many small calls, the samples do
-not).
+not; ``--default-render`` renders ours with the bundled default run config's ``render`` section
+— 4 kHz band-limit, pause floor, room tone colour, what ``duetflow demo`` runs — instead of the
+code's defaults).
 
 * corpus: HH dialogues recorded two-channel (one speaker per channel, IEMOCAP/studio shape),
   16 kHz, ~45 s windows with loose annotations, speakers 16 dB apart and a -58 dBFS room;
@@ -65,6 +67,7 @@ import numpy as np
 import soundfile as sf
 
 from duetflow.config import build_config
+from duetflow.errors import InputError
 from duetflow.native_threads import default_threads
 from duetflow.records.dialogue import Category, Dialogue, MultichannelSource, Speaker, Turn
 
@@ -124,13 +127,31 @@ def _dialogues(recs: list[tuple[Path, list[Turn]]], count: int, dur_s: float) ->
 # --- the paths ----------------------------------------------------------------------------------
 
 
+#: set (by ``--default-render``) for the children: ours renders with the bundled run config's
+#: ``render`` section (band-limit, pause floor, room tone colour) instead of the code's defaults
+DEFAULT_RENDER_ENV = "DUETFLOW_BENCH_DEFAULT_RENDER"
+
+
+def _render_section() -> dict[str, Any]:
+    if not os.environ.get(DEFAULT_RENDER_ENV):
+        return {}
+    import yaml
+
+    from duetflow.demo.prepare import bundled_config
+
+    return {"render": yaml.safe_load(bundled_config().read_text())["render"]}
+
+
 def run_ours(ds: list[Dialogue], out: Path) -> float:
     from duetflow.rendering.render import render_dialogue
 
-    cfg = build_config({})
+    cfg = build_config(_render_section())
     audio = 0.0
     for d in ds:
-        audio += render_dialogue(d, cfg, out).row["duration_s"]
+        try:
+            audio += render_dialogue(d, cfg, out).row["duration_s"]
+        except InputError:  # rejected, as the process stage does (its CPU counts, no audio)
+            continue
     return audio
 
 
@@ -388,10 +409,19 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="print a profile of our path")
     ap.add_argument("--repeat", type=int, default=3, help="interleaved 10x runs per path")
     ap.add_argument("--baseline", help="a source tree whose duetflow runs as 'before'")
+    ap.add_argument(
+        "--default-render",
+        action="store_true",
+        help="ours (and before) render with the bundled default run config's render section "
+        "(4 kHz band-limit, pause floor, room tone colour: what `duetflow demo` runs), not the "
+        "code's defaults",
+    )
     ap.add_argument("--child", choices=sorted(PATHS), help=argparse.SUPPRESS)
     ap.add_argument("--root", help=argparse.SUPPRESS)
     ap.add_argument("--scale", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.default_render:
+        os.environ[DEFAULT_RENDER_ENV] = "1"  # the children inherit it
     if args.child:
         child(args)
         return
@@ -432,7 +462,8 @@ def main() -> None:
     n1 = args.dialogues
     print(
         f"corpus: {n1} HH dialogues x {args.dur:.0f} s (1x), {10 * n1} (10x), "
-        f"over {args.recordings} recordings"
+        f"over {args.recordings} recordings; render section: "
+        f"{'bundled default run config' if args.default_render else 'code defaults'}"
     )
     head = ("path", "audio h", "cpu s", "x realtime/core", "audio h/cpu s", "rss MB")
     print(f"{head[0]:<10}{head[1]:>10}{head[2]:>9}{head[3]:>17}{head[4]:>15}{head[5]:>9}")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import signal
 
-from duetflow.audio import kernels
-from duetflow.audio.bandlimit import energy_bandwidth_hz, welch_density
+from duetflow.audio import bandlimit, kernels
+from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass, welch_density
 
 
 def _signals() -> list[np.ndarray]:
@@ -49,3 +49,60 @@ def test_energy_bandwidth_reads_a_band_limited_noise() -> None:
     assert hz is not None and 2800 <= hz <= 3400
     assert energy_bandwidth_hz(np.zeros(4000, np.float32), 16000) is None
     assert energy_bandwidth_hz(np.ones(100, np.float32), 16000) is None
+
+
+def _lowpass_signals() -> list[np.ndarray]:
+    """Lengths around scipy's overlap-add blocks (16 kHz, 4 kHz: 1966-sample steps) and its
+    fallback to one FFT, noise, tones over a floor, digital silence, subnormals, a spike."""
+    rng = np.random.default_rng(11)
+    out = []
+    lengths = [1, 2, 100, 469, 470, 471, 1000, 2200, 3931, 3932, 3933, 5000, 1966 * 16]
+    lengths += [1966 * 16 + 1, 1966 * 17 - 1, 1966 * 33 + 117, 44100, 100_003, 16000 * 46]
+    lengths += [int(n) for n in rng.integers(4000, 400_000, 6)]
+    for n in lengths:
+        out.append(rng.normal(0, 0.1, n).astype(np.float32))
+        t = np.arange(n)
+        x = (0.3 * np.sin(t * 0.2) + 1e-3 * rng.normal(0, 1, n)).astype(np.float32)
+        x[: n // 3] = 0.0  # digital silence, then a tone over a floor
+        out.append(x)
+    for n in (16000 * 30, 44100 * 20):  # a clip-per-turn track: clips between digital silence
+        x = np.zeros(n, np.float32)
+        pos = int(rng.integers(0, 4000))
+        while pos < n:
+            k = int(rng.integers(2000, 60_000))
+            x[pos : pos + k] = rng.normal(0, 0.05, min(k, n - pos))
+            x[pos + k - 1 : pos + k] = -1e-30  # a tail ending on a tiny negative sample
+            pos += k + int(rng.integers(1, 80_000))
+        out.append(x)
+    spike = np.zeros(50_000, np.float32)
+    spike[25_000] = 1.0
+    spike[:10] = np.float32(1e-40)  # subnormals
+    out.append(spike)
+    out.append(np.full(30_000, 0.5, np.float32))
+    neg = np.full(100_000, -0.0, np.float32)  # digital silence of negative zeros, one burst
+    neg[60_000:61_000] = rng.normal(0, 0.1, 1000)
+    out.append(neg)
+    return out
+
+
+@pytest.mark.parametrize(("sr", "cutoff"), [(16000, 4000.0), (16000, 3000.0), (8000, 3000.0),
+                                            (44100, 4000.0), (48000, 7000.0)])  # fmt: skip
+def test_lowpass_is_scipys_oaconvolve_bit_for_bit(sr: int, cutoff: float) -> None:
+    h = bandlimit._taps(sr, cutoff)
+    for x in _lowpass_signals():
+        ref = np.asarray(
+            signal.oaconvolve(np.asarray(x, dtype=np.float64), h, mode="same"), dtype=np.float32
+        )
+        got = lowpass(x, sr, cutoff)
+        assert got.dtype == np.float32 and got.shape == x.shape
+        assert np.array_equal(ref.view(np.int32), got.view(np.int32)), (x.size, sr, cutoff)
+
+
+def test_lowpass_overlap_add_path_is_taken_and_leaves_the_input() -> None:
+    x = np.random.default_rng(2).normal(0, 0.1, 16000 * 10).astype(np.float32)
+    before = x.copy()
+    fast = bandlimit._overlap_add_same(x, bandlimit._taps(16000, 4000.0))
+    assert fast is not None and fast.base is None  # its own array, not a view of a buffer
+    assert np.array_equal(x, before)
+    assert bandlimit._overlap_add_same(x[:300], bandlimit._taps(16000, 4000.0)) is None
+    assert lowpass(x, 16000, None) is x and lowpass(x, 16000, 7900.0) is x

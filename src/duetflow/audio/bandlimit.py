@@ -21,6 +21,7 @@ Plain numpy/scipy over float32 samples; no config.
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +29,11 @@ from scipy import fft as sp_fft
 from scipy import signal
 
 from duetflow.audio import kernels
+
+try:  # scipy's block lengths for overlap-add (the test holds lowpass to oaconvolve's bits)
+    from scipy.signal._signaltools import _calc_oa_lens
+except ImportError:  # pragma: no cover - another scipy: oaconvolve itself
+    _calc_oa_lens = None
 
 __all__ = ["STOP_DB", "TRANSITION_HZ", "energy_bandwidth_hz", "lowpass", "welch_density"]
 
@@ -48,12 +54,72 @@ def _taps(sr: int, cutoff_hz: float) -> npt.NDArray[np.float64]:
 
 def lowpass(x: Audio, sr: int, cutoff_hz: float | None) -> Audio:
     """``x`` low-passed at ``cutoff_hz`` (zero-phase); unchanged when the cutoff is None or at
-    or above the Nyquist frequency less the transition band (nothing there to remove)."""
+    or above the Nyquist frequency less the transition band (nothing there to remove).
+
+    The convolution is ``scipy.signal.oaconvolve(x, taps, mode="same")`` in float64, cast to
+    float32: its bits exactly (:func:`_overlap_add_same`; ``tests/audio/test_bandlimit.py``
+    compares them as integers)."""
     if cutoff_hz is None or cutoff_hz >= sr / 2.0 - TRANSITION_HZ or x.size == 0:
         return x
     h = _taps(sr, float(cutoff_hz))
+    fast = _overlap_add_same(x, h)
+    if fast is not None:
+        return fast
     y = signal.oaconvolve(np.asarray(x, dtype=np.float64), h, mode="same")
     return np.asarray(y, dtype=np.float32)
+
+
+_OA_ROWS = 8  # blocks transformed at once (a multiple of any SIMD width pocketfft batches by)
+
+
+def _overlap_add_same(x: Audio, h: npt.NDArray[np.float64]) -> Audio | None:
+    """``np.float32(scipy.signal.oaconvolve(np.float64(x), h, mode="same"))``, the same bits,
+    at ~2.5x its speed; None where scipy would not use overlap-add (short or 2-D signals).
+
+    Every step is scipy's on the same operands, without its copies of the whole signal: the
+    block length, overlap and step of scipy's own ``_calc_oa_lens``; each step of ``x`` (as
+    float64) zero-padded to one block, ``rfft`` over blocks lying row by row (the same
+    C-contiguous layout scipy transforms, in groups of :data:`_OA_ROWS` rows, a multiple of the
+    rows pocketfft's SIMD lanes take together), times the taps' ``rfft`` (broadcast, out of
+    place, as scipy multiplies), ``irfft``; each block's tail added once to the next block's
+    head (scipy's one ``+=``); the centred ``same`` part cast to float32. A group of blocks
+    that is all zeros is not transformed: scipy's transforms give +0.0 there, every sample (the
+    test holds it on signals with stretches of digital silence)."""
+    if _calc_oa_lens is None or x.ndim != 1:
+        return None
+    s1, s2 = x.size, h.size
+    block, overlap, step, step2 = _calc_oa_lens(s1, s2)
+    if overlap is None or step2 != s2 or step >= s1:
+        return None  # scipy convolves in one FFT (fftconvolve): left to scipy
+    n = math.ceil((s1 + 1) / step)
+    if (block - overlap) * n < s1 + s2 - 1:
+        n += 1
+    taps = sp_fft.rfft(h.reshape(1, s2), block, axis=-1)
+    out = np.empty((n, step), dtype=np.float32)
+    rows = np.zeros((_OA_ROWS, block), dtype=np.float64)
+    tail: npt.NDArray[np.float64] | None = None
+    whole = s1 // step  # blocks filled by x; the next holds its rest, any later ones nothing
+    for r0 in range(0, n, _OA_ROWS):
+        r1 = min(n, r0 + _OA_ROWS)
+        buf = rows[: r1 - r0]
+        full = max(0, min(r1, whole) - r0)
+        if full:
+            buf[:full, :step] = x[r0 * step : (r0 + full) * step].reshape(full, step)
+        for r in range(r0 + full, r1):  # the part-filled block, then empty ones
+            rest = x[r * step : (r + 1) * step]
+            buf[r - r0, : rest.size] = rest
+            buf[r - r0, rest.size : step] = 0.0
+        if buf.any():
+            y = sp_fft.irfft(sp_fft.rfft(buf, axis=-1) * taps, block, axis=-1)
+        else:  # digital silence (a clip-per-turn track between its clips): what the FFTs give
+            y = np.zeros_like(buf)
+        y[1:, :overlap] += y[:-1, step:]
+        if tail is not None:
+            y[0, :overlap] += tail
+        tail = y[-1, step:].copy()
+        out[r0:r1] = y[:, :step]
+    c = (s2 - 1) // 2
+    return out.reshape(-1)[c : c + s1].copy()
 
 
 def energy_bandwidth_hz(x: Audio, sr: int, share: float = 0.99) -> float | None:
