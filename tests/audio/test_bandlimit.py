@@ -106,3 +106,75 @@ def test_lowpass_overlap_add_path_is_taken_and_leaves_the_input() -> None:
     assert np.array_equal(x, before)
     assert bandlimit._overlap_add_same(x[:300], bandlimit._taps(16000, 4000.0)) is None
     assert lowpass(x, 16000, None) is x and lowpass(x, 16000, 7900.0) is x
+
+
+def _half_silent() -> list[np.ndarray]:
+    """Clip-per-turn tracks: clips between digital silence (+0.0 and -0.0), and segments whose
+    one sound is their first or last sample, a subnormal, or a NaN."""
+    rng = np.random.default_rng(11)
+    out = []
+    for n, signed in ((16000 * 60, False), (16000 * 20 + 517, True), (48000 * 7, False)):
+        x = np.zeros(n)
+        t = int(rng.integers(0, 5000))
+        while t < n:
+            d = int(rng.uniform(0.3, 3.0) * 16000)
+            x[t : t + d] = rng.normal(0, 0.05, min(d, n - t))
+            t += d + int(rng.uniform(0.5, 4.0) * 16000)
+        if signed:
+            x[x == 0.0] = -0.0
+        out.append(x)
+    lone = np.zeros(2048 * 12)
+    lone[1024 * 3] = 0.5  # the first sample of segment 3, the last-but-1023 of segment 2
+    lone[1024 * 7 - 1] = 0.25  # the last sample of segment 5
+    lone[1024 * 10 + 5] = -1e-310  # a subnormal, alone in segments 9 and 10
+    lone[1024 * 9 + 5] = -0.0
+    out.append(lone)
+    nan = np.zeros(2048 * 6)
+    nan[5000] = np.nan
+    out.append(nan)
+    return out
+
+
+@pytest.mark.parametrize("path", ["compiled", "numpy"])
+def test_welch_density_over_digital_silence_is_scipys_bit_for_bit(
+    path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Segments of digital silence are not transformed on the compiled path; their power is
+    +0.0 in every bin, which is what scipy's transforms give: the same bits as scipy's welch
+    (NaNs compared as bit patterns too)."""
+    if path == "numpy":
+        monkeypatch.setattr(kernels, "welch_kernels", lambda: None)
+    elif kernels.welch_kernels() is None:
+        pytest.skip("numba missing: welch_density is the numpy path")
+    for x in _half_silent():
+        for nperseg in (2048, 256, 1000):
+            f0, p0 = signal.welch(x, fs=16000, nperseg=nperseg)
+            f1, p1 = welch_density(x, 16000, nperseg)
+            assert np.array_equal(f0.view(np.int64), f1.view(np.int64))
+            assert np.array_equal(p0.view(np.int64), p1.view(np.int64)), (x.size, nperseg)
+
+
+def test_welch_density_transforms_only_the_segments_that_hold_sound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The skip is taken: on a track that is half digital silence, only the segments holding a
+    sample other than zero reach the FFT (counted by a wrapper of scipy's rfft)."""
+    if kernels.welch_kernels() is None:
+        pytest.skip("numba missing: welch_density is the numpy path")
+    x = _half_silent()[0]
+    rows = 0
+    real_rfft = bandlimit.sp_fft.rfft
+
+    def counting(a: np.ndarray, *args: object, **kw: object) -> np.ndarray:
+        nonlocal rows
+        rows += a.shape[0]
+        return real_rfft(a, *args, **kw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(bandlimit.sp_fft, "rfft", counting)
+    hop = 1024
+    count = (x.size - 1024) // hop
+    segs = np.lib.stride_tricks.sliding_window_view(x, 2048)[::hop][:count]
+    sounding = int(np.count_nonzero(np.any(segs != 0.0, axis=1)))
+    assert 0.2 * count < sounding < 0.9 * count
+    welch_density(x, 16000, 2048)
+    assert rows == sounding

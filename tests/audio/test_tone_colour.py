@@ -212,3 +212,85 @@ def test_the_energy_under_100_hz_is_matched_too(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr("duetflow.audio.tone_colour.MATCH_LOW_HZ", 100.0)
     held = [rolloff(to_envelope(b, SR, -3.9, hi_hz=hi)[0]) for b in beds]
     assert max(held) - min(held) > 150.0, held
+
+
+def _reference_power_spectrum(x: np.ndarray, frame: int) -> np.ndarray:
+    """The frames stacked one by one and transformed with numpy (the module's code before its
+    frames became views)."""
+    x64 = np.asarray(x, dtype=np.float64)
+    if x64.size < frame:
+        return np.zeros(0)
+    hop = frame // 2
+    win = np.hanning(frame)
+    total = np.zeros(frame // 2 + 1)
+    starts = range(0, x64.size - frame + 1, hop)
+    n = 0
+    for i0 in range(0, len(starts), 256):
+        block = np.stack([x64[s : s + frame] for s in starts[i0 : i0 + 256]]) * win
+        total += (np.abs(np.fft.rfft(block, axis=1)) ** 2).sum(axis=0)
+        n += block.shape[0]
+    return total / n
+
+
+def _reference_to_envelope(
+    x: np.ndarray, sr: int, target_db_oct: float, hi_hz: float | None
+) -> tuple[np.ndarray, float]:
+    """:func:`to_envelope` as it was written before its transforms went through scipy's cached
+    plans: numpy's ``rfft``/``irfft`` of the whole bed, the frames stacked one by one."""
+    import math
+
+    from duetflow.audio import tone_colour as tc
+
+    psd = _reference_power_spectrum(x, tc.FRAME)
+    if psd.size == 0 or not np.any(psd > 0):
+        return x, math.nan
+    lo, hi = tc._band(sr, hi_hz)
+    before = tc._fit(psd, sr, hi_hz)
+    if x.size >= tc.LONG_FRAME_MIN_FRAMES * tc.LONG_FRAME:
+        psd = _reference_power_spectrum(x, tc.LONG_FRAME)
+    low = min(tc.MATCH_LOW_HZ, lo)
+    grid = low * 2.0 ** np.arange(0.0, math.log2(hi / low) + 1e-9, 1.0 / 24.0)
+    env = tc.envelope_db(psd, sr, grid)
+    gain_db = tc.target_db(grid, sr, target_db_oct, hi_hz) - env
+    gain_db = np.clip(gain_db - np.median(gain_db), -MAX_ENVELOPE_DB, MAX_ENVELOPE_DB)
+    x64 = np.asarray(x, dtype=np.float64)
+    fx = np.clip(np.fft.rfftfreq(x64.size, 1.0 / sr), low, hi)
+    g = 10.0 ** (np.interp(np.log2(fx), np.log2(grid), gain_db) / 20.0)
+    y = np.fft.irfft(np.fft.rfft(x64) * g, n=x64.size)
+    p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))
+    if p1 > 0:
+        y *= math.sqrt(p0 / p1)
+    return y.astype(np.float32), before
+
+
+def test_to_envelope_gives_the_numpy_formulations_bits() -> None:
+    """Same bits as the numpy formulation (whole-bed transforms by ``np.fft``, frames stacked),
+    compared as integers: beds whose lengths are a large prime times a few small factors (the
+    transform's slow lengths, as the renderer's beds often are), powers of two, odd and prime
+    lengths, under and over the long frames' threshold, of several colours, with a band edge
+    and without, with digital silence in them, all silence, and too short to measure; the
+    same length twice (a cached plan) and each spectrum's frame on its own."""
+    from duetflow.audio.tone_colour import LONG_FRAME, power_spectrum
+
+    rng = np.random.default_rng(3)
+    lengths = [70480, 49160, 48000, 16 * 1021, 16384, 16383, 4099, 2048, 1500, 1024, 1023]
+    lengths += [2 * 104729, 70480]
+    for i, n in enumerate(lengths):
+        bed = room((0.5, 0.9, 0.99)[i % 3], n / SR + 0.01, 40 + i, 4000.0 if i % 2 else None)
+        bed = bed[:n].copy()
+        if i % 4 == 1:
+            bed[n // 3 : n // 2] = 0.0
+        for tilt, hi in ((-3.9, pass_band_hz(4000.0)), (-7.4, None)):
+            y0, own0 = _reference_to_envelope(bed, SR, tilt, hi)
+            y1, own1 = to_envelope(bed, SR, tilt, hi_hz=hi)
+            assert y1.dtype == y0.dtype == np.float32
+            assert np.array_equal(y0.view(np.int32), y1.view(np.int32)), (n, tilt)
+            assert np.array_equal(np.float64(own0).view(np.int64), np.float64(own1).view(np.int64))
+        for frame in (1024, LONG_FRAME):
+            p0 = _reference_power_spectrum(bed, frame)
+            p1 = power_spectrum(bed, SR, frame)
+            assert np.array_equal(p0.view(np.int64), p1.view(np.int64)), (n, frame)
+    silent = np.zeros(40000, np.float32)
+    assert to_envelope(silent, SR, -3.9)[0] is silent
+    noise = rng.normal(0, 1e-3, 700).astype(np.float32)
+    assert to_envelope(noise, SR, -3.9)[0] is noise

@@ -168,13 +168,20 @@ def welch_density(
     inner = slice(1, -1 if nperseg % 2 == 0 else None)
     compiled = kernels.welch_kernels()
     if compiled is not None and count > 1:
-        segments, into_columns, row_means = compiled
+        live, segments, into_columns, row_means = compiled
         xs = np.ascontiguousarray(x, dtype=np.float64)
-        block = np.empty((min(_BLOCK, count), nperseg), dtype=np.float64)
-        for a in range(0, count, _BLOCK):
-            seg = block[: min(count, a + _BLOCK) - a]
-            segments(xs, win, hop, a, seg)
-            into_columns(sp_fft.rfft(seg, n=nperseg, axis=-1), power, a)
+        sounding = np.empty(count, dtype=np.bool_)
+        if live(xs, hop, nperseg, sounding) < count:
+            # digital silence (a clip-per-turn track between its clips): those segments'
+            # power is +0.0 in every bin (see duetflow.audio.welch_kernels), held from here
+            power = np.zeros((f.size, count), dtype=np.float64)
+        rows = np.flatnonzero(sounding)
+        block = np.empty((max(1, min(_BLOCK, rows.size)), nperseg), dtype=np.float64)
+        for a in range(0, rows.size, _BLOCK):
+            at = rows[a : a + _BLOCK]
+            seg = block[: at.size]
+            segments(xs, win, hop, at, seg)
+            into_columns(sp_fft.rfft(seg, n=nperseg, axis=-1), power, at)
         mean = np.empty(f.size, dtype=np.float64)
         row_means(power, 1, f.size - 1 if nperseg % 2 == 0 else f.size, mean)
         return f, mean

@@ -25,9 +25,10 @@ The compiled kernels need the optional ``numba`` (extra ``fast``). Without it, o
 numba is imported (and the kernels compiled, or loaded from numba's on-disk cache) on the first
 call, never at import, so commands that filter nothing do not pay for it.
 
-The Welch periodogram of :func:`duetflow.audio.bandlimit.welch_density` has three loops
+The Welch periodogram of :func:`duetflow.audio.bandlimit.welch_density` has four loops
 compiled too (:func:`welch_kernels`, in :mod:`duetflow.audio.welch_kernels`), each numpy's own
-arithmetic in its own order; the FFT between them stays scipy's. Two independent signals are
+arithmetic in its own order, and segments of digital silence are not transformed (their power
+is +0.0 exactly); the FFT between them stays scipy's. Two independent signals are
 filtered side by side by :func:`lfilter_pair` and :func:`sosfilt_pair` (the same recursions in
 one loop, :mod:`duetflow.audio.lane_kernels`: nearly the cost of one), and the edge measure's
 small loops (running median, quiet-run walk, envelope window sums, zero runs) are
@@ -220,12 +221,14 @@ def sosfilt(
 
 
 @functools.lru_cache(maxsize=1)
-def welch_kernels() -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any]] | None:
-    """(windowed segments, power into columns, mean of rows) compiled, or None (numba missing
-    or turned off): see the module docstring; :func:`duetflow.audio.bandlimit.welch_density`
-    uses numpy then, with the same bits. The kernels are module-level functions of
-    :mod:`duetflow.audio.welch_kernels` (numba caches those on disk; closures that call one
-    another it compiled anew in every process)."""
+def welch_kernels() -> (
+    tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], Callable[..., Any]] | None
+):
+    """(segments holding sound, windowed segments, power into columns, mean of rows) compiled,
+    or None (numba missing or turned off): see the module docstring;
+    :func:`duetflow.audio.bandlimit.welch_density` uses numpy then, with the same bits. The
+    kernels are module-level functions of :mod:`duetflow.audio.welch_kernels` (numba caches
+    those on disk; closures that call one another it compiled anew in every process)."""
     if _compiled() is None:
         return None
     try:
@@ -233,13 +236,15 @@ def welch_kernels() -> tuple[Callable[..., Any], Callable[..., Any], Callable[..
 
         x = np.ones(8)
         seg = np.empty((1, 4))
-        wk.segments(x, np.ones(4), 2, 0, seg)
+        rows = np.zeros(1, dtype=np.int64)
+        wk.live(x, 2, 4, np.empty(3, dtype=np.bool_))
+        wk.segments(x, np.ones(4), 2, rows, seg)
         p = np.empty((3, 1))
-        wk.power(np.ones((1, 3), dtype=np.complex128), p, 0)
+        wk.power(np.ones((1, 3), dtype=np.complex128), p, rows)
         wk.row_means(p, 1, 2, np.empty(3))
     except Exception:  # a numba that cannot compile here: numpy, the same output
         return None
-    return wk.segments, wk.power, wk.row_means
+    return wk.live, wk.segments, wk.power, wk.row_means
 
 
 @functools.lru_cache(maxsize=1)

@@ -6,6 +6,9 @@ gives ``scipy.signal.welch``'s bits either way: a segment's mean is numpy's pair
 (``np.add.reduce`` on float64: 8 partial sums up to 128 values, halves split on a multiple of 8
 above) divided by its length; the segment less it, times the window; the power ``re*re + im*im``;
 the mean over segments the same pairwise sum. No fused multiply-add (numba's default).
+A segment of digital silence (every sample +-0.0) is not transformed: its mean is +-0.0, the
+segment less it and windowed +-0.0, every bin of its transform +-0.0 and its power
+``re*re + im*im`` +0.0 exactly, which its column holds from the start (:func:`live` finds them).
 Module-level functions, so numba's on-disk cache serves every process after the first.
 """
 
@@ -80,25 +83,47 @@ def pairwise(a: Any, lo: int, n: int) -> Any:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def segments(x: Any, win: Any, hop: int, first: int, out: Any) -> None:  # pragma: no cover
+def live(x: Any, hop: int, m: int, out: Any) -> int:  # pragma: no cover - compiled
+    # out[i]: whether segment i (samples i*hop .. i*hop+m) holds a sample other than +-0.0
+    # (NaN counts as one); returns how many do. Each segment is read from its start until a
+    # sample that is not zero: silent stretches are read once per segment over them, speech
+    # stops at once
+    count = 0
+    for i in range(out.shape[0]):
+        lo = i * hop
+        hit = False
+        for k in range(lo, lo + m):
+            if x[k] != 0.0:
+                hit = True
+                break
+        out[i] = hit
+        count += hit
+    return count
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def segments(x: Any, win: Any, hop: int, rows: Any, out: Any) -> None:  # pragma: no cover
+    # out[r]: segment rows[r] less its mean, times the window
     m = win.shape[0]
     for r in range(out.shape[0]):
-        lo = (first + r) * hop
+        lo = rows[r] * hop
         mean = (0.0 + pairwise(x, lo, m)) / m
         for k in range(m):
             out[r, k] = (x[lo + k] - mean) * win[k]
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def power(spec: Any, p: Any, col: int) -> None:  # pragma: no cover - compiled
+def power(spec: Any, p: Any, cols: Any) -> None:  # pragma: no cover - compiled
+    # p[f, cols[r]] = |spec[r, f]|**2 as re*re + im*im; columns not named are left as they are
     nf = spec.shape[1]
     for f0 in range(0, nf, 16):  # tiles: short contiguous reads and writes, cache-sized
         f1 = min(nf, f0 + 16)
         for r in range(spec.shape[0]):
+            c = cols[r]
             for f in range(f0, f1):
                 re = spec[r, f].real
                 im = spec[r, f].imag
-                p[f, col + r] = re * re + im * im
+                p[f, c] = re * re + im * im
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
