@@ -9,9 +9,14 @@ zeros). Then the kernels of issue 30's second round, each against the path it re
 for bit on the way: two 45 s tracks' high-passes side by side (``lfilter_pair``) against two
 single kernels, two speakers' K-weighting side by side (``sosfilt_pair``) against two single
 kernels, and the flicker's running median on a pause-long stretch (100 envelope frames) against
-``scipy.ndimage.median_filter``. Last line: ``kernels: highpass <r>x (45 s) <r>x (1 s); highpass
-on silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass pair <p>x; k-weighting pair <q>x;
-median <m>x; identical True; load <1-minute load average>``.
+``scipy.ndimage.median_filter``. Then the fourth round's: the Welch periodogram of a
+clip-per-turn track (half digital silence) with its silent segments skipped against the same
+kernels on every segment, and a room tone bed's two whole-length transforms by scipy's cached
+plan against numpy's, on bed lengths of a prime times 80 (~60k samples, as the
+renderer's beds often are: Bluestein's lengths), each met once.
+Last line: ``kernels: highpass <r>x (45 s) <r>x (1 s); highpass on silence <s>x; k-weighting
+<r>x (45 s) <r>x (1 s); highpass pair <p>x; k-weighting pair <q>x; median <m>x; welch half
+silent <w>x; bed transforms <t>x; identical True; load <1-minute load average>``.
 """
 
 from __future__ import annotations
@@ -21,13 +26,47 @@ import os
 import time
 
 import numpy as np
+import scipy.fft as sp_fft
 from scipy.ndimage import median_filter
 from scipy.signal import butter, lfilter, sosfilt
 
 from duetflow.audio import edges, kernels
+from duetflow.audio.bandlimit import _welch_plan, welch_density
 from duetflow.audio.bs1770 import k_weighting_sos
 
 SR = 16_000
+
+
+def _clip_per_turn(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Clips of noise between stretches of digital silence (a clip-per-turn track)."""
+    x = np.zeros(n)
+    t = 0
+    while t < n:
+        d = int(rng.uniform(1.5, 4.0) * SR)
+        x[t : t + d] = rng.normal(0, 0.1, min(d, n - t))
+        t += d + int(rng.uniform(1.5, 4.0) * SR)
+    return x
+
+
+def _welch_every_segment(x: np.ndarray, nperseg: int = 2048) -> np.ndarray:
+    """``welch_density``'s compiled path before the silent segments were skipped: every
+    segment windowed, transformed and squared."""
+    k = kernels.welch_kernels()
+    assert k is not None
+    _, segments, into_columns, row_means = k
+    f, win = _welch_plan(SR, nperseg)
+    hop = nperseg - nperseg // 2
+    count = (x.size - nperseg // 2) // hop
+    power = np.empty((f.size, count))
+    block = np.empty((64, nperseg))
+    for a in range(0, count, 64):
+        rows = np.arange(a, min(count, a + 64))
+        seg = block[: rows.size]
+        segments(x, win, hop, rows, seg)
+        into_columns(sp_fft.rfft(seg, n=nperseg, axis=-1), power, rows)
+    mean = np.empty(f.size)
+    row_means(power, 1, f.size - 1, mean)
+    return mean
 
 
 def main() -> None:
@@ -122,12 +161,51 @@ def main() -> None:
         per = [c / reps * 1e3 for c in cpu]
         print(f"{name:<16} before {per[0]:.3f} ms, kernel {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x")
         r[name, 0] = cpu[0] / cpu[1]
+    # issue 30, fourth round: the Welch periodogram over a clip-per-turn track (half digital
+    # silence) with its silent segments skipped, against the same kernels on every segment;
+    # a room tone bed's two whole-length transforms, numpy's against scipy's cached plan, on
+    # lengths each path meets once (a new bed, a new length: the plan is built once for both)
+    half = _clip_per_turn(rng, SR * 60)
+    same &= bool(np.array_equal(_welch_every_segment(half), welch_density(half, SR, 2048)[1]))
+    cpu = [0.0, 0.0]
+    for _ in range(args.repeat):
+        for k, f in enumerate((_welch_every_segment, lambda: welch_density(half, SR, 2048))):
+            t0 = time.process_time()
+            f() if k else f(half)
+            cpu[k] += time.process_time() - t0
+    per = [c / args.repeat * 1e3 for c in cpu]
+    print(
+        f"welch, half silent: before {per[0]:.3f} ms, skip {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
+    )
+    r["welch", 0] = cpu[0] / cpu[1]
+    primes = [q for q in range(700, 4000) if all(q % d for d in range(2, int(q**0.5) + 1))]
+    cpu = [0.0, 0.0]
+    for i in range(args.repeat):  # each length new to both (scipy's cache has not seen it)
+        n = 80 * primes[i]
+        bed = rng.standard_normal(n)
+        gain = np.linspace(0.5, 2.0, n // 2 + 1)
+        got = []
+        for k in (i % 2, 1 - i % 2):
+            t0 = time.process_time()
+            if k:
+                y = sp_fft.irfft(sp_fft.rfft(bed) * gain, n=n)
+            else:
+                y = np.fft.irfft(np.fft.rfft(bed) * gain, n=n)
+            cpu[k] += time.process_time() - t0
+            got.append(y)
+        same &= bool(np.array_equal(got[0], got[1]))
+    per = [c / args.repeat * 1e3 for c in cpu]
+    print(
+        f"bed transforms: numpy {per[0]:.3f} ms, scipy plan {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
+    )
+    r["bed", 0] = cpu[0] / cpu[1]
     print(
         f"kernels: highpass {r['highpass', 45]:.2f}x (45 s) {r['highpass', 1]:.2f}x (1 s); "
         f"highpass on silence {silence:.1f}x; "
         f"k-weighting {r['k-weighting', 45]:.2f}x (45 s) {r['k-weighting', 1]:.2f}x (1 s); "
         f"highpass pair {r['highpass pair', 0]:.2f}x; k-weighting pair "
         f"{r['k-weighting pair', 0]:.2f}x; median {r['median', 0]:.2f}x; "
+        f"welch half silent {r['welch', 0]:.2f}x; bed transforms {r['bed', 0]:.2f}x; "
         f"identical {same}; load {os.getloadavg()[0]:.1f}"
     )
 
