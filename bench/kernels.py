@@ -11,12 +11,9 @@ single kernels, two speakers' K-weighting side by side (``sosfilt_pair``) agains
 kernels, and the flicker's running median on a pause-long stretch (100 envelope frames) against
 ``scipy.ndimage.median_filter``. Then the fourth round's: the Welch periodogram of a
 clip-per-turn track (half digital silence) with its silent segments skipped against the same
-kernels on every segment, and a room tone bed's two whole-length transforms by scipy's cached
-plan against numpy's, on bed lengths of a prime times 80 (~60k samples, as the
-renderer's beds often are: Bluestein's lengths), each met once.
-Last line: ``kernels: highpass <r>x (45 s) <r>x (1 s); highpass on silence <s>x; k-weighting
-<r>x (45 s) <r>x (1 s); highpass pair <p>x; k-weighting pair <q>x; median <m>x; welch half
-silent <w>x; bed transforms <t>x; identical True; load <1-minute load average>``.
+kernels on every segment. Last line: ``kernels: highpass <r>x (45 s) <r>x (1 s); highpass on
+silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass pair <p>x; k-weighting pair <q>x;
+median <m>x; welch half silent <w>x; identical True; load <1-minute load average>``.
 """
 
 from __future__ import annotations
@@ -162,9 +159,7 @@ def main() -> None:
         print(f"{name:<16} before {per[0]:.3f} ms, kernel {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x")
         r[name, 0] = cpu[0] / cpu[1]
     # issue 30, fourth round: the Welch periodogram over a clip-per-turn track (half digital
-    # silence) with its silent segments skipped, against the same kernels on every segment;
-    # a room tone bed's two whole-length transforms, numpy's against scipy's cached plan, on
-    # lengths each path meets once (a new bed, a new length: the plan is built once for both)
+    # silence) with its silent segments skipped, against the same kernels on every segment
     half = _clip_per_turn(rng, SR * 60)
     same &= bool(np.array_equal(_welch_every_segment(half), welch_density(half, SR, 2048)[1]))
     cpu = [0.0, 0.0]
@@ -178,34 +173,13 @@ def main() -> None:
         f"welch, half silent: before {per[0]:.3f} ms, skip {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
     )
     r["welch", 0] = cpu[0] / cpu[1]
-    primes = [q for q in range(700, 4000) if all(q % d for d in range(2, int(q**0.5) + 1))]
-    cpu = [0.0, 0.0]
-    for i in range(args.repeat):  # each length new to both (scipy's cache has not seen it)
-        n = 80 * primes[i]
-        bed = rng.standard_normal(n)
-        gain = np.linspace(0.5, 2.0, n // 2 + 1)
-        got = []
-        for k in (i % 2, 1 - i % 2):
-            t0 = time.process_time()
-            if k:
-                y = sp_fft.irfft(sp_fft.rfft(bed) * gain, n=n)
-            else:
-                y = np.fft.irfft(np.fft.rfft(bed) * gain, n=n)
-            cpu[k] += time.process_time() - t0
-            got.append(y)
-        same &= bool(np.array_equal(got[0], got[1]))
-    per = [c / args.repeat * 1e3 for c in cpu]
-    print(
-        f"bed transforms: numpy {per[0]:.3f} ms, scipy plan {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
-    )
-    r["bed", 0] = cpu[0] / cpu[1]
     print(
         f"kernels: highpass {r['highpass', 45]:.2f}x (45 s) {r['highpass', 1]:.2f}x (1 s); "
         f"highpass on silence {silence:.1f}x; "
         f"k-weighting {r['k-weighting', 45]:.2f}x (45 s) {r['k-weighting', 1]:.2f}x (1 s); "
         f"highpass pair {r['highpass pair', 0]:.2f}x; k-weighting pair "
         f"{r['k-weighting pair', 0]:.2f}x; median {r['median', 0]:.2f}x; "
-        f"welch half silent {r['welch', 0]:.2f}x; bed transforms {r['bed', 0]:.2f}x; "
+        f"welch half silent {r['welch', 0]:.2f}x; "
         f"identical {same}; load {os.getloadavg()[0]:.1f}"
     )
 

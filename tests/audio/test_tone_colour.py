@@ -235,8 +235,8 @@ def _reference_power_spectrum(x: np.ndarray, frame: int) -> np.ndarray:
 def _reference_to_envelope(
     x: np.ndarray, sr: int, target_db_oct: float, hi_hz: float | None
 ) -> tuple[np.ndarray, float]:
-    """:func:`to_envelope` as it was written before its transforms went through scipy's cached
-    plans: numpy's ``rfft``/``irfft`` of the whole bed, the frames stacked one by one."""
+    """:func:`to_envelope` as it was written before its frames became views: the frames stacked
+    one by one, numpy's ``rfft``/``irfft`` of the whole bed."""
     import math
 
     from duetflow.audio import tone_colour as tc
@@ -264,12 +264,12 @@ def _reference_to_envelope(
 
 
 def test_to_envelope_gives_the_numpy_formulations_bits() -> None:
-    """Same bits as the numpy formulation (whole-bed transforms by ``np.fft``, frames stacked),
-    compared as integers: beds whose lengths are a large prime times a few small factors (the
-    transform's slow lengths, as the renderer's beds often are), powers of two, odd and prime
-    lengths, under and over the long frames' threshold, of several colours, with a band edge
-    and without, with digital silence in them, all silence, and too short to measure; the
-    same length twice (a cached plan) and each spectrum's frame on its own."""
+    """Same bits as the former formulation (frames stacked one by one), compared as integers:
+    beds whose lengths are a large prime times a few small factors (the transform's slow
+    lengths, as the renderer's beds often are), powers of two, odd and prime lengths, under and
+    over the long frames' threshold, of several colours, with a band edge and without, with
+    digital silence in them, all silence, and too short to measure; each spectrum's frame on
+    its own."""
     from duetflow.audio.tone_colour import LONG_FRAME, power_spectrum
 
     rng = np.random.default_rng(3)
