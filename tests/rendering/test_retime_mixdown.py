@@ -361,3 +361,48 @@ def test_a_gap_whose_edge_flips_is_kept_once_a_correction_overshoots_into_the_ba
     assert (228 - read[1]) * (228 - read[2]) < 0  # the second correction overshot its draw
     assert m.gap / SR * 1000 == pytest.approx(read[2])
     assert 180 <= true_gaps[0] * 1000 <= 230  # the construction's gap: in the band as well
+
+
+@pytest.mark.parametrize(
+    ("seed", "kind", "floor_db", "late"),
+    [(11, "pink", -62.0, 0.0133), (21, "brown", -58.0, -0.0117), (14, "pink", -60.0, 0.0171)],
+)
+def test_gaps_that_moved_with_their_items_read_on_the_final_file_as_confirmed(
+    seed: int, kind: str, floor_db: float, late: float
+) -> None:
+    """The first change is laid off its draw by a move that is not a whole number of envelope
+    hops; the changes after it are not corrected, they move with their items. A reader of the
+    written file analyses it on a hop grid fixed to the file's first sample: had the items
+    moved by a part of a hop, the carried measure would be of another phase of that grid (the
+    PH zh change of tests/tts/test_ph_ambience.py: confirmed 229.6 ms, read 231.4). Moves are
+    whole hops, so every gap the mixdown reports is the one the final file gives: from the same
+    spans to a hundredth of a millisecond, and from the rows' edges (whole file, as the schema
+    checks measure) within the hold."""
+    import duetflow.rendering.mixdown as mixdown_mod
+    from duetflow.rendering.gaps import rows_at_changes
+
+    x, truth, seen, tone = _utterance_clips(seed, floor_db, kind=kind, n=5)
+    gaps = [0.2, 0.19, 0.225, 0.21]
+    bed, own = Bed(tone, 10 ** (floor_db / 10)), 10 ** (floor_db / 10)
+    misplace = {k: int(late * SR) for k in (1, 2, 3, 4)}
+    spans = _spans_of(seen, gaps, misplace)
+    mix, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
+    hop = edges.hop_samples(SR)
+    assert mix.corrected >= 1 and mix.shifts[1] != 0
+    assert all(s % hop == 0 for s in mix.shifts)
+    y = mixdown_mod.as_written(mix.out, mix.ceiling_db)
+    assert mix.written is not None and np.array_equal(mix.written, y)
+    an = edges.analyse(y, SR)
+    level = 10 * np.log10(bed.power) + min(0.0, mix.ceiling_db)
+    moved = [(a + s, b + s) for (a, b), s in zip(spans, mix.shifts, strict=True)]
+    rows = rows_at_changes(spans, [Change(k, g) for k, g in enumerate(gaps)], mix)
+    for k, m in enumerate(mix.measures):
+        assert m is not None
+        if k > 0:  # measured on the first version, moved with its items: as the final file reads
+            again = mixdown_mod.measure_change(y, SR, moved[k], moved[k + 1], level, an)
+            assert again is not None
+            assert abs(again.offset - m.offset) < 1e-5 * SR, k
+            assert abs(again.onset - m.onset) < 1e-5 * SR, k
+        r = edges.measure_gap(y, SR, rows[k], rows[k + 1], analysis=an, floor_db=level)
+        assert r is not None
+        assert abs(r.gap - m.gap) < mixdown_mod._HOLD * SR, k

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from duetflow.audio.edges import change_gaps
+from duetflow.audio.edges import change_gaps, change_pauses
+from duetflow.audio.gap_tolerance import floor_in_file_db
 from duetflow.audio.io import read_frames
 from duetflow.config import build_config
 from duetflow.pipeline.commands import process_workdir, synthesize
@@ -59,16 +60,12 @@ def references(sample_root: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 
 def test_ph_pauses_hold_ambience_for_every_language(references: Path, tmp_path: Path) -> None:
     # corpus speakers lend their voices here (HH); short scripts: this is about the pauses.
-    # Paced by the references (match_human_rate off), as this test was calibrated: a pace
-    # drawn from the fixture's human dialogues voices the zh script at another rate, where one
-    # change re-measured on the whole file reads 231.4 ms while the assembly confirmed 229.6
-    # (the mixdown's confirmation vs a whole-file re-measurement: sd 1.5 ms, max 19.7 ms over
-    # the 676 PH changes of main's scale-16 build; reported, rendering.mixdown's to settle)
+    # The default config: the pace drawn from the fixture's human dialogues (match_human_rate)
+    # voices the zh script at a rate where a correction moved the later changes by part of an
+    # envelope hop and one of them read 231.4 ms on the whole file while the assembly had
+    # confirmed 229.6; moves are whole hops now (rendering.mixdown), the rows are the file's
     cfg = build_config(
-        {
-            "synth": {"voice_policy": "any", "voice_categories": ["HH"], "match_human_rate": False},
-            "window": {"min_s": 2.0},
-        }
+        {"synth": {"voice_policy": "any", "voice_categories": ["HH"]}, "window": {"min_s": 2.0}}
     )
     pool = build_voice_pool(references, cfg, tmp_path / "cache")
     for lang in SCRIPTS:
@@ -97,6 +94,12 @@ def test_ph_pauses_hold_ambience_for_every_language(references: Path, tmp_path: 
         assert lead_db > -80.0
         gaps = change_gaps(x, sr, spans)
         assert len(gaps) == len(spans) - 1
+        # against the floor the provenance records (as the schema checks read): the rows' gaps
+        floor = floor_in_file_db(prov)
+        assert floor is not None
+        read = change_gaps(x, sr, spans, floor_db=floor)
+        for m, (a, b) in zip(read, change_pauses(spans), strict=True):
+            assert m is not None and abs(m.gap / sr - (b[1] - a[2])) < 0.001, row["dialogue_id"]
         for m in gaps:
             assert m is not None and not m.floor.digital
             assert r.gap_ms_min - 1 <= m.gap / sr * 1000 <= r.gap_ms_max + 1

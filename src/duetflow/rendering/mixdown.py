@@ -18,13 +18,19 @@ dialogue's floor power.
    and every speaker-change gap is measured on it with :func:`duetflow.audio.edges.measure_gap`
    as a reader measures it (:func:`measure_change`: on the whole file's envelopes, from the
    items' spans). A gap off its draw by more than :data:`GAP_TOLERANCE_S` is corrected by
-   moving the following items by the difference, in samples; the room tone moves with them
-   (cut at mid-gap, so every edge keeps the background it was measured against). A correction
-   pass assembles anew only around the moves (:func:`duetflow.rendering.assembly.reassemble`;
-   what merely moved is copied, the same samples as assembling whole) and only the moved
-   changes are measured again, from the edges found before, on the envelopes of their two
-   items alone (:func:`duetflow.audio.edges.analyse_around`, equal there to the whole file's).
-   The share of windows that needed a move is in the result (``corrected``).
+   moving the following items by the difference, in whole envelope hops
+   (:func:`duetflow.audio.edges.hop_samples`); the room tone moves with them (cut at mid-gap,
+   so every edge keeps the background it was measured against). A correction pass assembles
+   anew only around the moves (:func:`duetflow.rendering.assembly.reassemble`; what merely
+   moved is copied, the same samples as assembling whole) and only the moved changes are
+   measured again, from the edges found before, on the envelopes of their two items alone
+   (:func:`duetflow.audio.edges.analyse_around`, equal there to the whole file's); every change
+   is measured again when the pass lowered the ceiling gain (every written sample changed).
+   The changes after a move keep their measures, moved with them: a reader analyses the file
+   on a hop grid fixed to its first sample, and items moved by whole hops sit on it as before,
+   so it reads them as they were read (moved by part of a hop, a soft edge is read at another
+   phase of the grid: up to a few ms elsewhere, docs/turn-taking.md). The share of windows
+   that needed a move is in the result (``corrected``).
 
 The rendered rows take the measured edges at every change, so the manifest's gap *is* the
 acoustic gap of the file.
@@ -261,23 +267,29 @@ def mixdown(
     written = as_written(out, ceiling) if changes else out
     measures = [measure(c, written) for c in changes]
     tol = GAP_TOLERANCE_S * sr
+    hop = edges.hop_samples(sr)
 
     def inside(m: edges.GapMeasure) -> bool:
         return band_s is None or band_s[0] * sr <= m.gap <= band_s[1] * sr
 
     def off(c: Change, m: edges.GapMeasure | None) -> int:
-        # samples to add before item c.after + 1 (0: the gap holds its draw)
+        # samples to add before item c.after + 1 (0: the gap holds its draw), in whole
+        # envelope hops: the items after a move keep their place on the hop grid every reader
+        # analyses on, so the gaps that merely moved with them measure as they did
         if m is None:
             return 0
         err = c.gap_s * sr - m.gap
-        return int(round(err)) if abs(err) > tol or not inside(m) else 0
+        if abs(err) <= tol and inside(m):
+            return 0
+        # out of the band by less than half a hop: one hop towards the draw (in the band)
+        return (int(round(err / hop)) or (1 if err > 0 else -1)) * hop
 
     def settled(i: int, before: int, now: int) -> bool:
         # a correction overshot (its error changed sign) and the gap lies in the band: the
         # instrument flips between two edges as the bed under them moves; chasing the draw
         # again would only flip it back, so the in-band gap is kept
         m = measures[i]
-        return m is not None and (before > 0) != (now > 0) and inside(m)
+        return m is not None and before != 0 and (before > 0) != (now > 0) and inside(m)
 
     corrected: set[int] = set()
     todo = {i: d for i, c in enumerate(changes) if (d := off(c, measures[i]))}
@@ -311,16 +323,20 @@ def mixdown(
             b = min(len(out), spans[k + 1][0] + shifts[k + 1] + ctx)
             if b > a:
                 peak = max(peak, true_peak(out[a:b]))
-        if peak + ceiling > ceiling_dbtp - 0.02:
+        regained = peak + ceiling > ceiling_dbtp - 0.02
+        if regained:
             extra = ceiling_dbtp - 0.05 - (peak + ceiling)
             log.info("true peak moved after re-timing: %.3f dB more reduction", extra)
             ceiling += extra
             written = as_written(out, ceiling)
         else:
             written = _rewrite(out, ceiling, written, same)
+        # measured again: the moved changes, and every change when the gain (so every written
+        # sample) changed; the rest moved whole hops with their two items: measured as before
+        again = set(range(len(changes))) if regained else set(todo)
         for i, c in enumerate(changes):
             m = measures[i]
-            if i in todo:
+            if i in again:
                 k = c.after
                 was = None
                 if m is not None:  # its edges where the move put them
@@ -331,8 +347,8 @@ def mixdown(
                 measures[i] = replace(m, offset=m.offset + sh, onset=m.onset + sh)
         todo = {
             i: d
-            for i, before in todo.items()
-            if (d := off(changes[i], measures[i])) and not settled(i, before, d)
+            for i in sorted(again)
+            if (d := off(changes[i], measures[i])) and not settled(i, todo.get(i, 0), d)
         }
     if band_s is not None:
         _check_band(changes, measures, band_s, sr)
