@@ -30,7 +30,7 @@ given server is another process tree and is not counted). The fixed cost of a mo
 figure less *plain*'s: per round (each run less the plain run just before it, the same load),
 whose **median** is the headline, and of the best runs by wall. Each round's load average is
 printed with it. Last line: ``startup: kept server median <m> s wall over plain (paired, <n>
-runs, <k> over 3 s; best <b> s; CPU median +<c> s) [(before: ...)]; given server <m> s;
+runs, <k> over 3 s; range <a>-<b> s; CPU median +<c> s) [(before: ...)]; given server <m> s;
 temporary API: persistent home <m> s, fresh home <m> s; load <l>`` (a mode not run reads
 ``-``).
 """
@@ -181,19 +181,19 @@ def main() -> None:
         f"{os.cpu_count()} cores), each run less the plain run of its round:"
     )
     print(
-        f"{'mode':<20}{'runs':>5}{'median wall':>13}{'range':>16}{'median cpu':>12}"
+        f"{'mode':<20}{'runs':>5}{'median wall':>13}{'range':>19}{'median cpu':>12}"
         f"{'best wall':>11}{'best over':>11}"
     )
     for name, (w, _) in best.items():
         if name == "plain":
             ws = sorted(r[0] for r in runs[name])
-            print(f"{name:<20}{len(ws):>5}{statistics.median(ws):>12.2f}s{'':>16}"
+            print(f"{name:<20}{len(ws):>5}{statistics.median(ws):>12.2f}s{'':>19}"
                   f"{statistics.median(r[1] for r in runs[name]):>11.2f}s{w:>10.2f}s")  # fmt: skip
             continue
         ws = sorted(p[0] for p in paired[name])
         print(
             f"{name:<20}{len(ws):>5}{statistics.median(ws):>+12.2f}s"
-            f"{f'{ws[0]:+.2f}..{ws[-1]:+.2f} s':>16}"
+            f"{f'{ws[0]:+.2f}..{ws[-1]:+.2f} s':>19}"
             f"{statistics.median(p[1] for p in paired[name]):>+11.2f}s{w:>10.2f}s"
             f"{w - plain_w:>+10.2f}s"
         )
@@ -209,7 +209,7 @@ def main() -> None:
         cpu = statistics.median(p[1] for p in paired[name])
         return (
             f"median {med:.1f} s wall over plain (paired, {len(ws)} runs, {slow} over 3 s; "
-            f"best {best[name][0] - plain_w:.1f} s; CPU median +{cpu:.1f} s)"
+            f"range {min(ws):.1f}-{max(ws):.1f} s; CPU median +{cpu:.1f} s)"
         )
 
     before = ""
