@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from duetflow.audio.bs1770 import SILENCE_LUFS, measure, true_peak_dbtp
+from duetflow.audio.bs1770 import SILENCE_LUFS, measure_each, true_peak_dbtp
 from duetflow.audio.io import read_frames
 from duetflow.config.render import RenderConfig
 from duetflow.errors import DuetflowError
@@ -285,25 +285,41 @@ def pause_spans(speech: Sequence[tuple[float, float]]) -> list[tuple[float, floa
     return out
 
 
-def _frames(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> Iterator[FloatArray]:
+def _frame_starts(
+    n: int, sr: int, spans: Sequence[tuple[float, float]]
+) -> np.ndarray[Any, np.dtype[np.intp]]:
+    """First sample of every frame wholly inside ``spans`` (hop: half a frame), in span order."""
     hop = FRAME // 2
-    for s, e in spans:
-        a, b = max(0, round(s * sr)), min(len(x), round(e * sr))
-        for i in range(a, b - FRAME + 1, hop):
-            yield x[i : i + FRAME]
+    starts = [
+        np.arange(a, b - FRAME + 1, hop)
+        for a, b in ((max(0, round(s * sr)), min(n, round(e * sr))) for s, e in spans)
+        if b - a >= FRAME
+    ]
+    return np.concatenate(starts) if starts else np.zeros(0, dtype=np.intp)
+
+
+#: Frames per FFT block (bounded memory for long regions; the blocks set the summation order).
+_BLOCK = 256
 
 
 def power_spectrum(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> FloatArray:
-    """Mean Hann-windowed power spectrum of the frames wholly inside ``spans`` (empty: none)."""
-    frames = list(_frames(x, sr, spans))
-    if not frames:
+    """Mean Hann-windowed power spectrum of the frames wholly inside ``spans`` (empty: none).
+
+    The frames are gathered by index, :data:`_BLOCK` at a time (no per-frame Python), and each
+    block's powers are summed before the running total, so the order of every sum is fixed.
+    """
+    starts = _frame_starts(len(x), sr, spans)
+    if not starts.size:
         return np.zeros(0)
     win = np.hanning(FRAME)
+    offsets = np.arange(FRAME)
     total = np.zeros(FRAME // 2 + 1)
-    for i in range(0, len(frames), 256):  # bounded memory for long regions
-        block = np.stack(frames[i : i + 256]) * win
-        total += (np.abs(np.fft.rfft(block, axis=1)) ** 2).sum(axis=0)
-    return total / len(frames)
+    for i in range(0, starts.size, _BLOCK):
+        block = x[starts[i : i + _BLOCK, None] + offsets]
+        block *= win
+        spec = np.abs(np.fft.rfft(block, axis=1))
+        total += np.square(spec, out=spec).sum(axis=0)
+    return total / starts.size
 
 
 def energy_frequency(psd: FloatArray, sr: int, share: float) -> float:
@@ -392,35 +408,35 @@ def change_gaps_s(turns: Sequence[TurnSpan]) -> list[float]:
     return [b.start_s - a.end_s for a, b in itertools.pairwise(floor) if a.speaker != b.speaker]
 
 
-def _lufs(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> float:
-    """BS.1770 loudness of the spans of ``x`` taken together (NaN: none, or silent)."""
+def _parts(x: FloatArray, sr: int, spans: Iterable[tuple[float, float]]) -> FloatArray | None:
+    """The spans of ``x`` laid end to end as float32 (None: none of them holds a sample)."""
     parts = [x[max(0, round(s * sr)) : min(len(x), round(e * sr))] for s, e in spans]
     parts = [p for p in parts if p.size]
-    if not parts:
-        return math.nan
-    lufs = measure(np.concatenate(parts).astype(np.float32), sr).lufs
-    return lufs if lufs > SILENCE_LUFS else math.nan
+    return np.concatenate(parts).astype(np.float32) if parts else None
 
 
-def _speaker_lufs(
-    tracks: FloatArray, sr: int, turns: Sequence[TurnSpan], speakers: tuple[str, str], who: int
-) -> float:
-    """BS.1770 loudness of one speaker's speech: own channel, or their solo parts of a mix."""
-    own = tracks.shape[1] >= 2
-    x = tracks[:, who] if own else tracks.mean(axis=1)
-    name = speakers[who]
+def _speaker_spans(turns: Sequence[TurnSpan], name: str, own: bool) -> list[tuple[float, float]]:
+    """One speaker's speech: every turn on their own channel, or their solo turns in a mix."""
     others = [(t.start_s, t.end_s) for t in turns if t.speaker != name and t.kind != "nonspeech"]
-    parts = []
-    for t in turns:
-        if t.speaker != name or t.kind == "nonspeech":
-            continue
-        if not own and any(o0 < t.end_s and t.start_s < o1 for o0, o1 in others):
-            continue
-        parts.append(x[max(0, round(t.start_s * sr)) : min(len(x), round(t.end_s * sr))])
-    if not parts:
-        return math.nan
-    lufs = measure(np.concatenate(parts).astype(np.float32), sr).lufs
-    return lufs if lufs > SILENCE_LUFS else math.nan
+    return [
+        (t.start_s, t.end_s)
+        for t in turns
+        if t.speaker == name
+        and t.kind != "nonspeech"
+        and (own or not any(o0 < t.end_s and t.start_s < o1 for o0, o1 in others))
+    ]
+
+
+def _loudnesses(signals: Sequence[FloatArray | None], sr: int) -> list[float]:
+    """BS.1770 loudness of each signal (NaN: none, or silent); the K-weighting two at a time
+    (:func:`~duetflow.audio.bs1770.measure_each`, the same numbers as one at a time)."""
+    present = [x for x in signals if x is not None]
+    measured = iter(measure_each(present, sr))
+    out = []
+    for x in signals:
+        lufs = next(measured).lufs if x is not None else math.nan
+        out.append(lufs if lufs > SILENCE_LUFS else math.nan)
+    return out
 
 
 # --- one dialogue -------------------------------------------------------------------------------
@@ -446,7 +462,8 @@ def measure_dialogue(
     tracks = np.asarray(samples, dtype=np.float64)
     if tracks.ndim == 1:
         tracks = tracks[:, None]
-    mix = tracks.mean(axis=1)
+    # one channel: the mix is that channel (the mean of one value is the value, bit for bit)
+    mix = tracks[:, 0] if tracks.shape[1] == 1 else tracks.mean(axis=1)
     dur = mix.size / sr
     speech = speech_spans(turns)
     pauses = pause_spans(speech)
@@ -458,10 +475,19 @@ def measure_dialogue(
     gaps = np.asarray(change_gaps_s(turns)) * 1000.0
     floor_turns = [t for t in turns if t.kind == "turn"]
     rate = dialogue_rate_cps((t.start_s, t.end_s, t.text) for t in turns if t.kind != "nonspeech")
-    lufs = measure(mix.astype(np.float32), sr).lufs
-    speech_lufs = _lufs(mix, sr, speech)
-    la = _speaker_lufs(tracks, sr, turns, speakers, 0)
-    lb = _speaker_lufs(tracks, sr, turns, speakers, 1)
+    # each speaker's loudness: own channel, or their solo parts of the mix
+    own = tracks.shape[1] >= 2
+    lufs, speech_lufs, la, lb = _loudnesses(
+        [
+            mix.astype(np.float32) if mix.size else None,
+            _parts(mix, sr, speech),
+            *(
+                _parts(tracks[:, who] if own else mix, sr, _speaker_spans(turns, name, own))
+                for who, name in enumerate(speakers)
+            ),
+        ],
+        sr,
+    )
     peak = float(np.max(np.abs(tracks))) if tracks.size else 0.0
     tp = max((true_peak_dbtp(tracks[:, c], sr) for c in range(tracks.shape[1])), default=-math.inf)
     margin = min(CEILING_REACH_DB, levels.ceiling_dbtp - tp) if math.isfinite(tp) else math.nan
@@ -487,7 +513,7 @@ def measure_dialogue(
         gap_sd_ms=float(gaps.std(ddof=1)) if gaps.size > 1 else math.nan,
         gap_min_ms=float(gaps.min()) if gaps.size else math.nan,
         overlaps_per_min=float((gaps < 0).sum()) / minutes,
-        loudness_lufs=lufs if lufs > SILENCE_LUFS else math.nan,
+        loudness_lufs=lufs,
         loudness_ab_lu=abs(la - lb),
         peak_dbfs=20.0 * math.log10(peak) if peak > 0 else SILENT_DB,
         ceiling_margin_db=margin,
