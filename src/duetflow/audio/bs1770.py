@@ -422,27 +422,51 @@ _TP_UNDER_MARGIN_DB = 0.01
 
 
 def _block_peaks(x: npt.NDArray[np.float32], block: int) -> npt.NDArray[np.float32]:
-    nb = -(-len(x) // block)
-    mag = np.zeros(nb * block, dtype=np.float32)
-    np.abs(x, out=mag[: len(x)])
-    peaks: npt.NDArray[np.float32] = mag.reshape(nb, block).max(axis=1)
+    """Each block's largest magnitude (the last block may be short: a maximum of magnitudes
+    is the same with or without zeros after them)."""
+    full, nb = len(x) // block, -(-len(x) // block)
+    mag = np.abs(x)
+    peaks: npt.NDArray[np.float32] = np.empty(nb, dtype=np.float32)
+    peaks[:full] = mag[: full * block].reshape(full, block).max(axis=1)
+    if nb > full:
+        peaks[full] = mag[full * block :].max()
     return peaks
 
 
 def _oversampled_peak(
     x: npt.NDArray[np.float32], sample_rate: int, block: int, keep: npt.NDArray[np.bool_]
 ) -> float:
-    """Largest 4x-oversampled magnitude over the ``keep`` blocks (their neighbours as context)."""
+    """Largest 4x-oversampled magnitude over the ``keep`` blocks (their neighbours as context).
+
+    The kept blocks and their neighbours are laid end to end, one soxr call over them; only
+    the samples of kept blocks are evaluated. The pieces are cut by slices of the runs of
+    context blocks (a few runs of a long signal, not masks of its whole length): the same
+    input to soxr, so the same output."""
     n = len(x)
     context = keep.copy()
     context[1:] |= keep[:-1]
     context[:-1] |= keep[1:]
-    in_ctx = np.repeat(context, block)[:n]
-    evaluated = np.repeat(keep, block)[:n][in_ctx]
-    up = resample(x[in_ctx], sample_rate, sample_rate * 4, quality="VHQ")
-    sel = np.repeat(evaluated, 4)
-    m = min(len(up), len(sel))
-    return float(np.max(np.abs(up[:m][sel[:m]]), initial=0.0))
+    # runs [a, b) of context blocks, in order
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], context, [False])).astype(np.int8)))
+    runs = edges.reshape(-1, 2)
+    pieces = [x[a * block : min(n, b * block)] for a, b in runs.tolist()]
+    up = resample(
+        pieces[0] if len(pieces) == 1 else np.concatenate(pieces),
+        sample_rate,
+        sample_rate * 4,
+        quality="VHQ",
+    )
+    tops = []  # each kept block's largest oversampled magnitude (NaN propagates, as np.max)
+    at = 0  # the run's first sample in the pieces laid end to end
+    for a, b in runs.tolist():
+        length = min(n, b * block) - a * block
+        for j in np.flatnonzero(keep[a:b]).tolist():
+            lo = at + j * block
+            seg = up[4 * lo : min(len(up), 4 * min(at + length, lo + block))]
+            if seg.size:
+                tops.append(np.max(np.abs(seg)))
+        at += length
+    return float(np.max(np.array(tops, dtype=np.float32), initial=0.0))
 
 
 def true_peak_dbtp(samples: Samples, sample_rate: int) -> float:

@@ -119,3 +119,202 @@ def longest_zero_run(x: Any) -> int:  # pragma: no cover - compiled
         else:
             run = 0
     return best
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def kth(a: Any, n: int, k: int) -> Any:  # pragma: no cover - compiled
+    # the value of rank k of a[:n] (no NaN), a[:n] reordered in place: quickselect (Hoare's
+    # partition around a median of three); the k-th smallest value is one number whatever
+    # the algorithm, so this is numpy's ``np.partition(a[:n], k)[k]``
+    lo, hi = 0, n - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[lo]:
+            a[hi], a[lo] = a[lo], a[hi]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+        pivot = a[mid]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while pivot < a[j]:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        # a[lo..j] <= pivot <= a[i..hi], and a[j+1..i-1] == pivot
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _rank(n: int, q: float) -> int:  # pragma: no cover - compiled
+    # duetflow.audio.edges.quantiles' rank: the nearest lower one, the same float expression
+    k = int(q / 100.0 * (n - 1))
+    return min(n - 1, max(0, k))
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _sorted_window(x: Any, at: int, size: int, win: Any) -> bool:  # pragma: no cover
+    # win: the values x[clip(at - size // 2 + j)], j < size, sorted ("nearest" edges); False
+    # on a NaN
+    n = x.shape[0]
+    r = size // 2
+    for j in range(size):
+        v = x[min(max(at - r + j, 0), n - 1)]
+        if v != v:
+            return False
+        i = j - 1
+        while i >= 0 and win[i] > v:
+            win[i + 1] = win[i]
+            i -= 1
+        win[i + 1] = v
+    return True
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _slide(x: Any, at: int, size: int, win: Any) -> bool:  # pragma: no cover - compiled
+    # win sorted for position at - 1 becomes win for position at (as running_median moves)
+    n = x.shape[0]
+    r = size // 2
+    old = x[min(max(at - 1 - r, 0), n - 1)]
+    new = x[min(max(at + r, 0), n - 1)]
+    if new != new:
+        return False
+    if old != new:
+        lo, hi = 0, size - 1
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if win[mid] < old:
+                lo = mid + 1
+            else:
+                hi = mid
+        p = lo
+        if new > old:
+            while p + 1 < size and win[p + 1] < new:
+                win[p] = win[p + 1]
+                p += 1
+        else:
+            while p > 0 and win[p - 1] > new:
+                win[p] = win[p - 1]
+                p -= 1
+        win[p] = new
+    return True
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def floor_stats(
+    lv: Any,
+    hv: Any,
+    i0: int,
+    i1: int,
+    m: Any,
+    has_m: bool,
+    size: int,
+    digital_db: float,
+    share: float,
+    min_frames: int,
+    res: Any,
+) -> Any:  # pragma: no cover - compiled
+    # duetflow.audio.edges._floor_in of frames [i0, i1) (those of m, when has_m), up to the
+    # powers: returns (status, values). status 0: too few frames; 1: digital silence; 2: the
+    # dB values whose powers make the two trimmed levels, in frame order (the level
+    # envelope's res[0] of them, then the edge envelope's res[1]), res[2] the flicker (the
+    # 99th percentile of the edge frames less their running median over ``size`` frames),
+    # res[3] the edge frames' median; -1: a NaN, numpy decides
+    none = np.empty(0, np.float64)
+    count = 0
+    silent = 0
+    for i in range(i0, i1):
+        if has_m and not m[i - i0]:
+            continue
+        count += 1
+        if lv[i] < digital_db:
+            silent += 1
+    if count < min_frames:
+        return 0, none
+    if silent >= share * count:
+        return 1, none
+    lu = np.empty(count, np.float64)
+    hu = np.empty(count, np.float64)
+    dev = np.empty(count, np.float64)
+    win = np.empty(size, np.float64)
+    r = size // 2
+    nu = 0
+    at = -2
+    for i in range(i0, i1):
+        if has_m and not m[i - i0]:
+            continue
+        a = lv[i]
+        if a < digital_db:
+            continue
+        h = hv[i]
+        if a != a or h != h:
+            return -1, none
+        ok = _slide(hv, i, size, win) if i == at + 1 else _sorted_window(hv, i, size, win)
+        if not ok:
+            return -1, none
+        at = i
+        lu[nu] = a
+        hu[nu] = h
+        dev[nu] = h - win[r]
+        nu += 1
+    k50, k75, k99 = _rank(nu, 50.0), _rank(nu, 75.0), _rank(nu, 99.0)
+    out = np.empty(2 * nu, np.float64)
+    scratch = lu.copy()
+    q50 = kth(scratch, nu, k50)
+    q75 = kth(scratch, nu, k75)
+    top = q50 + 4.5 * max(q75 - q50, 0.05)
+    nl = 0
+    for j in range(nu):
+        if lu[j] <= top:
+            out[nl] = lu[j]
+            nl += 1
+    scratch[:] = hu
+    h50 = kth(scratch, nu, k50)
+    h75 = kth(scratch, nu, k75)
+    top = h50 + 4.5 * max(h75 - h50, 0.05)
+    nh = 0
+    for j in range(nu):
+        if hu[j] <= top:
+            out[nl + nh] = hu[j]
+            nh += 1
+    res[0] = nl
+    res[1] = nh
+    res[2] = kth(dev, nu, k99)
+    res[3] = h50
+    return 2, out[: nl + nh]
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def quietest(pw: Any, width: int) -> int:  # pragma: no cover - compiled
+    # np.argmin(c[width:] - c[:-width]) of c = [0, cumsum(pw)]: the first of the quietest
+    # ``width`` frames in a row (cumsum's sequential adds; argmin's first minimum, or first NaN)
+    n = pw.shape[0]
+    c = np.empty(n + 1, np.float64)
+    c[0] = 0.0
+    if n:
+        c[1] = pw[0]
+    for i in range(1, n):
+        c[i + 1] = c[i] + pw[i]
+    best = 0
+    low = c[width] - c[0]
+    if low != low:
+        return 0
+    for j in range(1, n + 1 - width):
+        d = c[j + width] - c[j]
+        if d != d:
+            return j
+        if d < low:
+            low = d
+            best = j
+    return best

@@ -53,6 +53,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -382,11 +383,57 @@ def estimate_floor(an: Analysis, mask: BoolArray | None = None) -> Floor | None:
     return _floor_in(an, i0, i1, mask[i0:i1])
 
 
+_NO_MASK = np.zeros(0, dtype=bool)
+
+
+def _floor_compiled(
+    an: Analysis, i0: int, i1: int, m: BoolArray | None
+) -> Floor | Literal[False] | None:
+    """:func:`_floor_in` by one compiled pass (:func:`duetflow.audio.edge_kernels.floor_stats`:
+    the frames' selection, their quantiles and the flicker against the running median at the
+    frames used), the powers and their means still numpy's (``np.power`` is dispatched per
+    CPU; ``np.add.reduce`` on the same values in the same order); False where numba is
+    missing or a NaN leaves the order to numpy."""
+    compiled = kernels.edge_kernels()
+    lv, hv = an.level.db, an.edge.db
+    if (
+        compiled is None
+        or lv.dtype != np.float64
+        or hv.dtype != np.float64
+        or not (lv.flags.c_contiguous and hv.flags.c_contiguous)
+        or len(lv) != len(hv)
+        or (m is not None and len(m) != i1 - i0)
+    ):
+        return False
+    res = np.empty(4)
+    mask = _NO_MASK if m is None else np.ascontiguousarray(m, dtype=bool)
+    status, values = compiled.floor_stats(
+        lv, hv, i0, i1, mask, m is not None, _FLICKER_FRAMES, DIGITAL_DB, DIGITAL_SHARE,
+        MIN_FLOOR_FRAMES, res,
+    )  # fmt: skip
+    if status == 0:
+        return None
+    if status == 1:
+        return DIGITAL_FLOOR
+    if status != 2:
+        return False
+    nl, nh = int(res[0]), int(res[1])
+    # _trimmed_level's means: the same powers (elementwise), the same pairwise sums
+    p = np.power(10.0, values / 10.0)
+    level = _db(float(np.add.reduce(p[:nl])) / nl)
+    hp = _db(float(np.add.reduce(p[nl:])) / nh)
+    flicker, q50 = float(res[2]), float(res[3])
+    return Floor(level, hp, max(0.0, q50 + flicker - hp), False)
+
+
 def _floor_in(an: Analysis, i0: int, i1: int, m: BoolArray | None = None) -> Floor | None:
     """:func:`estimate_floor` of the frames ``m`` of ``[i0, i1)`` (all of them when None: no
     mask is built for a stretch, the same numbers)."""
     n = len(an.edge)
     i0, i1 = max(0, i0), min(n, i1)
+    measured = _floor_compiled(an, i0, i1, m)
+    if measured is not False:
+        return measured
     count = max(0, i1 - i0) if m is None else int(np.count_nonzero(m))
     if count < MIN_FLOOR_FRAMES:
         return None
@@ -702,8 +749,12 @@ def _quietest(an: Analysis, k0: int, k1: int, width: int) -> Floor | None:
     """The floor of the quietest ``width`` frames in a row within frames ``[k0, k1)``."""
     if k1 - k0 > width:
         pw = np.power(10.0, an.level.db[k0:k1] / 10.0)
-        c = np.concatenate(([0.0], np.cumsum(pw)))
-        k = k0 + int(np.argmin(c[width:] - c[:-width]))
+        compiled = kernels.edge_kernels()
+        if compiled is not None:  # the same sums and comparisons (edge_kernels.quietest)
+            k = k0 + int(compiled.quietest(pw, width))
+        else:
+            c = np.concatenate(([0.0], np.cumsum(pw)))
+            k = k0 + int(np.argmin(c[width:] - c[:-width]))
         return _floor_in(an, k, k + width)
     return _floor_in(an, k0, k1)
 

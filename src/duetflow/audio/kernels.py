@@ -113,6 +113,21 @@ def _compiled() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
     @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
     def sections(sos: Any, x: Any, zi: Any) -> None:  # pragma: no cover - compiled
         n_sections = sos.shape[0]
+        if n_sections == 2:  # K-weighting: the states in registers, the same operations
+            b00, b01, b02, a01, a02 = sos[0, 0], sos[0, 1], sos[0, 2], sos[0, 4], sos[0, 5]
+            b10, b11, b12, a11, a12 = sos[1, 0], sos[1, 1], sos[1, 2], sos[1, 4], sos[1, 5]
+            p00, p01, p10, p11 = zi[0, 0], zi[0, 1], zi[1, 0], zi[1, 1]
+            for k in range(x.shape[0]):
+                xc = x[k]
+                xm = b00 * xc + p00
+                p00 = b01 * xc - a01 * xm + p01
+                p01 = b02 * xc - a02 * xm
+                xo = b10 * xm + p10
+                p10 = b11 * xm - a11 * xo + p11
+                p11 = b12 * xm - a12 * xo
+                x[k] = xo
+            zi[0, 0], zi[0, 1], zi[1, 0], zi[1, 1] = p00, p01, p10, p11
+            return
         for k in range(x.shape[0]):
             x_cur = x[k]
             for s in range(n_sections):
@@ -263,6 +278,8 @@ def edge_kernels() -> Any | None:
         ek.running_median(x, 3, np.empty(5))
         ek.quiet_run(x, 4, 5, -1, 2.0, 2)
         ek.window_sums(x, 4, np.empty(2))
+        ek.floor_stats(x, x, 0, 5, np.ones(5, bool), True, 3, -90.0, 0.2, 4, np.empty(4))
+        ek.quietest(x, 2)
         for dtype in (np.float32, np.float64):
             ek.longest_zero_run(np.zeros(3, dtype))
     except Exception:  # a numba that cannot compile here: the same output without it
