@@ -301,3 +301,80 @@ def test_a_nan_leaves_the_floor_to_numpy(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
     fresh = edges.Analysis(an.edge, an.level)
     assert got == [repr(_floor_bits(edges._floor_in(fresh, a, b))) for a, b in spans]
+
+
+@compiled
+def test_speech_extents_are_the_same_without_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the core frames (audible frames' 98th percentile, the core level, the first and last
+    # core frame) in one compiled pass against the numpy path: measured signals and built
+    # envelopes with digital frames, NaN, blocked frames, ties at the core level
+    rng = np.random.default_rng(12)
+    cases = []
+    for an in _analyses(rng):
+        n = len(an.edge)
+        hop = an.edge.hop
+        lv = an.level.db
+        floors = [edges.DIGITAL_FLOOR, edges.Floor(-60.0, -63.0, 2.0), edges.Floor(-45.0, -47.0)]
+        for _ in range(10):
+            a = float(rng.uniform(-50, n * hop))
+            b = a + float(rng.uniform(0, n * hop / 2))
+            blocked = rng.random(n) < rng.random() * 0.3 if rng.random() < 0.3 else None
+            f = floors[int(rng.integers(0, 3))]
+            target = None if rng.random() < 0.5 else float(rng.uniform(-80, -40))
+            cases.append((an, f, (a, b), blocked, target))
+        if n > 40:  # a frame exactly at the core level of a loud peak, and a NaN frame
+            db = lv.copy()
+            db[n // 2] = np.nan
+            db[n // 3] = np.max(db[np.isfinite(db)]) - edges.CORE_BELOW_PEAK_DB
+            odd = edges.Analysis(edges.Envelope(db, hop, SR), edges.Envelope(db, hop, SR))
+            cases.append((odd, floors[1], (0.0, n * hop), None, None))
+
+    # frames exactly at the core level (the peak less CORE_BELOW_PEAK_DB) are core frames
+    db = np.array(
+        [-70.0] * 20 + [-45.0] + [-70.0] * 9 + [-20.0] * 50 + [-70.0] * 9 + [-45.0] + [-70.0] * 20
+    )
+    tie = edges.Analysis(edges.Envelope(db, 40, SR), edges.Envelope(db, 40, SR))
+    cases.append((tie, floors[1], (0.0, len(db) * 40.0), None, None))
+
+    def measure() -> list[str]:
+        out = []
+        for an, f, hint, blocked, target in cases:
+            e = edges.speech_extent(
+                an, f, hint, blocked=blocked, onset_floor_db=target, offset_floor_db=target
+            )
+            out.append(
+                "None"
+                if e is None
+                else repr([x.hex() for x in (e.start, e.end, e.peak_db, e.core_db)])
+            )
+        return out
+
+    fast = measure()
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    slow = measure()
+    assert sum(x != "None" for x in fast) > 300 and sum(x == "None" for x in fast) > 50
+    assert fast == slow
+
+
+@compiled
+def test_a_pauses_step_and_dip_are_the_same_without_the_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the medians of a pause's halves (edges._median) and its quietest 20 ms (the minimum of
+    # windowed sums of hop blocks, inside measure_gap) against numpy's, NaN included
+    rng = np.random.default_rng(13)
+    arrays = list(_levels(rng))
+    nan = rng.normal(-50.0, 3.0, 40)
+    nan[7] = np.nan
+    arrays.append(nan)
+    ek = kernels.edge_kernels()
+    got_med = [float(edges._median(v)).hex() for v in arrays]
+    blocks = [np.power(10.0, v / 10.0) for v in arrays] + [np.abs(nan)]
+    got_min = [float(ek.window_min(p, w)).hex() for p in blocks for w in (1, 2, 8) if len(p) >= w]
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    assert got_med == [float(edges._median(v)).hex() for v in arrays]
+    want_min = []
+    for p in blocks:
+        c = np.concatenate(([0.0], np.cumsum(p)))
+        want_min += [float(np.min(c[w:] - c[:-w])).hex() for w in (1, 2, 8) if len(p) >= w]
+    assert got_min == want_min

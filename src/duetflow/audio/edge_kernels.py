@@ -318,3 +318,78 @@ def quietest(pw: Any, width: int) -> int:  # pragma: no cover - compiled
             low = d
             best = j
     return best
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def core_frames(
+    inner: Any, base: float, below: float, silent: float, out: Any
+) -> int:  # pragma: no cover - compiled
+    # duetflow.audio.edges.speech_extent's core frames of a turn's hint: the 98th percentile
+    # (edges.quantiles' rank) of the frames above ``silent`` is the peak; the core level is
+    # ``base`` or the peak less ``below``, the larger (Python's max: the first unless the
+    # second is greater); out = [peak, core level, first core frame, last core frame].
+    # Returns 0: no audible frame; 2: none at the core level; 1: found
+    n = inner.shape[0]
+    buf = np.empty(n, np.float64)
+    m = 0
+    for i in range(n):
+        if inner[i] > silent:
+            buf[m] = inner[i]
+            m += 1
+    if m == 0:
+        return 0
+    peak = kth(buf, m, _rank(m, 98.0))
+    hi = base
+    if peak - below > hi:
+        hi = peak - below
+    first = -1
+    last = -1
+    for i in range(n):
+        if inner[i] >= hi:
+            if first < 0:
+                first = i
+            last = i
+    out[0] = peak
+    out[1] = hi
+    out[2] = first
+    out[3] = last
+    return 1 if first >= 0 else 2
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def median(v: Any, out: Any) -> bool:  # pragma: no cover - compiled
+    # duetflow.audio.edges._median (numpy.median) of a non-empty v: the middle value or the
+    # mean of the two middle ones, (a + b) / 2; False on a NaN (numpy decides)
+    n = v.shape[0]
+    a = np.empty(n, np.float64)
+    for i in range(n):
+        if v[i] != v[i]:
+            return False
+        a[i] = v[i]
+    lo, hi = (n - 1) // 2, n // 2
+    x = kth(a, n, lo)
+    y = kth(a, n, hi)
+    out[0] = (x + y) / 2
+    return True
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def window_min(p: Any, width: int) -> float:  # pragma: no cover - compiled
+    # np.min(c[width:] - c[:-width]) of c = [0, cumsum(p)] (len(p) >= width): cumsum's
+    # sequential adds; a NaN difference makes the minimum NaN, as np.min
+    n = p.shape[0]
+    c = np.empty(n + 1, np.float64)
+    c[0] = 0.0
+    c[1] = p[0]
+    for i in range(1, n):
+        c[i + 1] = c[i] + p[i]
+    low = c[width] - c[0]
+    if low != low:
+        return low
+    for j in range(1, n + 1 - width):
+        d = c[j + width] - c[j]
+        if d != d:
+            return d
+        if d < low:
+            low = d
+    return low

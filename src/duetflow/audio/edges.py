@@ -130,6 +130,11 @@ def quantiles(v: FloatArray, qs: Sequence[float]) -> list[float]:
 def _median(v: FloatArray) -> float:
     """``numpy.median`` of a non-empty array without NaN, by one partial sort (the same value:
     the middle element, or the mean of the two middle ones)."""
+    compiled = kernels.edge_kernels()
+    if compiled is not None and v.dtype == np.float64:
+        out = np.empty(1)
+        if compiled.median(v, out):  # the same two order statistics, the same mean
+            return float(out[0])
     n = v.size
     lo, hi = (n - 1) // 2, n // 2
     part = np.partition(v, [lo, hi])
@@ -673,18 +678,28 @@ def speech_extent(
     if h1 <= h0:
         return None
     inner = db[h0:h1]
-    audible = inner[inner > _SILENT_DB]
-    if audible.size == 0:
-        return None
-    peak = quantiles(audible, (98,))[0]
     t_on = floor.db if onset_floor_db is None else onset_floor_db
     t_off = floor.db if offset_floor_db is None else offset_floor_db
     lo_on, lo_off = floor.edge_db(t_on), floor.edge_db(t_off)
-    hi = max(max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB, peak - CORE_BELOW_PEAK_DB)
-    core = np.flatnonzero(inner >= hi)
-    if core.size == 0:
-        return None
-    first, last = h0 + int(core[0]), h0 + int(core[-1])
+    compiled = kernels.edge_kernels()
+    if compiled is not None and inner.dtype == np.float64:  # the same selection, in one pass
+        res = np.empty(4)
+        base = max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB
+        found = compiled.core_frames(inner, base, CORE_BELOW_PEAK_DB, _SILENT_DB, res)
+        if found != 1:
+            return None
+        peak, hi = float(res[0]), float(res[1])
+        first, last = h0 + int(res[2]), h0 + int(res[3])
+    else:
+        audible = inner[inner > _SILENT_DB]
+        if audible.size == 0:
+            return None
+        peak = quantiles(audible, (98,))[0]
+        hi = max(max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB, peak - CORE_BELOW_PEAK_DB)
+        core = np.flatnonzero(inner >= hi)
+        if core.size == 0:
+            return None
+        first, last = h0 + int(core[0]), h0 + int(core[-1])
     m = max(1, int(round(BRIDGE_S * sr / env.hop)))
     q = _quiet_walk(db, first, first + 1, -1, lo_on, m)
     if q is not None:
@@ -831,6 +846,7 @@ def measure_gap(
     if pause.size >= 2 * MIN_FLOOR_FRAMES and not floor.digital:
         half = pause.size // 2
         step = _median(pause[half:]) - _median(pause[:half])
+        compiled = kernels.edge_kernels()
         # the quietest 20 ms of the pause (hop blocks averaged: a single 10 ms window of noise
         # flickers by several dB on its own)
         lv = analysis.level
@@ -838,8 +854,12 @@ def measure_gap(
         j1 = int((onset - lv.start) / lv.hop) - 2
         width = max(1, int(round(_DIP_S / HOP_S)))
         if j1 - j0 >= width:
-            c = np.concatenate(([0.0], np.cumsum(lv.blocks[j0:j1])))
-            dip = max(0.0, floor.db - _db(float(np.min(c[width:] - c[:-width]) / width)))
+            if compiled is not None and lv.blocks.dtype == np.float64:  # the same sums
+                low = float(compiled.window_min(lv.blocks[j0:j1], width)) / width
+            else:
+                c = np.concatenate(([0.0], np.cumsum(lv.blocks[j0:j1])))
+                low = float(np.min(c[width:] - c[:-width]) / width)
+            dip = max(0.0, floor.db - _db(low))
     x = to_mono(samples)
     zeros = longest_zero_run(x[int(math.ceil(offset)) : int(math.floor(onset))])
     return GapMeasure(offset, onset, floor, step, dip, zeros)

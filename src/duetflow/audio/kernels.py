@@ -280,11 +280,31 @@ def edge_kernels() -> Any | None:
         ek.window_sums(x, 4, np.empty(2))
         ek.floor_stats(x, x, 0, 5, np.ones(5, bool), True, 3, -90.0, 0.2, 4, np.empty(4))
         ek.quietest(x, 2)
+        ek.core_frames(x, 1.0, 25.0, -200.0, np.empty(4))
+        ek.median(x, np.empty(1))
+        ek.window_min(x, 2)
         for dtype in (np.float32, np.float64):
             ek.longest_zero_run(np.zeros(3, dtype))
     except Exception:  # a numba that cannot compile here: the same output without it
         return None
     return ek
+
+
+@functools.lru_cache(maxsize=1)
+def sample_kernels() -> Any | None:
+    """The mixdown's per-sample loops (:mod:`duetflow.audio.sample_kernels`: block peaks, the
+    16-bit written form), or None (numba missing or turned off): numpy then, the same bits."""
+    if _compiled() is None:
+        return None
+    try:
+        from duetflow.audio import sample_kernels as sk
+
+        x = np.arange(5, dtype=np.float32)
+        sk.block_peaks(x, 2, np.empty(3, np.float32))
+        sk.written16(x, np.float32(0.5), True, np.empty(5, np.float32))
+    except Exception:  # a numba that cannot compile here: the same output without it
+        return None
+    return sk
 
 
 @functools.lru_cache(maxsize=1)
