@@ -378,3 +378,16 @@ def test_a_pauses_step_and_dip_are_the_same_without_the_kernels(
         c = np.concatenate(([0.0], np.cumsum(p)))
         want_min += [float(np.min(c[w:] - c[:-w])).hex() for w in (1, 2, 8) if len(p) >= w]
     assert got_min == want_min
+
+
+@compiled
+def test_the_selection_leaves_the_values_partitioned() -> None:
+    # floor_stats takes the 75th percentile from the part after the median's rank
+    ek = kernels.edge_kernels()
+    rng = np.random.default_rng(6)
+    for x in _levels(rng):
+        n = len(x)
+        for k in {0, n // 2, n - 1}:
+            a = x.copy()
+            v = ek.kth(a, n, k)
+            assert np.all(a[:k] <= v) and np.all(a[k:] >= v) and a[k] == v

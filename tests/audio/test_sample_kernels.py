@@ -77,3 +77,31 @@ def test_the_written_form_rounds_half_to_even_and_keeps_the_sign_of_zero() -> No
     got = mixdown.as_written(np.concatenate([steps, np.array([-0.0], np.float32)]), 0.0)
     want = np.array([0.0, 2.0, 2.0, -0.0, -2.0, -0.0, 0.0, -0.0], np.float32) / 32768
     assert _bits(got) == _bits(want)
+
+
+def _energies() -> list[object]:
+    rng = np.random.default_rng(31)
+    chunk = bs1770._grid(16_000).chunk
+    out: list[object] = []
+    for n, m in ((1, 1), (5, 3000), (16_000, 16_000), (chunk + 7, 40_000), (2 * chunk + 1, chunk)):
+        for dtype in (np.float32, np.float64):
+            x = (rng.normal(0, 0.1, n)).astype(dtype)
+            u = (rng.normal(0, 0.01, m)).astype(dtype)
+            u[: m // 2] = 0.0  # digital silence: the guard tone keeps the filter normal
+            for a, b in ((x, u), (u, x)):
+                for e in bs1770.k_weighted_energies([a, b], 16_000):
+                    out.append((e.n_samples, e.hops.tobytes(), float(e.total).hex()))
+            out.append(bs1770.measure_each([x, u], 16_000))
+    return out
+
+
+@compiled
+def test_k_weighted_energies_are_the_same_without_the_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the filter's input (piece + guard tone, widened) made in one pass and filtered in place
+    fast = _energies()
+    monkeypatch.setattr(kernels, "sample_kernels", lambda: None)
+    slow = _energies()
+    assert len(fast) == len(slow) > 40
+    assert fast == slow

@@ -48,7 +48,7 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -291,8 +291,29 @@ def _filtered(x: Samples, grid: _HopGrid) -> Iterator[Floats]:
         yield np.asarray(y, dtype=np.float64)
 
 
+def _guarded_pieces(x: Samples, grid: _HopGrid, compiled: Any) -> Iterator[Floats]:
+    """:func:`_pieces` widened to float64, each made in one compiled pass (the same sums in
+    ``x``'s dtype, the same widening)."""
+    guard = np.array([DENORMAL_GUARD, -DENORMAL_GUARD], dtype=x.dtype)
+    for start in range(0, max(len(x), 1), grid.chunk):
+        out = np.empty(min(grid.chunk, len(x) - start), dtype=np.float64)
+        compiled.guarded(x, start, guard, out)
+        yield out
+
+
 def _filtered_pair(x: Samples, u: Samples, grid: _HopGrid) -> tuple[list[Floats], list[Floats]]:
     """:func:`_filtered` of two signals, their chunks filtered side by side while both last."""
+    compiled = kernels.sample_kernels()
+    if (
+        compiled is not None
+        and x.dtype == u.dtype
+        and x.dtype in (np.float32, np.float64)
+        and x.flags.c_contiguous
+        and u.flags.c_contiguous
+    ):
+        done = _filtered_pair_inplace(x, u, grid, compiled)
+        if done is not None:
+            return done
     zx: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
     zu: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
     fx: list[Floats] = []
@@ -308,6 +329,33 @@ def _filtered_pair(x: Samples, u: Samples, grid: _HopGrid) -> tuple[list[Floats]
         else:
             v, zu = sosfilt(grid.sos, pu, zi=zu)
             fu.append(np.asarray(v, dtype=np.float64))
+    return fx, fu
+
+
+def _filtered_pair_inplace(
+    x: Samples, u: Samples, grid: _HopGrid, compiled: Any
+) -> tuple[list[Floats], list[Floats]] | None:
+    """:func:`_filtered_pair` filtering the float64 pieces in place, no copies (None where the
+    compiled pair is missing: the caller's path then)."""
+    zx: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
+    zu: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
+    fx: list[Floats] = []
+    fu: list[Floats] = []
+    pairs = itertools.zip_longest(
+        _guarded_pieces(x, grid, compiled), _guarded_pieces(u, grid, compiled)
+    )
+    for px, pu in pairs:
+        if px is not None and pu is not None:
+            if not kernels.sosfilt_pair_inplace(grid.sos, px, zx, pu, zu):
+                return None
+            fx.append(px)
+            fu.append(pu)
+        elif px is not None:
+            px, zx = sosfilt(grid.sos, px, zi=zx)
+            fx.append(np.asarray(px, dtype=np.float64))
+        else:
+            pu, zu = sosfilt(grid.sos, pu, zi=zu)
+            fu.append(np.asarray(pu, dtype=np.float64))
     return fx, fu
 
 

@@ -123,9 +123,10 @@ def longest_zero_run(x: Any) -> int:  # pragma: no cover - compiled
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
 def kth(a: Any, n: int, k: int) -> Any:  # pragma: no cover - compiled
-    # the value of rank k of a[:n] (no NaN), a[:n] reordered in place: quickselect (Hoare's
-    # partition around a median of three); the k-th smallest value is one number whatever
-    # the algorithm, so this is numpy's ``np.partition(a[:n], k)[k]``
+    # the value of rank k of a[:n] (no NaN), a[:n] reordered in place and left partitioned
+    # at k (none before it larger, none after it smaller): quickselect (Hoare's partition
+    # around a median of three); the k-th smallest value is one number whatever the
+    # algorithm, so this is numpy's ``np.partition(a[:n], k)[k]``
     lo, hi = 0, n - 1
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -183,31 +184,31 @@ def _sorted_window(x: Any, at: int, size: int, win: Any) -> bool:  # pragma: no 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
 def _slide(x: Any, at: int, size: int, win: Any) -> bool:  # pragma: no cover - compiled
-    # win sorted for position at - 1 becomes win for position at (as running_median moves)
+    # win sorted for position at - 1 becomes win for position at (as running_median moves):
+    # the outgoing value's slot and the incoming one's found by counting (no branches to
+    # mispredict), the values between moved by one
     n = x.shape[0]
     r = size // 2
     old = x[min(max(at - 1 - r, 0), n - 1)]
     new = x[min(max(at + r, 0), n - 1)]
     if new != new:
         return False
-    if old != new:
-        lo, hi = 0, size - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if win[mid] < old:
-                lo = mid + 1
-            else:
-                hi = mid
-        p = lo
-        if new > old:
-            while p + 1 < size and win[p + 1] < new:
-                win[p] = win[p + 1]
-                p += 1
-        else:
-            while p > 0 and win[p - 1] > new:
-                win[p] = win[p - 1]
-                p -= 1
-        win[p] = new
+    if old == new:
+        return True
+    p = 0  # the first slot holding ``old``
+    q = 0  # slots below ``new``
+    for j in range(size):
+        w = win[j]
+        p += w < old
+        q += w < new
+    if new > old:  # ``old`` is among the q: new goes to q - 1, those between move down
+        for j in range(p, q - 1):
+            win[j] = win[j + 1]
+        win[q - 1] = new
+    else:  # new goes to q, those between move up
+        for j in range(p, q, -1):
+            win[j] = win[j - 1]
+        win[q] = new
     return True
 
 
@@ -272,7 +273,7 @@ def floor_stats(
     out = np.empty(2 * nu, np.float64)
     scratch = lu.copy()
     q50 = kth(scratch, nu, k50)
-    q75 = kth(scratch, nu, k75)
+    q75 = kth(scratch[k50:], nu - k50, k75 - k50)  # partitioned at k50: the rest above it
     top = q50 + 4.5 * max(q75 - q50, 0.05)
     nl = 0
     for j in range(nu):
@@ -281,7 +282,7 @@ def floor_stats(
             nl += 1
     scratch[:] = hu
     h50 = kth(scratch, nu, k50)
-    h75 = kth(scratch, nu, k75)
+    h75 = kth(scratch[k50:], nu - k50, k75 - k50)
     top = h50 + 4.5 * max(h75 - h50, 0.05)
     nh = 0
     for j in range(nu):
@@ -374,7 +375,7 @@ def median(v: Any, out: Any) -> bool:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def window_min(p: Any, width: int) -> float:  # pragma: no cover - compiled
+def window_min(p: Any, width: int) -> Any:  # pragma: no cover - compiled
     # np.min(c[width:] - c[:-width]) of c = [0, cumsum(p)] (len(p) >= width): cumsum's
     # sequential adds; a NaN difference makes the minimum NaN, as np.min
     n = p.shape[0]

@@ -302,6 +302,8 @@ def sample_kernels() -> Any | None:
         x = np.arange(5, dtype=np.float32)
         sk.block_peaks(x, 2, np.empty(3, np.float32))
         sk.written16(x, np.float32(0.5), True, np.empty(5, np.float32))
+        for dtype in (np.float32, np.float64):
+            sk.guarded(x.astype(dtype), 1, np.ones(2, dtype), np.empty(3))
     except Exception:  # a numba that cannot compile here: the same output without it
         return None
     return sk
@@ -369,6 +371,41 @@ def lfilter_pair(
         kernels[0](bn, an, us[done:], zu, v[done:])
     assert done <= common
     return y, v
+
+
+def sosfilt_pair_inplace(
+    sos: FloatArray, y: FloatArray, zy: FloatArray, v: FloatArray, zv: FloatArray
+) -> bool:
+    """:func:`sosfilt_pair` of float64 C-contiguous ``y`` and ``v`` in place, the float64
+    states ``zy`` and ``zv`` updated (no copies: the caller made the arrays); False, with
+    nothing done, where the compiled kernels are missing or an argument is not of that form."""
+    kernels, lanes = _compiled(), _lanes()
+    ok = (
+        kernels is not None
+        and lanes is not None
+        and all(
+            a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable
+            for a in (y, zy, v, zv)
+        )
+        and y.ndim == 1
+        and v.ndim == 1
+        and sos.dtype == np.float64
+        and sos.ndim == 2
+        and sos.shape[1] == 6
+        and bool(np.all(sos[:, 3] == 1))
+        and zy.shape == (sos.shape[0], 2)
+        and zv.shape == (sos.shape[0], 2)
+    )
+    if not ok:
+        return False
+    assert kernels is not None and lanes is not None
+    sc = np.ascontiguousarray(sos)
+    done = int(lanes.sections_pair(sc, y, zy, v, zv))
+    if done < len(y):
+        kernels[1](sc, y[done:], zy)
+    if done < len(v):
+        kernels[1](sc, v[done:], zv)
+    return True
 
 
 def sosfilt_pair(

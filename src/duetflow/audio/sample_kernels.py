@@ -7,7 +7,10 @@ off), each the numpy path's bits by construction:
 * :func:`written16`: :func:`duetflow.rendering.mixdown.as_written` of a float32 signal — the
   gain (one float32 product), the clip to ``[-1, 1 - 2^-15]`` (a NaN passes, as ``np.clip``),
   times ``2^15``, rounded half to even (``np.rint``), times ``2^-15``: one pass, float32 all
-  the way, where numpy makes four.
+  the way, where numpy makes four;
+* :func:`guarded`: BS.1770's filter input, a piece of the signal plus the guard tone
+  (:data:`duetflow.audio.bs1770.DENORMAL_GUARD`, alternating sign) added in the signal's dtype
+  and widened to float64 in one pass, where numpy makes the sum and then its float64 copy.
 
 No fused multiply-add (numba's default). Module-level functions, so numba's on-disk cache
 serves every process after the first.
@@ -53,3 +56,12 @@ def written16(x: Any, gain: Any, scaled: bool, out: Any) -> None:  # pragma: no 
         elif v > hi:
             v = hi
         out[i] = np.rint(v * up) * down
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def guarded(x: Any, start: int, guard: Any, out: Any) -> None:  # pragma: no cover - compiled
+    # out[k] = x[start + k] + guard[k % 2] in x's dtype, as float64: BS.1770's filter input
+    # (duetflow.audio.bs1770._pieces: the piece plus the alternating guard tone) made and
+    # widened in one pass
+    for k in range(out.shape[0]):
+        out[k] = x[start + k] + guard[k & 1]
