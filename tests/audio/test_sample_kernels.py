@@ -1,7 +1,8 @@
 """The mixdown's per-sample loops (:mod:`duetflow.audio.sample_kernels`) give the numpy path's
-bits: block peaks (:func:`duetflow.audio.bs1770._block_peaks`) and the 16-bit written form
-(:func:`duetflow.rendering.mixdown.as_written`), compared as integers with the kernels and
-without them (``kernels.sample_kernels`` returning None, as where numba is missing)."""
+bits: the 16-bit written form (:func:`duetflow.rendering.mixdown.as_written`) and BS.1770's
+K-weighted energies, compared as integers with the kernels and without them
+(``kernels.sample_kernels`` returning None, as where numba is missing); and the block peaks of
+the true peak (:func:`duetflow.audio.bs1770._block_peaks`) as before, without the zero padding."""
 
 from __future__ import annotations
 
@@ -105,3 +106,17 @@ def test_k_weighted_energies_are_the_same_without_the_kernels(
     slow = _energies()
     assert len(fast) == len(slow) > 40
     assert fast == slow
+
+
+def test_block_peaks_are_the_zero_padded_maxima() -> None:
+    # the former definition: magnitudes padded with zeros to whole blocks, the maximum of each
+    for x in _signals():
+        for block in (1, 3, 800):
+            if not len(x):
+                continue
+            nb = -(-len(x) // block)
+            mag = np.zeros(nb * block, dtype=np.float32)
+            np.abs(x, out=mag[: len(x)])
+            want = mag.reshape(nb, block).max(axis=1)
+            got = bs1770._block_peaks(x, block)
+            assert got.dtype == want.dtype and _bits(got) == _bits(want)

@@ -474,11 +474,6 @@ def _block_peaks(x: npt.NDArray[np.float32], block: int) -> npt.NDArray[np.float
     """Each block's largest magnitude (the last block may be short: a maximum of magnitudes
     is the same with or without zeros after them)."""
     full, nb = len(x) // block, -(-len(x) // block)
-    compiled = kernels.sample_kernels()
-    if compiled is not None and x.dtype == np.float32 and x.ndim == 1 and x.flags.c_contiguous:
-        out = np.empty(nb, dtype=np.float32)
-        compiled.block_peaks(x, block, out)
-        return out
     mag = np.abs(x)
     peaks: npt.NDArray[np.float32] = np.empty(nb, dtype=np.float32)
     peaks[:full] = mag[: full * block].reshape(full, block).max(axis=1)

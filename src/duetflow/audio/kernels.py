@@ -292,15 +292,15 @@ def edge_kernels() -> Any | None:
 
 @functools.lru_cache(maxsize=1)
 def sample_kernels() -> Any | None:
-    """The mixdown's per-sample loops (:mod:`duetflow.audio.sample_kernels`: block peaks, the
-    16-bit written form), or None (numba missing or turned off): numpy then, the same bits."""
+    """The mixdown's per-sample loops (:mod:`duetflow.audio.sample_kernels`: the 16-bit written
+    form, BS.1770's guarded filter input), or None (numba missing or turned off): numpy then,
+    the same bits."""
     if _compiled() is None:
         return None
     try:
         from duetflow.audio import sample_kernels as sk
 
         x = np.arange(5, dtype=np.float32)
-        sk.block_peaks(x, 2, np.empty(3, np.float32))
         sk.written16(x, np.float32(0.5), True, np.empty(5, np.float32))
         for dtype in (np.float32, np.float64):
             sk.guarded(x.astype(dtype), 1, np.ones(2, dtype), np.empty(3))

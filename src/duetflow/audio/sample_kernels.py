@@ -2,8 +2,6 @@
 :func:`duetflow.audio.kernels.sample_kernels` only where numba is installed and not turned
 off), each the numpy path's bits by construction:
 
-* :func:`block_peaks`: each block's largest magnitude (``np.abs`` then ``max`` per block: both
-  exact, in any order; a NaN makes the block's NaN, as ``np.max``);
 * :func:`written16`: :func:`duetflow.rendering.mixdown.as_written` of a float32 signal — the
   gain (one float32 product), the clip to ``[-1, 1 - 2^-15]`` (a NaN passes, as ``np.clip``),
   times ``2^15``, rounded half to even (``np.rint``), times ``2^-15``: one pass, float32 all
@@ -22,23 +20,6 @@ from typing import Any
 
 import numba
 import numpy as np
-
-
-@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def block_peaks(x: Any, block: int, out: Any) -> None:  # pragma: no cover - compiled
-    n = x.shape[0]
-    for j in range(out.shape[0]):
-        lo = j * block
-        hi = min(n, lo + block)
-        top = np.float32(0.0)
-        for i in range(lo, hi):
-            a = abs(x[i])
-            if a != a:
-                top = a
-                break
-            if a > top:
-                top = a
-        out[j] = top
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
