@@ -304,6 +304,7 @@ def sample_kernels() -> Any | None:
         sk.written16(x, np.float32(0.5), True, np.empty(5, np.float32))
         for dtype in (np.float32, np.float64):
             sk.guarded(x.astype(dtype), 1, np.ones(2, dtype), np.empty(3))
+        sk.top_up(x.copy(), x, x, np.float32(1.0))
     except Exception:  # a numba that cannot compile here: the same output without it
         return None
     return sk

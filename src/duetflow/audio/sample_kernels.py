@@ -8,7 +8,9 @@ off), each the numpy path's bits by construction:
   the way, where numpy makes four;
 * :func:`guarded`: BS.1770's filter input, a piece of the signal plus the guard tone
   (:data:`duetflow.audio.bs1770.DENORMAL_GUARD`, alternating sign) added in the signal's dtype
-  and widened to float64 in one pass, where numpy makes the sum and then its float64 copy.
+  and widened to float64 in one pass, where numpy makes the sum and then its float64 copy;
+* :func:`top_up`: the assembly's bed under the clips, ``sqrt(max(floor - have, 0)) * tone``
+  added to the mix in one pass (numpy: five).
 
 No fused multiply-add (numba's default). Module-level functions, so numba's on-disk cache
 serves every process after the first.
@@ -46,3 +48,14 @@ def guarded(x: Any, start: int, guard: Any, out: Any) -> None:  # pragma: no cov
     # widened in one pass
     for k in range(out.shape[0]):
         out[k] = x[start + k] + guard[k & 1]
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def top_up(out: Any, have: Any, tone: Any, fp: Any) -> None:  # pragma: no cover - compiled
+    # duetflow.rendering.assembly.assemble's bed: out += sqrt(max(fp - have, 0)) * tone, each
+    # step one float32 operation as numpy's in-place calls make it (a NaN passes the maximum)
+    for i in range(out.shape[0]):
+        h = fp - have[i]
+        if h < 0:
+            h = np.float32(0.0)
+        out[i] += np.sqrt(h) * tone[i]
