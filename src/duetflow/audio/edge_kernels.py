@@ -13,7 +13,17 @@ Each gives the numpy/scipy path's bits by construction, not by a tolerance:
   frames, the comparisons of :func:`duetflow.audio.edges._quiet_run` in the same order.
 * :func:`window_sums` sums each envelope window's hop blocks in the order numpy's slice adds
   do (``((p0 + p1) + p2) + p3``, then ``/ 4``).
-* :func:`longest_zero_run` counts the longest run of exact zeros (an integer: no rounding).
+* :func:`longest_zero_run` counts the longest run of exact zeros (an integer: no rounding);
+* :func:`floor_stats` is :func:`duetflow.audio.edges._floor_in` up to its powers: the frames
+  used, the quantiles (:func:`kth`: the value of a rank is one number whatever the selection),
+  the flicker against the running median at the frames used only (the sorted window slid
+  along runs of frames, built anew at a gap), and the dB values whose powers numpy then takes
+  (``np.power`` is dispatched per CPU, so it stays numpy's) and sums (``np.add.reduce``);
+* :func:`quietest` and :func:`window_min`: the quietest run of frames of a pause (cumsum's
+  sequential adds, argmin's first minimum / min's value, a NaN as numpy);
+* :func:`core_frames`: a turn's peak (98th percentile of its audible frames), core level and
+  first and last core frame (:func:`duetflow.audio.edges.speech_extent`); :func:`median`:
+  ``edges._median``'s two order statistics and their mean.
 
 No fused multiply-add (numba's default). Module-level functions, so numba's on-disk cache
 serves every process after the first.

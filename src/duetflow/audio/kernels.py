@@ -31,9 +31,12 @@ arithmetic in its own order, and segments of digital silence are not transformed
 is +0.0 exactly); the FFT between them stays scipy's. Two independent signals are
 filtered side by side by :func:`lfilter_pair` and :func:`sosfilt_pair` (the same recursions in
 one loop, :mod:`duetflow.audio.lane_kernels`: nearly the cost of one), and the edge measure's
-small loops (running median, quiet-run walk, envelope window sums, zero runs) are
-:func:`edge_kernels` (:mod:`duetflow.audio.edge_kernels`); each has a numpy/scipy path with the
-same bits where numba is missing.
+small loops (running median, quiet-run walk, envelope window sums, zero runs, a pause's floor
+and its quietest stretch, a turn's core frames, a pause's half medians and quietest 20 ms) are
+:func:`edge_kernels` (:mod:`duetflow.audio.edge_kernels`), the mixdown's per-sample passes (the
+16-bit written form, the bed under the clips, BS.1770's guarded filter input) are
+:func:`sample_kernels` (:mod:`duetflow.audio.sample_kernels`); each has a numpy/scipy path with
+the same bits where numba is missing.
 """
 
 from __future__ import annotations
