@@ -305,17 +305,18 @@ _BLOCK = 256
 def power_spectrum(x: FloatArray, sr: int, spans: Sequence[tuple[float, float]]) -> FloatArray:
     """Mean Hann-windowed power spectrum of the frames wholly inside ``spans`` (empty: none).
 
-    The frames are gathered by index, :data:`_BLOCK` at a time (no per-frame Python), and each
-    block's powers are summed before the running total, so the order of every sum is fixed.
+    The frames are copied out of a sliding-window view by their starts, :data:`_BLOCK` at a
+    time (no per-frame Python); each block's powers are summed before the running total, so
+    every sum runs in the same order as frame by frame.
     """
     starts = _frame_starts(len(x), sr, spans)
     if not starts.size:
         return np.zeros(0)
     win = np.hanning(FRAME)
-    offsets = np.arange(FRAME)
+    frames = np.lib.stride_tricks.sliding_window_view(x, FRAME)  # a view: frame i starts at i
     total = np.zeros(FRAME // 2 + 1)
     for i in range(0, starts.size, _BLOCK):
-        block = x[starts[i : i + _BLOCK, None] + offsets]
+        block = frames[starts[i : i + _BLOCK]]  # a copy of those frames
         block *= win
         spec = np.abs(np.fft.rfft(block, axis=1))
         total += np.square(spec, out=spec).sum(axis=0)
