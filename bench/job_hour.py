@@ -4,14 +4,17 @@
 
 For each scale the sample corpora are generated (``duetflow samples make --scale N``, seed 0,
 the four corpora) and the bundled demo config — every corpus, matching, report, publish to a
-local store; PH synthesis off (eSpeak NG's cost is ``bench/synthesize.py``'s, and it renders
-no source hour) — runs in a fresh child process through
-:func:`duetflow.pipeline.driver.run_pipeline` with one worker, so CPU time is the job's own (no
-thread pool overlapping it). The child's CPU (``getrusage``, self and children) is read around
-each stage through an executor that only times :meth:`stage` calls, so the figure splits into
-ingest, process (+ matching), publish (validation, splits, report, upload to the local store).
-Rendered hours are the sum of ``duration_s`` over the kept dialogues of the rendered work
-directories. Peak RSS is the child's high-water mark.
+local store; PH synthesis off (eSpeak NG's cost is ``bench/synthesize.py``'s, and it renders no
+source hour) — runs in a fresh child process through
+:func:`duetflow.pipeline.driver.run_pipeline` with one worker and the ``duetflow`` command's
+native defaults (:func:`duetflow.native_threads.process_defaults`: one thread per library,
+Arrow's system allocator; a variable already exported is kept, e.g.
+``ARROW_DEFAULT_MEMORY_POOL=mimalloc`` for pyarrow's own default), so CPU time is the job's own
+(no thread pool overlapping it). The child's CPU (``getrusage``, self and children) is read
+around each stage through an executor that only times :meth:`stage` calls, so the figure splits
+into ingest, process (+ matching), publish (validation, splits, report, upload to the local
+store). Rendered hours are the sum of ``duration_s`` over the kept dialogues of the rendered
+work directories. Peak RSS is the child's high-water mark.
 
 Figures: CPU seconds per rendered hour at each scale; the *marginal* cost of one more hour
 between the smallest and largest scale, ``(cpu_b - cpu_a) / (h_b - h_a)``, which takes the
@@ -111,9 +114,11 @@ def main() -> None:
         print(json.dumps(_child(args.child)))
         return
     from duetflow.demo import make_samples
+    from duetflow.native_threads import process_defaults
 
     tmp = Path(tempfile.mkdtemp(prefix="duetflow-bench-jobhour-"))
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    process_defaults(env)  # as the `duetflow` command runs (duetflow.native_threads)
     rows: dict[int, dict[str, Any]] = {}
     try:
         for scale in args.scales:
