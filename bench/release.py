@@ -6,7 +6,8 @@ A synthetic rendered work directory (``--dialogues`` × scale rows, 0.8 s of 8 k
 three 0.1 s noise bursts 200 ms apart in a quiet room, so that publish's checks, which
 re-measure every pause on the audio, pass; the cost is bookkeeping, hashing, Parquet, the
 checks and object traffic rather than audio size) is
-published and its train split pulled, each in a fresh child process that reports its wall time
+published and its train split pulled, each in a fresh child process (the ``duetflow`` command's
+native defaults, :func:`duetflow.native_threads.process_defaults`) that reports its wall time
 and peak RSS (``ru_maxrss``). For S3 a moto server runs in this (parent) process, so its memory
 does not count. Memory should stay flat from 1x to 10x: manifests are streamed row group by row
 group and only small per-dialogue records (ids, split, keys) are kept.
@@ -32,6 +33,7 @@ from _common import kept_dialogue, rendered_writer, spoken_turn
 
 from duetflow.audio.io import write_audio
 from duetflow.hashing import sha256_file
+from duetflow.native_threads import process_defaults
 
 SR = 8000
 
@@ -104,11 +106,13 @@ def run(n: int, tmp: Path, store: str, endpoint: str | None) -> dict[str, float]
     if not wd.exists():
         make_workdir(wd, n)
     dest = tmp / f"dest-{n}-{abs(hash(store)) % 10000}"
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
+    process_defaults(env)  # as the `duetflow` command runs (duetflow.native_threads)
     out = subprocess.run(
         [sys.executable, __file__, "--child", str(wd), store, str(dest), endpoint or ""],
         capture_output=True,
         text=True,
-        env={**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"},
+        env=env,
     )
     if out.returncode != 0:  # the child's own words, not only its exit status
         sys.exit(f"publish/pull of {n} dialogues to {store} failed:\n{out.stderr[-3000:]}")
