@@ -14,8 +14,8 @@ Arrow's system allocator; a variable already exported is kept, e.g.
 around each stage through an executor that only times :meth:`stage` calls, so the figure splits
 into ingest, process (+ matching), publish (validation, splits, report, upload to the local
 store). Rendered hours are the sum of ``duration_s`` over the kept dialogues of the rendered
-work directories. Peak RSS is the child's high-water mark, also read after each stage
-(``peak_rss_after_mb``: the stage that raised it).
+work directories. Peak RSS is the child's own high-water mark (``VmHWM``, :mod:`_rss`), also
+read after each stage (``peak_rss_after_mb``: the stage that raised it).
 
 Figures: CPU seconds per rendered hour at each scale; the *marginal* cost of one more hour
 between the smallest and largest scale, ``(cpu_b - cpu_a) / (h_b - h_a)``, which takes the
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from _rss import peak_rss_mb
 
 R = TypeVar("R")
 
@@ -63,10 +64,6 @@ def _cpu() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def _maxrss_mb() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
 def _child(cfg_path: Path) -> dict[str, Any]:
     t_start, cpu_start = time.perf_counter(), _cpu()
     from duetflow.config import load_config
@@ -86,7 +83,7 @@ def _child(cfg_path: Path) -> dict[str, Any]:
                 return body()
             finally:
                 cpu[name] = cpu.get(name, 0.0) + _cpu() - c0
-                rss_after[name] = _maxrss_mb()
+                rss_after[name] = peak_rss_mb()
 
     cfg = load_config(cfg_path)
     c0 = _cpu()
@@ -107,7 +104,7 @@ def _child(cfg_path: Path) -> dict[str, Any]:
         "rendered_h": round(seconds / 3600, 4),
         "kept": {m.label: m.kept for m in result.merged},
         "released": release.release_id if release is not None else None,
-        "peak_rss_mb": _maxrss_mb(),
+        "peak_rss_mb": peak_rss_mb(),
         "peak_rss_after_mb": rss_after,
     }
 

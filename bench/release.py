@@ -4,11 +4,11 @@ One command: ``.venv/bin/python bench/release.py [--dialogues 200] [--no-s3]``.
 
 A synthetic rendered work directory (``--dialogues`` × scale rows, 0.8 s of 8 kHz audio each:
 three 0.1 s noise bursts 200 ms apart in a quiet room, so that publish's checks, which
-re-measure every pause on the audio, pass; the cost is bookkeeping, hashing, Parquet, the
-checks and object traffic rather than audio size) is
-published and its train split pulled, each in a fresh child process (the ``duetflow`` command's
-native defaults, :func:`duetflow.native_threads.process_defaults`) that reports its wall time
-and peak RSS (``ru_maxrss``). For S3 a moto server runs in this (parent) process, so its memory
+re-measure every pause on the audio, pass; the cost is bookkeeping, hashing, Parquet, the checks
+and object traffic rather than audio size) is published and its train split pulled, each in a
+fresh child process (the ``duetflow`` command's native defaults,
+:func:`duetflow.native_threads.process_defaults`) that reports its wall time and its own peak
+RSS (``VmHWM``, :mod:`_rss`). For S3 a moto server runs in this (parent) process, so its memory
 does not count. Memory should stay flat from 1x to 10x: manifests are streamed row group by row
 group and only small per-dialogue records (ids, split, keys) are kept.
 Last line: ``release: publish <n>/s, pull <m>/s (local 10x); peak_rss_mb 1x <a> 10x <b>``.
@@ -20,7 +20,6 @@ import argparse
 import json
 import logging
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from typing import Any
 
 import numpy as np
 from _common import kept_dialogue, rendered_writer, spoken_turn
+from _rss import peak_rss_mb
 
 from duetflow.audio.io import write_audio
 from duetflow.hashing import sha256_file
@@ -95,7 +95,7 @@ def child(workdir: str, store: str, dest: str, endpoint: str | None) -> None:
                 "train": res.dialogues,
                 "publish_s": t1 - t0,
                 "pull_s": t2 - t1,
-                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "peak_rss_mb": peak_rss_mb(),
             }
         )
     )
