@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from typing import Any
 
 import numpy as np
 import scipy.fft as sp_fft
@@ -173,6 +174,7 @@ def main() -> None:
         f"welch, half silent: before {per[0]:.3f} ms, skip {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
     )
     r["welch", 0] = cpu[0] / cpu[1]
+    _mixdown_round(rng, args.repeat)
     print(
         f"kernels: highpass {r['highpass', 45]:.2f}x (45 s) {r['highpass', 1]:.2f}x (1 s); "
         f"highpass on silence {silence:.1f}x; "
@@ -182,6 +184,77 @@ def main() -> None:
         f"welch half silent {r['welch', 0]:.2f}x; "
         f"identical {same}; load {os.getloadavg()[0]:.1f}"
     )
+
+
+def _mixdown_round(rng: np.random.Generator, repeat: int) -> None:
+    """Issue 30, the code-defaults render's round: the numpy-call-heavy steps of the floors,
+    extents and the written form, each compiled path against the numpy path it replaced
+    (``kernels.edge_kernels`` / ``kernels.sample_kernels`` turned off), bit for bit on the way;
+    one line: ``mixdown round: floor track <r>x; floor pause <r>x; extent <r>x; written
+    <r>x; k-weighting pair <r>x; identical <bool>``."""
+    from duetflow.audio import bs1770
+    from duetflow.rendering.mixdown import as_written
+
+    t = np.arange(SR * 45) / SR
+    speech = (0.3 * np.sin(2 * np.pi * 220 * t) * ((t % 3.0) < 1.8)).astype(np.float32)
+    x = speech + (rng.standard_normal(t.size) * 10 ** (-58 / 20)).astype(np.float32)
+    an = edges.analyse(x, SR)
+    n = len(an.edge)
+    mask = np.zeros(n, dtype=bool)
+    for k0 in range(0, n, 1200):  # the background between turns: ~40 % of a track
+        mask[k0 + 760 : k0 + 1180] = True
+    k_pause = int(2.0 * SR / an.edge.hop)  # a pause of 1.2 s: its quietest 40 ms, its floor
+    u = (rng.standard_normal(SR * 20) * 0.05).astype(np.float32)
+    steps = {
+        "floor track": (lambda: edges.estimate_floor(edges.Analysis(an.edge, an.level), mask), 20),
+        "floor pause": (lambda: edges._quietest(an, k_pause, k_pause + 440, 16), 400),
+        "extent": (
+            lambda: edges.speech_extent(an, edges.Floor(-58.0, -60.0, 3.0), (0.1 * SR, 1.7 * SR)),
+            400,
+        ),
+        "written": (lambda: as_written(x, -0.7), 20),
+        "k-weighting pair": (lambda: bs1770.k_weighted_energies([u, u[: SR * 17]], SR), 10),
+    }
+    switch = {
+        "floor track": "edge_kernels",
+        "floor pause": "edge_kernels",
+        "extent": "edge_kernels",
+        "written": "sample_kernels",
+        "k-weighting pair": "sample_kernels",
+    }
+    same = True
+    line = []
+    for name, (f, reps) in steps.items():
+        on = getattr(kernels, switch[name])
+
+        def off() -> None:
+            return None
+
+        def result(f: Any = f) -> object:
+            out = f()
+            if isinstance(out, np.ndarray):
+                return out.tobytes()
+            if isinstance(out, list):
+                return [(e.hops.tobytes(), e.total) for e in out]
+            return repr(out)
+
+        got = result()
+        setattr(kernels, switch[name], off)
+        want = result()
+        setattr(kernels, switch[name], on)
+        same &= got == want
+        cpu = [0.0, 0.0]
+        for _ in range(reps * repeat):
+            for k in (0, 1):
+                setattr(kernels, switch[name], off if k == 0 else on)
+                t0 = time.process_time()
+                f()
+                cpu[k] += time.process_time() - t0
+        setattr(kernels, switch[name], on)
+        per = [c / (reps * repeat) * 1e3 for c in cpu]
+        print(f"{name:<16} numpy {per[0]:.3f} ms, compiled {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x")
+        line.append(f"{name} {cpu[0] / cpu[1]:.2f}x")
+    print("mixdown round: " + "; ".join(line) + f"; identical {same}")
 
 
 if __name__ == "__main__":
