@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import fft as sp_fft
 
 from duetflow.audio.bandlimit import TRANSITION_HZ
 from duetflow.audio.io import Audio
@@ -144,12 +145,93 @@ def to_envelope(
     x64 = np.asarray(x, dtype=np.float64)
     fx = np.clip(np.fft.rfftfreq(x64.size, 1.0 / sr), low, hi)
     g = 10.0 ** (np.interp(np.log2(fx), np.log2(grid), gain_db) / 20.0)
-    # numpy's transforms, not scipy.fft's: the same bits and scipy's cached plan would serve the
-    # bed's two transforms (1.15x on them), but its cache keeps up to 16 plans, and a plan for a
-    # bed's length (often a large prime times a few small factors: Bluestein's) holds ~70 bytes
-    # per sample (~45 MB for a 40 s bed), so memory would grow with the beds' lengths
-    y = np.fft.irfft(np.fft.rfft(x64) * g, n=x64.size)
+    y = _zero_phase(x64, g)
     p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))
     if p1 > 0:
         y *= math.sqrt(p0 / p1)
     return y.astype(np.float32), before
+
+
+#: A bed's length whose largest prime factor is above this (and even) is transformed by
+#: :func:`_zero_phase`'s own chirp route; numpy's transforms of such a length take Bluestein's
+#: route too, building its plan anew for each of the two transforms.
+CHIRP_MIN_PRIME = 256
+#: ... and at least this long (shorter beds: numpy's plans are cheap).
+CHIRP_MIN_LENGTH = 4096
+
+
+def _largest_prime_factor(n: int) -> int:
+    p, f = 1, 2
+    while f * f <= n:
+        while n % f == 0:
+            p, n = f, n // f
+        f += 1 if f == 2 else 2
+    return max(p, n)
+
+
+def _zero_phase(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """``np.fft.irfft(np.fft.rfft(x) * g, n=x.size)`` for a float64 ``x`` and a real gain ``g``.
+
+    Where numpy's transforms are fast (a length of small prime factors: 48,000) or the length
+    is odd, numpy's own. An even length with a large prime factor (the renderer's beds are cut
+    from pauses: 70,480 = 2^4·5·881) is numpy's slow case (Bluestein's algorithm, its plan, a
+    chirp and a transform of twice the length, built for each transform): here the bed's
+    samples are paired into a complex signal of half the length (even samples real, odd ones
+    imaginary) and its DFT is Bluestein's on lengths of 2^k or 3·2^k (scipy's cached plans: a
+    handful of sizes), one chirp serving the forward and the inverse transform: ~1.6x faster
+    (``bench/kernels.py``). The values are the same to ~1e-15 of the bed's peak (float64
+    rounding in another order), so the float32 bed written is numpy's in every sample but one
+    whose float64 value lies within that of a float32 rounding boundary
+    (``tests/audio/test_tone_colour.py``)."""
+    n = x.size
+    if n % 2 or n < CHIRP_MIN_LENGTH or _largest_prime_factor(n) <= CHIRP_MIN_PRIME:
+        return np.fft.irfft(np.fft.rfft(x) * g, n=n)
+    half = n // 2
+    chirp = _Chirp(half)
+    z = chirp.dft(x[0::2] + 1j * x[1::2])
+    zf = np.concatenate((z, z[:1]))  # Z_k, k = 0..half (Z_half = Z_0)
+    zc = np.conj(zf[::-1])  # conj(Z_{half - k})
+    tw = np.exp((-2j * np.pi / n) * np.arange(half + 1))
+    spec = (zf + zc) * 0.5 - 0.5j * tw * (zf - zc)  # rfft(x)
+    spec[0], spec[half] = spec[0].real, spec[half].real
+    spec *= g
+    sc = np.conj(spec[::-1])
+    even = (spec + sc) * 0.5
+    odd = (spec - sc) * (0.5 * np.conj(tw))
+    w = chirp.idft((even + 1j * odd)[:half])
+    w *= 1.0 / half
+    y = np.empty(n)
+    y[0::2], y[1::2] = w.real, w.imag
+    return y
+
+
+class _Chirp:
+    """Bluestein's DFT of one length ``n``: the chirp ``exp(-i·pi·j²/n)`` (its phase reduced
+    exactly, ``j² mod 2n``, before the float) and its circular convolver's transform on a
+    length of 2^k or 3·2^k at least ``2n - 1``."""
+
+    def __init__(self, n: int) -> None:
+        j = np.arange(n, dtype=np.int64)
+        phase = (np.pi / n) * ((j * j) % (2 * n))
+        self.w = np.cos(phase) - 1j * np.sin(phase)
+        m = 1 << (2 * n - 2).bit_length()  # >= 2n - 1
+        self.m = 3 * m // 4 if m >= 4 and 3 * m // 4 >= 2 * n - 1 else m
+        b = np.zeros(self.m, dtype=np.complex128)
+        wc = np.conj(self.w)
+        b[:n] = wc
+        b[self.m - n + 1 :] = wc[:0:-1]
+        self.b = sp_fft.fft(b, overwrite_x=True)
+        self.n = n
+
+    def dft(self, z: np.ndarray) -> np.ndarray:
+        """``np.fft.fft(z)`` for ``z`` of this length."""
+        a = np.zeros(self.m, dtype=np.complex128)
+        np.multiply(z, self.w, out=a[: self.n])
+        spec = sp_fft.fft(a, overwrite_x=True)
+        spec *= self.b
+        c = sp_fft.ifft(spec, overwrite_x=True)
+        return np.asarray(self.w * c[: self.n])
+
+    def idft(self, z: np.ndarray) -> np.ndarray:
+        """The unscaled inverse DFT (``np.fft.ifft(z) * n``)."""
+        return np.asarray(np.conj(self.dft(np.conj(z))))
