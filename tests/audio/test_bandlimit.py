@@ -89,45 +89,39 @@ _SRS_CUTOFFS = [(16000, 4000.0), (16000, 3000.0), (8000, 3000.0), (44100, 4000.0
 
 
 @pytest.mark.parametrize(("sr", "cutoff"), _SRS_CUTOFFS)
-def test_lowpass_is_scipys_oaconvolve_but_for_float64_rounding(sr: int, cutoff: float) -> None:
-    """scipy's ``oaconvolve`` in float64, cast to float32: the same samples, compared as
-    values, except where scipy's float64 value lies within float64 rounding of a float32 one.
-    Wherever the output holds signal (above 1e-9 of the input's peak) a sample that differs
-    differs by one float32 step, and few do (2 of 21.5 million over the five rates when this
-    was written); under that (where the exact output is 0: around digital silence) the two
-    are float64 rounding noise, within 1e-14 of the peak."""
+def test_lowpass_is_scipys_oaconvolve_within_float32_rounding(sr: int, cutoff: float) -> None:
+    """scipy's ``oaconvolve`` in float64 against the float32 transforms: every sample within
+    2e-6 of the signal's peak (9e-7 the worst when this was written: 120 dB down, under the
+    filter's 60 dB stop band by 60 dB), float32 out, digital silence far from any sound
+    exactly +0.0 (a clip-per-turn track's silence between its clips stays digital)."""
     h = bandlimit._taps(sr, cutoff)
-    signal_samples = flips = 0
     for x in _lowpass_signals():
-        ref = np.asarray(
-            signal.oaconvolve(np.asarray(x, dtype=np.float64), h, mode="same"), dtype=np.float32
-        )
+        ref = signal.oaconvolve(np.asarray(x, dtype=np.float64), h, mode="same")
         got = lowpass(x, sr, cutoff)
         assert got.dtype == np.float32 and got.shape == x.shape
         peak = float(np.max(np.abs(x))) or 1.0
-        d = np.abs(got.astype(np.float64) - ref.astype(np.float64))
-        held = np.abs(ref) > 1e-9 * peak
-        step = np.spacing(np.abs(ref)).astype(np.float64)
-        assert np.all(d[held] <= step[held]), (x.size, sr, cutoff)
-        assert np.all(d[~held] <= 1e-14 * peak), (x.size, sr, cutoff)
-        signal_samples += int(held.sum())
-        flips += int(np.count_nonzero(d[held]))
-    assert signal_samples > 1_000_000
-    assert flips <= signal_samples * 1e-5, (flips, signal_samples)
+        assert np.max(np.abs(got - ref)) <= 2e-6 * peak, (x.size, sr, cutoff)
+    x = np.zeros(sr * 20, np.float32)
+    x[sr : 2 * sr] = np.random.default_rng(1).normal(0, 0.1, sr)
+    got = lowpass(x, sr, cutoff)
+    block = bandlimit._oa_block(x.size, h.size) * bandlimit._OA_ROWS
+    far = got[4 * sr + 2 * block :]  # groups of blocks holding only silence
+    assert far.size > 0 and not np.any(far) and not np.any(np.signbit(far))
 
 
 @pytest.mark.parametrize(("sr", "cutoff"), _SRS_CUTOFFS)
 def test_lowpass_meets_its_spec_zero_phase(sr: int, cutoff: float) -> None:
     """docs/equalisation.md's filter, measured through ``lowpass`` on an impulse: zero phase
-    (the response peaks on the impulse and is symmetric about it), flat within 0.02 dB up to
-    the transition band (``TRANSITION_HZ`` wide, centred on the cutoff), -6 dB at the cutoff,
-    and the stop band beyond it ~``STOP_DB`` down (the Kaiser design reaches 59.7-59.9 dB)."""
+    (the response peaks on the impulse and is symmetric about it, to float32 rounding), flat
+    within 0.02 dB up to the transition band (``TRANSITION_HZ`` wide, centred on the cutoff),
+    -6 dB at the cutoff, and the stop band beyond it ~``STOP_DB`` down (the Kaiser design
+    reaches 59.7-59.9 dB)."""
     x = np.zeros(3 * sr, np.float32)
     at = sr + 123
     x[at] = 1.0
     y = lowpass(x, sr, cutoff).astype(np.float64)
     assert int(np.argmax(y)) == at
-    assert np.max(np.abs(y[at + 1 : at + 3000] - y[at - 1 : at - 3000 : -1])) < 1e-15
+    assert np.max(np.abs(y[at + 1 : at + 3000] - y[at - 1 : at - 3000 : -1])) < 1e-6
     gain = np.abs(np.fft.rfft(y))
     f = np.fft.rfftfreq(y.size, 1.0 / sr)
     half = bandlimit.TRANSITION_HZ / 2
