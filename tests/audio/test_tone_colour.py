@@ -271,19 +271,24 @@ def test_to_envelope_gives_the_numpy_formulations_values(monkeypatch: pytest.Mon
     with a band edge and without, with digital silence in them, all silence, and too short to
     measure; each spectrum's frame on its own. Numpy's route gives its bits; the chirp route
     float64 values within rounding of numpy's, so a float32 sample differs only where that
-    rounding crossed a float32 step (5 of ~500,000 when this was written), by a few steps at
+    rounding crossed a float32 step (2 of ~1,000,000 when this was written), by a few steps at
     most; the bed's own tilt the same bits."""
     from duetflow.audio import tone_colour as tc
     from duetflow.audio.tone_colour import LONG_FRAME, power_spectrum
 
-    chirped: list[int] = []
-    chirp = tc._Chirp
+    chirped: list[int] = []  # the beds that took the module's own route (split or chirp)
+    split, chirp = tc._Split, tc._Chirp
 
-    def counted(n: int) -> tc._Chirp:
+    def split_counted(n: int, prime: int) -> tc._Split:
+        chirped.append(2 * n)
+        return split(n, prime)
+
+    def chirp_counted(n: int) -> tc._Chirp:
         chirped.append(2 * n)
         return chirp(n)
 
-    monkeypatch.setattr(tc, "_Chirp", counted)
+    monkeypatch.setattr(tc, "_Split", split_counted)
+    monkeypatch.setattr(tc, "_Chirp", chirp_counted)
     rng = np.random.default_rng(3)
     lengths = [70480, 49160, 48000, 16 * 1021, 16384, 16383, 4099, 2048, 1500, 1024, 1023]
     lengths += [2 * 104729, 70480]
@@ -318,15 +323,25 @@ def test_to_envelope_gives_the_numpy_formulations_values(monkeypatch: pytest.Mon
     assert to_envelope(noise, SR, -3.9)[0] is noise
 
 
+@pytest.mark.parametrize("route", ["split", "chirp"])
 @pytest.mark.parametrize("n", [8998, 70480, 49160, 2 * 104729, 655838])
-def test_the_chirp_route_is_numpys_transform_pair(n: int) -> None:
-    """``_zero_phase`` on the chirp route against ``np.fft.irfft(np.fft.rfft(x) * g)`` in
+def test_the_own_routes_are_numpys_transform_pair(
+    n: int, route: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_zero_phase`` on its own routes against ``np.fft.irfft(np.fft.rfft(x) * g)`` in
     float64, a gain of random bumps (not smooth, unlike a bed's): within 1e-14 of the output's
-    peak, on lengths of a large prime factor (8998 = 2·11·409, the test bed lengths, a 41 s
-    bed)."""
+    peak, on lengths of a large prime factor (8998 = 2·11·409, the test bed lengths, a 20 s
+    bed); the half-length split around its largest prime factor, and Bluestein's chirp (a
+    half-length that is prime takes it either way)."""
     from duetflow.audio import tone_colour as tc
 
     assert n % 2 == 0 and tc._largest_prime_factor(n) > tc.CHIRP_MIN_PRIME
+    taken: list[str] = []
+    split, chirp = tc._Split, tc._Chirp
+    monkeypatch.setattr(tc, "_Split", lambda h, p: taken.append("split") or split(h, p))
+    monkeypatch.setattr(tc, "_Chirp", lambda h: taken.append("chirp") or chirp(h))
+    if route == "chirp":
+        monkeypatch.setattr(tc, "SPLIT_MIN_COLUMNS", 10**9)
     rng = np.random.default_rng(n)
     x = rng.normal(0, 0.01, n)
     x[n // 5 : n // 4] = 0.0
@@ -335,5 +350,6 @@ def test_the_chirp_route_is_numpys_transform_pair(n: int) -> None:
     got = tc._zero_phase(x, g)
     assert got.shape == ref.shape and got.dtype == np.float64
     assert np.max(np.abs(got - ref)) <= 1e-14 * np.max(np.abs(ref))
+    assert taken == ["chirp" if n == 2 * 104729 else route]
     assert tc._largest_prime_factor(70480) == 881 and tc._largest_prime_factor(48000) == 5
     assert tc._largest_prime_factor(104729) == 104729 and tc._largest_prime_factor(1) == 1
