@@ -266,29 +266,24 @@ def _reference_to_envelope(
 def test_to_envelope_gives_the_numpy_formulations_values(monkeypatch: pytest.MonkeyPatch) -> None:
     """The former formulation's values (frames stacked one by one, numpy's transforms of the
     whole bed), compared as integers: beds whose lengths are a large prime times a few small
-    factors (numpy's slow lengths, as the renderer's beds often are: the chirp route), powers of
+    factors (numpy's slow lengths, as the renderer's beds often are: the split route), powers of
     two, odd and prime lengths, under and over the long frames' threshold, of several colours,
     with a band edge and without, with digital silence in them, all silence, and too short to
-    measure; each spectrum's frame on its own. Numpy's route gives its bits; the chirp route
+    measure; each spectrum's frame on its own. Numpy's route gives its bits; the split route
     float64 values within rounding of numpy's, so a float32 sample differs only where that
-    rounding crossed a float32 step (2 of ~1,000,000 when this was written), by a few steps at
+    rounding crossed a float32 step (1 of ~1,000,000 when this was written), by a few steps at
     most; the bed's own tilt the same bits."""
     from duetflow.audio import tone_colour as tc
     from duetflow.audio.tone_colour import LONG_FRAME, power_spectrum
 
-    chirped: list[int] = []  # the beds that took the module's own route (split or chirp)
-    split, chirp = tc._Split, tc._Chirp
+    split: list[int] = []  # the beds that took the module's own route
+    plan = tc._Split
 
-    def split_counted(n: int, prime: int) -> tc._Split:
-        chirped.append(2 * n)
-        return split(n, prime)
+    def counted(n: int, prime: int) -> tc._Split:
+        split.append(2 * n)
+        return plan(n, prime)
 
-    def chirp_counted(n: int) -> tc._Chirp:
-        chirped.append(2 * n)
-        return chirp(n)
-
-    monkeypatch.setattr(tc, "_Split", split_counted)
-    monkeypatch.setattr(tc, "_Chirp", chirp_counted)
+    monkeypatch.setattr(tc, "_Split", counted)
     rng = np.random.default_rng(3)
     lengths = [70480, 49160, 48000, 16 * 1021, 16384, 16383, 4099, 2048, 1500, 1024, 1023]
     lengths += [2 * 104729, 70480]
@@ -299,13 +294,13 @@ def test_to_envelope_gives_the_numpy_formulations_values(monkeypatch: pytest.Mon
         if i % 4 == 1:
             bed[n // 3 : n // 2] = 0.0
         for tilt, hi in ((-3.9, pass_band_hz(4000.0)), (-7.4, None)):
-            chirped.clear()
+            split.clear()
             y0, own0 = _reference_to_envelope(bed, SR, tilt, hi)
             y1, own1 = to_envelope(bed, SR, tilt, hi_hz=hi)
             assert y1.dtype == y0.dtype == np.float32
             assert np.array_equal(np.float64(own0).view(np.int64), np.float64(own1).view(np.int64))
-            if chirped != [n]:  # numpy's transforms: its bits
-                assert n in (48000, 16384, 16383, 4099, 2048, 1500, 1024, 1023) and not chirped
+            if split != [n]:  # numpy's transforms: its bits
+                assert n not in (70480, 49160, 16 * 1021) and not split
                 assert np.array_equal(y0.view(np.int32), y1.view(np.int32)), (n, tilt)
                 continue
             d = np.abs(y1.view(np.int32).astype(np.int64) - y0.view(np.int32))
@@ -323,25 +318,18 @@ def test_to_envelope_gives_the_numpy_formulations_values(monkeypatch: pytest.Mon
     assert to_envelope(noise, SR, -3.9)[0] is noise
 
 
-@pytest.mark.parametrize("route", ["split", "chirp"])
-@pytest.mark.parametrize("n", [8998, 70480, 49160, 2 * 104729, 655838])
-def test_the_own_routes_are_numpys_transform_pair(
-    n: int, route: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``_zero_phase`` on its own routes against ``np.fft.irfft(np.fft.rfft(x) * g)`` in
-    float64, a gain of random bumps (not smooth, unlike a bed's): within 1e-14 of the output's
-    peak, on lengths of a large prime factor (8998 = 2·11·409, the test bed lengths, a 20 s
-    bed); the half-length split around its largest prime factor, and Bluestein's chirp (a
-    half-length that is prime takes it either way)."""
+@pytest.mark.parametrize("n", [8998, 70480, 49160, 655838, 2 * 104729, 4 * 104729])
+def test_the_split_route_is_numpys_transform_pair(n: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_zero_phase`` against ``np.fft.irfft(np.fft.rfft(x) * g)`` in float64, a gain of
+    random bumps (not smooth, unlike a bed's): within 1e-14 of the output's peak where the
+    half-length is split around its largest prime factor (8998 = 2·11·409, the test bed
+    lengths, a 20 s bed), numpy's own bits where the half-length is a prime or twice one."""
     from duetflow.audio import tone_colour as tc
 
-    assert n % 2 == 0 and tc._largest_prime_factor(n) > tc.CHIRP_MIN_PRIME
-    taken: list[str] = []
-    split, chirp = tc._Split, tc._Chirp
-    monkeypatch.setattr(tc, "_Split", lambda h, p: taken.append("split") or split(h, p))
-    monkeypatch.setattr(tc, "_Chirp", lambda h: taken.append("chirp") or chirp(h))
-    if route == "chirp":
-        monkeypatch.setattr(tc, "SPLIT_MIN_COLUMNS", 10**9)
+    assert n % 2 == 0 and tc._largest_prime_factor(n) > tc.OWN_MIN_PRIME
+    taken: list[int] = []
+    plan = tc._Split
+    monkeypatch.setattr(tc, "_Split", lambda h, p: taken.append(h) or plan(h, p))
     rng = np.random.default_rng(n)
     x = rng.normal(0, 0.01, n)
     x[n // 5 : n // 4] = 0.0
@@ -349,7 +337,10 @@ def test_the_own_routes_are_numpys_transform_pair(
     ref = np.fft.irfft(np.fft.rfft(x) * g, n=n)
     got = tc._zero_phase(x, g)
     assert got.shape == ref.shape and got.dtype == np.float64
-    assert np.max(np.abs(got - ref)) <= 1e-14 * np.max(np.abs(ref))
-    assert taken == ["chirp" if n == 2 * 104729 else route]
+    if n in (2 * 104729, 4 * 104729):
+        assert not taken and np.array_equal(got.view(np.int64), ref.view(np.int64))
+    else:
+        assert taken == [n // 2]
+        assert np.max(np.abs(got - ref)) <= 1e-14 * np.max(np.abs(ref))
     assert tc._largest_prime_factor(70480) == 881 and tc._largest_prime_factor(48000) == 5
     assert tc._largest_prime_factor(104729) == 104729 and tc._largest_prime_factor(1) == 1
