@@ -14,11 +14,11 @@ clip-per-turn track (half digital silence) with its silent segments skipped agai
 kernels on every segment. Then the fifth round's (not the same bits, so the largest difference
 is printed, relative to the output's peak): the band-limit's low-pass of a 45 s track (float32
 transforms on 4,096-sample blocks) against its former exact path (scipy's float64 overlap-add
-blocks of 2,200), and a room tone bed's colour (a 70,480-sample bed: 2^4·5·881) through one
-shared chirp against numpy's ``rfft``/``irfft``. Last line: ``kernels: highpass <r>x (45 s)
-<r>x (1 s); highpass on silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass pair <p>x;
-k-weighting pair <q>x; median <m>x; welch half silent <w>x; identical True; lowpass <l>x (off
-<d> of peak); bed colour <c>x (off <e>); load <1-minute load average>``.
+blocks of 2,200), and a room tone bed's colour (a 70,480-sample bed: 2^4·5·881) split around
+its largest prime factor against numpy's ``rfft``/``irfft``. Last line: ``kernels: highpass
+<r>x (45 s) <r>x (1 s); highpass on silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass
+pair <p>x; k-weighting pair <q>x; median <m>x; welch half silent <w>x; identical True; lowpass
+<l>x (off <d> of peak); bed colour <c>x (off <e>); load <1-minute load average>``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from typing import Any
 
 import numpy as np
 import scipy.fft as sp_fft
@@ -215,8 +216,9 @@ def main() -> None:
         f"welch, half silent: before {per[0]:.3f} ms, skip {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
     )
     r["welch", 0] = cpu[0] / cpu[1]
+    _mixdown_round(rng, args.repeat)
     # issue 30, fifth round: the low-pass's float32 transforms on power-of-two blocks, and a
-    # bed's colour through one shared chirp, each against the path it replaced
+    # bed's colour split around its largest prime factor, each against the path it replaced
     track = (rng.standard_normal(SR * 45) * 0.1).astype(np.float32)
     taps = _taps(SR, 4000.0)
     bed = rng.standard_normal(70_480) * 0.01
@@ -258,6 +260,77 @@ def main() -> None:
         f"bed colour {r['bed colour', 0]:.2f}x (off {off['bed colour']:.1e}); "
         f"load {os.getloadavg()[0]:.1f}"
     )
+
+
+def _mixdown_round(rng: np.random.Generator, repeat: int) -> None:
+    """Issue 30, the code-defaults render's round: the numpy-call-heavy steps of the floors,
+    extents and the written form, each compiled path against the numpy path it replaced
+    (``kernels.edge_kernels`` / ``kernels.sample_kernels`` turned off), bit for bit on the way;
+    one line: ``mixdown round: floor track <r>x; floor pause <r>x; extent <r>x; written
+    <r>x; k-weighting pair <r>x; identical <bool>``."""
+    from duetflow.audio import bs1770
+    from duetflow.rendering.mixdown import as_written
+
+    t = np.arange(SR * 45) / SR
+    speech = (0.3 * np.sin(2 * np.pi * 220 * t) * ((t % 3.0) < 1.8)).astype(np.float32)
+    x = speech + (rng.standard_normal(t.size) * 10 ** (-58 / 20)).astype(np.float32)
+    an = edges.analyse(x, SR)
+    n = len(an.edge)
+    mask = np.zeros(n, dtype=bool)
+    for k0 in range(0, n, 1200):  # the background between turns: ~40 % of a track
+        mask[k0 + 760 : k0 + 1180] = True
+    k_pause = int(2.0 * SR / an.edge.hop)  # a pause of 1.2 s: its quietest 40 ms, its floor
+    u = (rng.standard_normal(SR * 20) * 0.05).astype(np.float32)
+    steps = {
+        "floor track": (lambda: edges.estimate_floor(edges.Analysis(an.edge, an.level), mask), 20),
+        "floor pause": (lambda: edges._quietest(an, k_pause, k_pause + 440, 16), 400),
+        "extent": (
+            lambda: edges.speech_extent(an, edges.Floor(-58.0, -60.0, 3.0), (0.1 * SR, 1.7 * SR)),
+            400,
+        ),
+        "written": (lambda: as_written(x, -0.7), 20),
+        "k-weighting pair": (lambda: bs1770.k_weighted_energies([u, u[: SR * 17]], SR), 10),
+    }
+    switch = {
+        "floor track": "edge_kernels",
+        "floor pause": "edge_kernels",
+        "extent": "edge_kernels",
+        "written": "sample_kernels",
+        "k-weighting pair": "sample_kernels",
+    }
+    same = True
+    line = []
+    for name, (f, reps) in steps.items():
+        on = getattr(kernels, switch[name])
+
+        def off() -> None:
+            return None
+
+        def result(f: Any = f) -> object:
+            out = f()
+            if isinstance(out, np.ndarray):
+                return out.tobytes()
+            if isinstance(out, list):
+                return [(e.hops.tobytes(), e.total) for e in out]
+            return repr(out)
+
+        got = result()
+        setattr(kernels, switch[name], off)
+        want = result()
+        setattr(kernels, switch[name], on)
+        same &= got == want
+        cpu = [0.0, 0.0]
+        for _ in range(reps * repeat):
+            for k in (0, 1):
+                setattr(kernels, switch[name], off if k == 0 else on)
+                t0 = time.process_time()
+                f()
+                cpu[k] += time.process_time() - t0
+        setattr(kernels, switch[name], on)
+        per = [c / (reps * repeat) * 1e3 for c in cpu]
+        print(f"{name:<16} numpy {per[0]:.3f} ms, compiled {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x")
+        line.append(f"{name} {cpu[0] / cpu[1]:.2f}x")
+    print("mixdown round: " + "; ".join(line) + f"; identical {same}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Fixed cost of one ``duetflow run``: Prefect's API and imports, around a run with nothing to do.
 
-    python bench/startup.py [--repeat 2] [--samples DIR]
+    python bench/startup.py [--repeat 6] [--temp-repeat 2] [--samples DIR]
 
 A tiny config (the DailyTalk samples, no synthesis, no publish) is run once to fill its work
 directory; every timed run after that finds every step finished, so what it costs is the fixed
-part of a run. Timed, interleaved ``--repeat`` times, the best of each counting:
+part of a run. Timed, interleaved ``--repeat`` times:
 
 * **plain**: ``duetflow.pipeline.driver.run_pipeline`` on that config in a fresh interpreter
   (imports and the cached steps, no Prefect): the floor every mode shares;
@@ -23,13 +23,16 @@ part of a run. Timed, interleaved ``--repeat`` times, the best of each counting:
 * **kept server, before** (with ``--baseline SRC``): the kept-server run by another source tree
   (``PYTHONPATH=SRC``, e.g. an archive of main's ``src``), in the same interleaving.
 
-``--modes`` picks some of them (``plain`` always runs). Wall time by the clock around the
-command; CPU of the command's process tree (``psutil``, the temporary API server included; a
-kept or given server is another process tree and is not counted). The fixed cost of a mode is
-its figure less *plain*'s (of the best runs by wall; also the medians of CPU, which load
-disturbs least). Last line: ``startup: kept server <w> s wall (<c> s CPU, median <m> s) over
-plain [(before: ...)]; given server <w> s; temporary API: persistent home <w> s, fresh home
-<w> s; load <l>`` (a mode not run reads ``-``).
+``--modes`` picks some of them (``plain`` always runs); the two temporary-API modes, ~10-25 s a
+run, run in the first ``--temp-repeat`` rounds only. Wall time by the clock around the command;
+CPU of the command's process tree (``psutil``, the temporary API server included; a kept or
+given server is another process tree and is not counted). The fixed cost of a mode is its
+figure less *plain*'s: per round (each run less the plain run just before it, the same load),
+whose **median** is the headline, and of the best runs by wall. Each round's load average is
+printed with it. Last line: ``startup: kept server median <m> s wall over plain (paired, <n>
+runs, <k> over 3 s; range <a>-<b> s; CPU median +<c> s) [(before: ...)]; given server <m> s;
+temporary API: persistent home <m> s, fresh home <m> s; load <l>`` (a mode not run reads
+``-``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ from duetflow.flows import local_server
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
 ALL_MODES = ("fresh home", "persistent home", "kept server", "given server")
+#: the modes that start a temporary API per run (slow: run in the first --temp-repeat rounds)
+TEMPORARY = ("fresh home", "persistent home")
 PLAIN = (
     "import sys; from duetflow.config import load_config; from duetflow.pipeline.driver import "
     "run_pipeline; run_pipeline(load_config(sys.argv[1]), synthesize=False, publish=False)"
@@ -81,7 +86,10 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=6, help="rounds (plain and the servers)")
+    ap.add_argument(
+        "--temp-repeat", type=int, default=2, help="rounds that also run the temporary API"
+    )
     ap.add_argument("--samples", type=Path, help="a `duetflow samples make` folder to reuse")
     ap.add_argument("--baseline", type=Path, help="a source tree run as 'kept server, before'")
     ap.add_argument(
@@ -141,44 +149,78 @@ def main() -> None:
             modes = {k: v for k, v in modes.items() if k in wanted}
             best: dict[str, tuple[float, float]] = {}
             runs: dict[str, list[tuple[float, float]]] = {}
+            #: per mode, each run less the plain run of its round (same load): wall, CPU
+            paired: dict[str, list[tuple[float, float]]] = {}
+            loads: list[float] = []
             for k in range(args.repeat):
                 for name, (cmd, env) in modes.items():
+                    if name in TEMPORARY and k >= args.temp_repeat:
+                        continue
                     w, c = _timed(cmd, env(k))
-                    print(f"  run {k + 1} {name:<16} wall {w:6.2f} s  cpu {c:6.2f} s", flush=True)
+                    load = os.getloadavg()[0]
+                    loads.append(load)
                     runs.setdefault(name, []).append((w, c))
+                    pw, pc = runs["plain"][-1]
+                    extra = ""
+                    if name != "plain":
+                        paired.setdefault(name, []).append((w - pw, c - pc))
+                        extra = f"  over plain {w - pw:5.2f} s ({c - pc:+.2f} s CPU)"
+                    print(
+                        f"  run {k + 1} {name:<16} wall {w:6.2f} s  cpu {c:6.2f} s{extra}"
+                        f"  load {load:.1f}",
+                        flush=True,
+                    )
                     if name not in best or w < best[name][0]:
                         best[name] = (w, c)
         finally:
             local_server.stop(root / "server-home")
             local_server.stop(kept_home)
-    load = os.getloadavg()[0]
-    plain_w, plain_c = best["plain"]
-    print(f"best of {args.repeat} (load average {load:.1f} on {os.cpu_count()} cores):")
-    print(f"{'mode':<18}{'wall s':>8}{'cpu s':>8}{'fixed wall s':>14}{'fixed cpu s':>13}")
-    for name, (w, c) in best.items():
-        print(f"{name:<18}{w:>8.2f}{c:>8.2f}{w - plain_w:>14.2f}{c - plain_c:>13.2f}")
-    # CPU is what load disturbs least: the median of each mode's runs, and over plain's
-    med = {n: statistics.median(c for _, c in r) for n, r in runs.items()}
+    plain_w = best["plain"][0]
     print(
-        "median CPU s: "
-        + ", ".join(f"{n} {c:.2f} (+{c - med['plain']:.2f})" for n, c in med.items())
+        f"{args.repeat} rounds (load average {min(loads):.1f}-{max(loads):.1f} on "
+        f"{os.cpu_count()} cores), each run less the plain run of its round:"
     )
+    print(
+        f"{'mode':<20}{'runs':>5}{'median wall':>13}{'range':>19}{'median cpu':>12}"
+        f"{'best wall':>11}{'best over':>11}"
+    )
+    for name, (w, _) in best.items():
+        if name == "plain":
+            ws = sorted(r[0] for r in runs[name])
+            print(f"{name:<20}{len(ws):>5}{statistics.median(ws):>12.2f}s{'':>19}"
+                  f"{statistics.median(r[1] for r in runs[name]):>11.2f}s{w:>10.2f}s")  # fmt: skip
+            continue
+        ws = sorted(p[0] for p in paired[name])
+        print(
+            f"{name:<20}{len(ws):>5}{statistics.median(ws):>+12.2f}s"
+            f"{f'{ws[0]:+.2f}..{ws[-1]:+.2f} s':>19}"
+            f"{statistics.median(p[1] for p in paired[name]):>+11.2f}s{w:>10.2f}s"
+            f"{w - plain_w:>+10.2f}s"
+        )
 
-    def over(name: str, cpu: bool = False) -> str:
-        if name not in best:
+    def over(name: str, detail: bool = False) -> str:
+        if name not in paired:
             return "-"
-        w, c = best[name]
-        extra = f" wall ({c - plain_c:.1f} s CPU, median {med[name] - med['plain']:.1f} s)"
-        return f"{w - plain_w:.1f} s" + (extra if cpu else "")
+        ws = [p[0] for p in paired[name]]
+        med = statistics.median(ws)
+        if not detail:
+            return f"{med:.1f} s"
+        slow = sum(1 for x in ws if x > 3.0)
+        cpu = statistics.median(p[1] for p in paired[name])
+        return (
+            f"median {med:.1f} s wall over plain (paired, {len(ws)} runs, {slow} over 3 s; "
+            f"range {min(ws):.1f}-{max(ws):.1f} s; CPU median +{cpu:.1f} s)"
+        )
 
     before = ""
-    if "kept server, before" in best:
-        before = f" (before: {over('kept server, before', cpu=True)})"
+    if "kept server, before" in paired:
+        before = f" (before: {over('kept server, before', detail=True)})"
     load_s = "/".join(f"{v:.1f}" for v in os.getloadavg())
     print(
-        f"startup: kept server {over('kept server', cpu=True)} over plain{before}; given server "
+        f"startup: kept server {over('kept server', detail=True)}{before}; given server "
         f"{over('given server')}; temporary API: persistent home {over('persistent home')}, "
-        f"fresh home {over('fresh home')}; load {load_s}"
+        f"fresh home {over('fresh home')}; load {load_s} (rounds {min(loads):.1f}-"
+        f"{max(loads):.1f})"
     )
 
 

@@ -3,7 +3,8 @@
 One function for every stage: the task's name, run name, tags and retries are the stage's
 :class:`~duetflow.pipeline.stage.StepHints` (declared as data in its module of
 :mod:`duetflow.pipeline.stages`); the Prefect executor (:mod:`duetflow.flows.executor`) submits
-through it.
+through it, leaving off a task run the tags the server holds no concurrency limit for (each
+tag on a task run is a slot request to the server).
 
 A task takes a shard (a list of dialogues or script ids) or a whole corpus, never a single
 utterance: at ~15 ms of orchestration per task run, per-utterance tasks would cost more than the

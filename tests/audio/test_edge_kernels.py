@@ -191,3 +191,203 @@ def test_the_longest_zero_run_is_the_numpy_count(monkeypatch: pytest.MonkeyPatch
     got = [edges.longest_zero_run(x) for x in cases]
     monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
     assert got == [edges.longest_zero_run(x) for x in cases]
+
+
+def _floor_bits(f: object) -> object:
+    """A floor as the bit patterns of its numbers (``==`` on floats hides a -0.0)."""
+    if not isinstance(f, edges.Floor):
+        return f
+    return (f.db.hex(), f.hp_db.hex(), f.spread_db.hex(), f.digital)
+
+
+@compiled
+def test_the_selection_is_numpys_partition() -> None:
+    ek = kernels.edge_kernels()
+    rng = np.random.default_rng(5)
+    for x in _levels(rng):
+        for k in {0, len(x) // 2, (3 * len(x)) // 4, len(x) - 1, int(0.99 * (len(x) - 1))}:
+            a = x.copy()
+            got = ek.kth(a, len(a), k)
+            assert float(got).hex() == float(np.partition(x, k)[k]).hex(), (len(x), k)
+            assert np.array_equal(np.sort(a), np.sort(x))  # a permutation of the values
+            for q in (50, 75, 99):  # the rank of edges.quantiles
+                assert ek._rank(len(x), float(q)) == min(
+                    len(x) - 1, max(0, int(q / 100.0 * (len(x) - 1)))
+                )
+
+
+def _analyses(rng: np.random.Generator) -> Iterator[edges.Analysis]:
+    for _, x in _signals():
+        yield edges.analyse(x, SR)
+    # envelopes built directly: ties, digital frames in places, runs of equal values
+    for n in (1, 3, 4, 5, 21, 22, 60, 400, 5000, 18_000):
+        for lv in [*list(_levels(rng))[-8:], rng.normal(-55.0, 4.0, n)]:
+            lv = np.resize(lv, n)
+            hv = lv - np.abs(rng.normal(3.0, 2.0, n))
+            hv[rng.random(n) < 0.1] = -61.0  # ties in the edge envelope
+            env = edges.Envelope(hv.copy(), 40, SR)
+            yield edges.Analysis(env, edges.Envelope(lv.copy(), 40, SR))
+    # frames exactly at the trimmed level's upper reach (q50 + 4.5 * 0.05): kept, not events
+    for n in (30, 300):
+        lv = np.full(n, -50.0)
+        lv[::5] = -50.0 + 4.5 * 0.05
+        lv[::7] = -20.0
+        hv = lv - 2.0
+        hv[::3] = -52.0 + 4.5 * 0.05
+        yield edges.Analysis(edges.Envelope(hv, 40, SR), edges.Envelope(lv, 40, SR))
+
+
+@compiled
+def test_floors_of_stretches_and_masks_are_the_same_without_the_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the compiled floor (selection, quantiles, flicker against the running median at the
+    # frames used) against the numpy path, on fresh analyses (no cached whole median) and on
+    # stretches, sparse and dense masks, runs, digital shares at and around a fifth
+    rng = np.random.default_rng(8)
+    cases = []
+    for an in _analyses(rng):
+        n = len(an.edge)
+        for _ in range(12):
+            a = int(rng.integers(0, n + 1))
+            b = int(rng.integers(a, n + 1))
+            mask = np.zeros(n, dtype=bool)
+            kind = int(rng.integers(0, 4))
+            if kind == 0:
+                mask[a:b] = True
+            elif kind == 1:
+                mask[a:b] = rng.random(b - a) < rng.random()
+            elif kind == 2:  # runs
+                mask[a:b] = (np.arange(b - a) // int(rng.integers(1, 30))) % 2 == 0
+            else:
+                mask = rng.random(n) < 0.5
+            cases.append((an, a, b, mask, int(rng.integers(4, 40))))
+
+    def measure() -> list[object]:
+        out: list[object] = []
+        for an, a, b, mask, width in cases:
+            fresh = edges.Analysis(an.edge, an.level)  # no whole median cached
+            out.append(_floor_bits(edges._floor_in(fresh, a, b)))
+            out.append(_floor_bits(edges.estimate_floor(fresh, mask)))
+            out.append(_floor_bits(edges._quietest(fresh, a, b, width)))
+        return out
+
+    fast = measure()
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    slow = measure()
+    assert len(fast) == 3 * len(cases) > 1000
+    assert sum(isinstance(f, tuple) and not f[3] for f in fast) > 500  # measured floors
+    assert fast == slow
+
+
+@compiled
+def test_a_nan_leaves_the_floor_to_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(9)
+    lv = rng.normal(-55.0, 3.0, 300)
+    hv = lv - 3.0
+    hv[150] = np.nan  # a used frame of (100, 200)
+    hv[40] = np.nan  # in the running median's reach of (45, 70) only
+    lv[230] = np.nan  # a used frame's level, (200, 260)
+    an = edges.Analysis(edges.Envelope(hv, 40, SR), edges.Envelope(lv, 40, SR))
+    ek = kernels.edge_kernels()
+    res = np.empty(4)
+    spans = ((100, 200), (45, 70), (200, 260))
+    for a, b in spans:
+        status, _ = ek.floor_stats(lv, hv, a, b, edges._NO_MASK, False, 21, -90.0, 0.2, 4, res)
+        assert status == -1
+    status, _ = ek.floor_stats(lv, hv, 60, 100, edges._NO_MASK, False, 21, -90.0, 0.2, 4, res)
+    assert status == 2  # clear of every NaN's reach
+    got = [repr(_floor_bits(edges._floor_in(an, a, b))) for a, b in spans]
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    fresh = edges.Analysis(an.edge, an.level)
+    assert got == [repr(_floor_bits(edges._floor_in(fresh, a, b))) for a, b in spans]
+
+
+@compiled
+def test_speech_extents_are_the_same_without_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the core frames (audible frames' 98th percentile, the core level, the first and last
+    # core frame) in one compiled pass against the numpy path: measured signals and built
+    # envelopes with digital frames, NaN, blocked frames, ties at the core level
+    rng = np.random.default_rng(12)
+    cases = []
+    for an in _analyses(rng):
+        n = len(an.edge)
+        hop = an.edge.hop
+        lv = an.level.db
+        floors = [edges.DIGITAL_FLOOR, edges.Floor(-60.0, -63.0, 2.0), edges.Floor(-45.0, -47.0)]
+        for _ in range(10):
+            a = float(rng.uniform(-50, n * hop))
+            b = a + float(rng.uniform(0, n * hop / 2))
+            blocked = rng.random(n) < rng.random() * 0.3 if rng.random() < 0.3 else None
+            f = floors[int(rng.integers(0, 3))]
+            target = None if rng.random() < 0.5 else float(rng.uniform(-80, -40))
+            cases.append((an, f, (a, b), blocked, target))
+        if n > 40:  # a frame exactly at the core level of a loud peak, and a NaN frame
+            db = lv.copy()
+            db[n // 2] = np.nan
+            db[n // 3] = np.max(db[np.isfinite(db)]) - edges.CORE_BELOW_PEAK_DB
+            odd = edges.Analysis(edges.Envelope(db, hop, SR), edges.Envelope(db, hop, SR))
+            cases.append((odd, floors[1], (0.0, n * hop), None, None))
+
+    # frames exactly at the core level (the peak less CORE_BELOW_PEAK_DB) are core frames
+    db = np.array(
+        [-70.0] * 20 + [-45.0] + [-70.0] * 9 + [-20.0] * 50 + [-70.0] * 9 + [-45.0] + [-70.0] * 20
+    )
+    tie = edges.Analysis(edges.Envelope(db, 40, SR), edges.Envelope(db, 40, SR))
+    cases.append((tie, floors[1], (0.0, len(db) * 40.0), None, None))
+
+    def measure() -> list[str]:
+        out = []
+        for an, f, hint, blocked, target in cases:
+            e = edges.speech_extent(
+                an, f, hint, blocked=blocked, onset_floor_db=target, offset_floor_db=target
+            )
+            out.append(
+                "None"
+                if e is None
+                else repr([x.hex() for x in (e.start, e.end, e.peak_db, e.core_db)])
+            )
+        return out
+
+    fast = measure()
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    slow = measure()
+    assert sum(x != "None" for x in fast) > 300 and sum(x == "None" for x in fast) > 50
+    assert fast == slow
+
+
+@compiled
+def test_a_pauses_step_and_dip_are_the_same_without_the_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the medians of a pause's halves (edges._median) and its quietest 20 ms (the minimum of
+    # windowed sums of hop blocks, inside measure_gap) against numpy's, NaN included
+    rng = np.random.default_rng(13)
+    arrays = list(_levels(rng))
+    nan = rng.normal(-50.0, 3.0, 40)
+    nan[7] = np.nan
+    arrays.append(nan)
+    ek = kernels.edge_kernels()
+    got_med = [float(edges._median(v)).hex() for v in arrays]
+    blocks = [np.power(10.0, v / 10.0) for v in arrays] + [np.abs(nan)]
+    got_min = [float(ek.window_min(p, w)).hex() for p in blocks for w in (1, 2, 8) if len(p) >= w]
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    assert got_med == [float(edges._median(v)).hex() for v in arrays]
+    want_min = []
+    for p in blocks:
+        c = np.concatenate(([0.0], np.cumsum(p)))
+        want_min += [float(np.min(c[w:] - c[:-w])).hex() for w in (1, 2, 8) if len(p) >= w]
+    assert got_min == want_min
+
+
+@compiled
+def test_the_selection_leaves_the_values_partitioned() -> None:
+    # floor_stats takes the 75th percentile from the part after the median's rank
+    ek = kernels.edge_kernels()
+    rng = np.random.default_rng(6)
+    for x in _levels(rng):
+        n = len(x)
+        for k in {0, n // 2, n - 1}:
+            a = x.copy()
+            v = ek.kth(a, n, k)
+            assert np.all(a[:k] <= v) and np.all(a[k:] >= v) and a[k] == v

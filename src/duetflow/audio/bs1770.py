@@ -48,11 +48,12 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
+from duetflow.audio import kernels
 from duetflow.audio.io import resample
 from duetflow.audio.kernels import sosfilt, sosfilt_pair
 
@@ -290,8 +291,29 @@ def _filtered(x: Samples, grid: _HopGrid) -> Iterator[Floats]:
         yield np.asarray(y, dtype=np.float64)
 
 
+def _guarded_pieces(x: Samples, grid: _HopGrid, compiled: Any) -> Iterator[Floats]:
+    """:func:`_pieces` widened to float64, each made in one compiled pass (the same sums in
+    ``x``'s dtype, the same widening)."""
+    guard = np.array([DENORMAL_GUARD, -DENORMAL_GUARD], dtype=x.dtype)
+    for start in range(0, max(len(x), 1), grid.chunk):
+        out = np.empty(min(grid.chunk, len(x) - start), dtype=np.float64)
+        compiled.guarded(x, start, guard, out)
+        yield out
+
+
 def _filtered_pair(x: Samples, u: Samples, grid: _HopGrid) -> tuple[list[Floats], list[Floats]]:
     """:func:`_filtered` of two signals, their chunks filtered side by side while both last."""
+    compiled = kernels.sample_kernels()
+    if (
+        compiled is not None
+        and x.dtype == u.dtype
+        and x.dtype in (np.float32, np.float64)
+        and x.flags.c_contiguous
+        and u.flags.c_contiguous
+    ):
+        done = _filtered_pair_inplace(x, u, grid, compiled)
+        if done is not None:
+            return done
     zx: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
     zu: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
     fx: list[Floats] = []
@@ -307,6 +329,33 @@ def _filtered_pair(x: Samples, u: Samples, grid: _HopGrid) -> tuple[list[Floats]
         else:
             v, zu = sosfilt(grid.sos, pu, zi=zu)
             fu.append(np.asarray(v, dtype=np.float64))
+    return fx, fu
+
+
+def _filtered_pair_inplace(
+    x: Samples, u: Samples, grid: _HopGrid, compiled: Any
+) -> tuple[list[Floats], list[Floats]] | None:
+    """:func:`_filtered_pair` filtering the float64 pieces in place, no copies (None where the
+    compiled pair is missing: the caller's path then)."""
+    zx: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
+    zu: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
+    fx: list[Floats] = []
+    fu: list[Floats] = []
+    pairs = itertools.zip_longest(
+        _guarded_pieces(x, grid, compiled), _guarded_pieces(u, grid, compiled)
+    )
+    for px, pu in pairs:
+        if px is not None and pu is not None:
+            if not kernels.sosfilt_pair_inplace(grid.sos, px, zx, pu, zu):
+                return None
+            fx.append(px)
+            fu.append(pu)
+        elif px is not None:
+            px, zx = sosfilt(grid.sos, px, zi=zx)
+            fx.append(np.asarray(px, dtype=np.float64))
+        else:
+            pu, zu = sosfilt(grid.sos, pu, zi=zu)
+            fu.append(np.asarray(pu, dtype=np.float64))
     return fx, fu
 
 
@@ -422,27 +471,51 @@ _TP_UNDER_MARGIN_DB = 0.01
 
 
 def _block_peaks(x: npt.NDArray[np.float32], block: int) -> npt.NDArray[np.float32]:
-    nb = -(-len(x) // block)
-    mag = np.zeros(nb * block, dtype=np.float32)
-    np.abs(x, out=mag[: len(x)])
-    peaks: npt.NDArray[np.float32] = mag.reshape(nb, block).max(axis=1)
+    """Each block's largest magnitude (the last block may be short: a maximum of magnitudes
+    is the same with or without zeros after them)."""
+    full, nb = len(x) // block, -(-len(x) // block)
+    mag = np.abs(x)
+    peaks: npt.NDArray[np.float32] = np.empty(nb, dtype=np.float32)
+    peaks[:full] = mag[: full * block].reshape(full, block).max(axis=1)
+    if nb > full:
+        peaks[full] = mag[full * block :].max()
     return peaks
 
 
 def _oversampled_peak(
     x: npt.NDArray[np.float32], sample_rate: int, block: int, keep: npt.NDArray[np.bool_]
 ) -> float:
-    """Largest 4x-oversampled magnitude over the ``keep`` blocks (their neighbours as context)."""
+    """Largest 4x-oversampled magnitude over the ``keep`` blocks (their neighbours as context).
+
+    The kept blocks and their neighbours are laid end to end, one soxr call over them; only
+    the samples of kept blocks are evaluated. The pieces are cut by slices of the runs of
+    context blocks (a few runs of a long signal, not masks of its whole length): the same
+    input to soxr, so the same output."""
     n = len(x)
     context = keep.copy()
     context[1:] |= keep[:-1]
     context[:-1] |= keep[1:]
-    in_ctx = np.repeat(context, block)[:n]
-    evaluated = np.repeat(keep, block)[:n][in_ctx]
-    up = resample(x[in_ctx], sample_rate, sample_rate * 4, quality="VHQ")
-    sel = np.repeat(evaluated, 4)
-    m = min(len(up), len(sel))
-    return float(np.max(np.abs(up[:m][sel[:m]]), initial=0.0))
+    # runs [a, b) of context blocks, in order
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], context, [False])).astype(np.int8)))
+    runs = edges.reshape(-1, 2)
+    pieces = [x[a * block : min(n, b * block)] for a, b in runs.tolist()]
+    up = resample(
+        pieces[0] if len(pieces) == 1 else np.concatenate(pieces),
+        sample_rate,
+        sample_rate * 4,
+        quality="VHQ",
+    )
+    tops = []  # each kept block's largest oversampled magnitude (NaN propagates, as np.max)
+    at = 0  # the run's first sample in the pieces laid end to end
+    for a, b in runs.tolist():
+        length = min(n, b * block) - a * block
+        for j in np.flatnonzero(keep[a:b]).tolist():
+            lo = at + j * block
+            seg = up[4 * lo : min(len(up), 4 * min(at + length, lo + block))]
+            if seg.size:
+                tops.append(np.max(np.abs(seg)))
+        at += length
+    return float(np.max(np.array(tops, dtype=np.float32), initial=0.0))
 
 
 def true_peak_dbtp(samples: Samples, sample_rate: int) -> float:

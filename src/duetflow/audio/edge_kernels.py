@@ -13,7 +13,17 @@ Each gives the numpy/scipy path's bits by construction, not by a tolerance:
   frames, the comparisons of :func:`duetflow.audio.edges._quiet_run` in the same order.
 * :func:`window_sums` sums each envelope window's hop blocks in the order numpy's slice adds
   do (``((p0 + p1) + p2) + p3``, then ``/ 4``).
-* :func:`longest_zero_run` counts the longest run of exact zeros (an integer: no rounding).
+* :func:`longest_zero_run` counts the longest run of exact zeros (an integer: no rounding);
+* :func:`floor_stats` is :func:`duetflow.audio.edges._floor_in` up to its powers: the frames
+  used, the quantiles (:func:`kth`: the value of a rank is one number whatever the selection),
+  the flicker against the running median at the frames used only (the sorted window slid
+  along runs of frames, built anew at a gap), and the dB values whose powers numpy then takes
+  (``np.power`` is dispatched per CPU, so it stays numpy's) and sums (``np.add.reduce``);
+* :func:`quietest` and :func:`window_min`: the quietest run of frames of a pause (cumsum's
+  sequential adds, argmin's first minimum / min's value, a NaN as numpy);
+* :func:`core_frames`: a turn's peak (98th percentile of its audible frames), core level and
+  first and last core frame (:func:`duetflow.audio.edges.speech_extent`); :func:`median`:
+  ``edges._median``'s two order statistics and their mean.
 
 No fused multiply-add (numba's default). Module-level functions, so numba's on-disk cache
 serves every process after the first.
@@ -119,3 +129,278 @@ def longest_zero_run(x: Any) -> int:  # pragma: no cover - compiled
         else:
             run = 0
     return best
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def kth(a: Any, n: int, k: int) -> Any:  # pragma: no cover - compiled
+    # the value of rank k of a[:n] (no NaN), a[:n] reordered in place and left partitioned
+    # at k (none before it larger, none after it smaller): quickselect (Hoare's partition
+    # around a median of three); the k-th smallest value is one number whatever the
+    # algorithm, so this is numpy's ``np.partition(a[:n], k)[k]``
+    lo, hi = 0, n - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < a[lo]:
+            a[mid], a[lo] = a[lo], a[mid]
+        if a[hi] < a[lo]:
+            a[hi], a[lo] = a[lo], a[hi]
+        if a[hi] < a[mid]:
+            a[hi], a[mid] = a[mid], a[hi]
+        pivot = a[mid]
+        i, j = lo, hi
+        while i <= j:
+            while a[i] < pivot:
+                i += 1
+            while pivot < a[j]:
+                j -= 1
+            if i <= j:
+                a[i], a[j] = a[j], a[i]
+                i += 1
+                j -= 1
+        # a[lo..j] <= pivot <= a[i..hi], and a[j+1..i-1] == pivot
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            return a[k]
+    return a[k]
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _rank(n: int, q: float) -> int:  # pragma: no cover - compiled
+    # duetflow.audio.edges.quantiles' rank: the nearest lower one, the same float expression
+    k = int(q / 100.0 * (n - 1))
+    return min(n - 1, max(0, k))
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _sorted_window(x: Any, at: int, size: int, win: Any) -> bool:  # pragma: no cover
+    # win: the values x[clip(at - size // 2 + j)], j < size, sorted ("nearest" edges); False
+    # on a NaN
+    n = x.shape[0]
+    r = size // 2
+    for j in range(size):
+        v = x[min(max(at - r + j, 0), n - 1)]
+        if v != v:
+            return False
+        i = j - 1
+        while i >= 0 and win[i] > v:
+            win[i + 1] = win[i]
+            i -= 1
+        win[i + 1] = v
+    return True
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _slide(x: Any, at: int, size: int, win: Any) -> bool:  # pragma: no cover - compiled
+    # win sorted for position at - 1 becomes win for position at (as running_median moves):
+    # the outgoing value's slot and the incoming one's found by counting (no branches to
+    # mispredict), the values between moved by one
+    n = x.shape[0]
+    r = size // 2
+    old = x[min(max(at - 1 - r, 0), n - 1)]
+    new = x[min(max(at + r, 0), n - 1)]
+    if new != new:
+        return False
+    if old == new:
+        return True
+    p = 0  # the first slot holding ``old``
+    q = 0  # slots below ``new``
+    for j in range(size):
+        w = win[j]
+        p += w < old
+        q += w < new
+    if new > old:  # ``old`` is among the q: new goes to q - 1, those between move down
+        for j in range(p, q - 1):
+            win[j] = win[j + 1]
+        win[q - 1] = new
+    else:  # new goes to q, those between move up
+        for j in range(p, q, -1):
+            win[j] = win[j - 1]
+        win[q] = new
+    return True
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def floor_stats(
+    lv: Any,
+    hv: Any,
+    i0: int,
+    i1: int,
+    m: Any,
+    has_m: bool,
+    size: int,
+    digital_db: float,
+    share: float,
+    min_frames: int,
+    res: Any,
+) -> Any:  # pragma: no cover - compiled
+    # duetflow.audio.edges._floor_in of frames [i0, i1) (those of m, when has_m), up to the
+    # powers: returns (status, values). status 0: too few frames; 1: digital silence; 2: the
+    # dB values whose powers make the two trimmed levels, in frame order (the level
+    # envelope's res[0] of them, then the edge envelope's res[1]), res[2] the flicker (the
+    # 99th percentile of the edge frames less their running median over ``size`` frames),
+    # res[3] the edge frames' median; -1: a NaN, numpy decides
+    none = np.empty(0, np.float64)
+    count = 0
+    silent = 0
+    for i in range(i0, i1):
+        if has_m and not m[i - i0]:
+            continue
+        count += 1
+        if lv[i] < digital_db:
+            silent += 1
+    if count < min_frames:
+        return 0, none
+    if silent >= share * count:
+        return 1, none
+    lu = np.empty(count, np.float64)
+    hu = np.empty(count, np.float64)
+    dev = np.empty(count, np.float64)
+    win = np.empty(size, np.float64)
+    r = size // 2
+    nu = 0
+    at = -2
+    for i in range(i0, i1):
+        if has_m and not m[i - i0]:
+            continue
+        a = lv[i]
+        if a < digital_db:
+            continue
+        h = hv[i]
+        if a != a or h != h:
+            return -1, none
+        ok = _slide(hv, i, size, win) if i == at + 1 else _sorted_window(hv, i, size, win)
+        if not ok:
+            return -1, none
+        at = i
+        lu[nu] = a
+        hu[nu] = h
+        dev[nu] = h - win[r]
+        nu += 1
+    k50, k75, k99 = _rank(nu, 50.0), _rank(nu, 75.0), _rank(nu, 99.0)
+    out = np.empty(2 * nu, np.float64)
+    scratch = lu.copy()
+    q50 = kth(scratch, nu, k50)
+    q75 = kth(scratch[k50:], nu - k50, k75 - k50)  # partitioned at k50: the rest above it
+    top = q50 + 4.5 * max(q75 - q50, 0.05)
+    nl = 0
+    for j in range(nu):
+        if lu[j] <= top:
+            out[nl] = lu[j]
+            nl += 1
+    scratch[:] = hu
+    h50 = kth(scratch, nu, k50)
+    h75 = kth(scratch[k50:], nu - k50, k75 - k50)
+    top = h50 + 4.5 * max(h75 - h50, 0.05)
+    nh = 0
+    for j in range(nu):
+        if hu[j] <= top:
+            out[nl + nh] = hu[j]
+            nh += 1
+    res[0] = nl
+    res[1] = nh
+    res[2] = kth(dev, nu, k99)
+    res[3] = h50
+    return 2, out[: nl + nh]
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def quietest(pw: Any, width: int) -> int:  # pragma: no cover - compiled
+    # np.argmin(c[width:] - c[:-width]) of c = [0, cumsum(pw)]: the first of the quietest
+    # ``width`` frames in a row (cumsum's sequential adds; argmin's first minimum, or first NaN)
+    n = pw.shape[0]
+    c = np.empty(n + 1, np.float64)
+    c[0] = 0.0
+    if n:
+        c[1] = pw[0]
+    for i in range(1, n):
+        c[i + 1] = c[i] + pw[i]
+    best = 0
+    low = c[width] - c[0]
+    if low != low:
+        return 0
+    for j in range(1, n + 1 - width):
+        d = c[j + width] - c[j]
+        if d != d:
+            return j
+        if d < low:
+            low = d
+            best = j
+    return best
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def core_frames(
+    inner: Any, base: float, below: float, silent: float, out: Any
+) -> int:  # pragma: no cover - compiled
+    # duetflow.audio.edges.speech_extent's core frames of a turn's hint: the 98th percentile
+    # (edges.quantiles' rank) of the frames above ``silent`` is the peak; the core level is
+    # ``base`` or the peak less ``below``, the larger (Python's max: the first unless the
+    # second is greater); out = [peak, core level, first core frame, last core frame].
+    # Returns 0: no audible frame; 2: none at the core level; 1: found
+    n = inner.shape[0]
+    buf = np.empty(n, np.float64)
+    m = 0
+    for i in range(n):
+        if inner[i] > silent:
+            buf[m] = inner[i]
+            m += 1
+    if m == 0:
+        return 0
+    peak = kth(buf, m, _rank(m, 98.0))
+    hi = base
+    if peak - below > hi:
+        hi = peak - below
+    first = -1
+    last = -1
+    for i in range(n):
+        if inner[i] >= hi:
+            if first < 0:
+                first = i
+            last = i
+    out[0] = peak
+    out[1] = hi
+    out[2] = first
+    out[3] = last
+    return 1 if first >= 0 else 2
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def median(v: Any, out: Any) -> bool:  # pragma: no cover - compiled
+    # duetflow.audio.edges._median (numpy.median) of a non-empty v: the middle value or the
+    # mean of the two middle ones, (a + b) / 2; False on a NaN (numpy decides)
+    n = v.shape[0]
+    a = np.empty(n, np.float64)
+    for i in range(n):
+        if v[i] != v[i]:
+            return False
+        a[i] = v[i]
+    lo, hi = (n - 1) // 2, n // 2
+    x = kth(a, n, lo)
+    y = kth(a, n, hi)
+    out[0] = (x + y) / 2
+    return True
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def window_min(p: Any, width: int) -> Any:  # pragma: no cover - compiled
+    # np.min(c[width:] - c[:-width]) of c = [0, cumsum(p)] (len(p) >= width): cumsum's
+    # sequential adds; a NaN difference makes the minimum NaN, as np.min
+    n = p.shape[0]
+    c = np.empty(n + 1, np.float64)
+    c[0] = 0.0
+    c[1] = p[0]
+    for i in range(1, n):
+        c[i + 1] = c[i] + p[i]
+    low = c[width] - c[0]
+    if low != low:
+        return low
+    for j in range(1, n + 1 - width):
+        d = c[j + width] - c[j]
+        if d != d:
+            return d
+        if d < low:
+            low = d
+    return low

@@ -53,6 +53,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -129,6 +130,11 @@ def quantiles(v: FloatArray, qs: Sequence[float]) -> list[float]:
 def _median(v: FloatArray) -> float:
     """``numpy.median`` of a non-empty array without NaN, by one partial sort (the same value:
     the middle element, or the mean of the two middle ones)."""
+    compiled = kernels.edge_kernels()
+    if compiled is not None and v.dtype == np.float64:
+        out = np.empty(1)
+        if compiled.median(v, out):  # the same two order statistics, the same mean
+            return float(out[0])
     n = v.size
     lo, hi = (n - 1) // 2, n // 2
     part = np.partition(v, [lo, hi])
@@ -382,11 +388,57 @@ def estimate_floor(an: Analysis, mask: BoolArray | None = None) -> Floor | None:
     return _floor_in(an, i0, i1, mask[i0:i1])
 
 
+_NO_MASK = np.zeros(0, dtype=bool)
+
+
+def _floor_compiled(
+    an: Analysis, i0: int, i1: int, m: BoolArray | None
+) -> Floor | Literal[False] | None:
+    """:func:`_floor_in` by one compiled pass (:func:`duetflow.audio.edge_kernels.floor_stats`:
+    the frames' selection, their quantiles and the flicker against the running median at the
+    frames used), the powers and their means still numpy's (``np.power`` is dispatched per
+    CPU; ``np.add.reduce`` on the same values in the same order); False where numba is
+    missing or a NaN leaves the order to numpy."""
+    compiled = kernels.edge_kernels()
+    lv, hv = an.level.db, an.edge.db
+    if (
+        compiled is None
+        or lv.dtype != np.float64
+        or hv.dtype != np.float64
+        or not (lv.flags.c_contiguous and hv.flags.c_contiguous)
+        or len(lv) != len(hv)
+        or (m is not None and len(m) != i1 - i0)
+    ):
+        return False
+    res = np.empty(4)
+    mask = _NO_MASK if m is None else np.ascontiguousarray(m, dtype=bool)
+    status, values = compiled.floor_stats(
+        lv, hv, i0, i1, mask, m is not None, _FLICKER_FRAMES, DIGITAL_DB, DIGITAL_SHARE,
+        MIN_FLOOR_FRAMES, res,
+    )  # fmt: skip
+    if status == 0:
+        return None
+    if status == 1:
+        return DIGITAL_FLOOR
+    if status != 2:
+        return False
+    nl, nh = int(res[0]), int(res[1])
+    # _trimmed_level's means: the same powers (elementwise), the same pairwise sums
+    p = np.power(10.0, values / 10.0)
+    level = _db(float(np.add.reduce(p[:nl])) / nl)
+    hp = _db(float(np.add.reduce(p[nl:])) / nh)
+    flicker, q50 = float(res[2]), float(res[3])
+    return Floor(level, hp, max(0.0, q50 + flicker - hp), False)
+
+
 def _floor_in(an: Analysis, i0: int, i1: int, m: BoolArray | None = None) -> Floor | None:
     """:func:`estimate_floor` of the frames ``m`` of ``[i0, i1)`` (all of them when None: no
     mask is built for a stretch, the same numbers)."""
     n = len(an.edge)
     i0, i1 = max(0, i0), min(n, i1)
+    measured = _floor_compiled(an, i0, i1, m)
+    if measured is not False:
+        return measured
     count = max(0, i1 - i0) if m is None else int(np.count_nonzero(m))
     if count < MIN_FLOOR_FRAMES:
         return None
@@ -626,18 +678,28 @@ def speech_extent(
     if h1 <= h0:
         return None
     inner = db[h0:h1]
-    audible = inner[inner > _SILENT_DB]
-    if audible.size == 0:
-        return None
-    peak = quantiles(audible, (98,))[0]
     t_on = floor.db if onset_floor_db is None else onset_floor_db
     t_off = floor.db if offset_floor_db is None else offset_floor_db
     lo_on, lo_off = floor.edge_db(t_on), floor.edge_db(t_off)
-    hi = max(max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB, peak - CORE_BELOW_PEAK_DB)
-    core = np.flatnonzero(inner >= hi)
-    if core.size == 0:
-        return None
-    first, last = h0 + int(core[0]), h0 + int(core[-1])
+    compiled = kernels.edge_kernels()
+    if compiled is not None and inner.dtype == np.float64:  # the same selection, in one pass
+        res = np.empty(4)
+        base = max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB
+        found = compiled.core_frames(inner, base, CORE_BELOW_PEAK_DB, _SILENT_DB, res)
+        if found != 1:
+            return None
+        peak, hi = float(res[0]), float(res[1])
+        first, last = h0 + int(res[2]), h0 + int(res[3])
+    else:
+        audible = inner[inner > _SILENT_DB]
+        if audible.size == 0:
+            return None
+        peak = quantiles(audible, (98,))[0]
+        hi = max(max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB, peak - CORE_BELOW_PEAK_DB)
+        core = np.flatnonzero(inner >= hi)
+        if core.size == 0:
+            return None
+        first, last = h0 + int(core[0]), h0 + int(core[-1])
     m = max(1, int(round(BRIDGE_S * sr / env.hop)))
     q = _quiet_walk(db, first, first + 1, -1, lo_on, m)
     if q is not None:
@@ -702,8 +764,12 @@ def _quietest(an: Analysis, k0: int, k1: int, width: int) -> Floor | None:
     """The floor of the quietest ``width`` frames in a row within frames ``[k0, k1)``."""
     if k1 - k0 > width:
         pw = np.power(10.0, an.level.db[k0:k1] / 10.0)
-        c = np.concatenate(([0.0], np.cumsum(pw)))
-        k = k0 + int(np.argmin(c[width:] - c[:-width]))
+        compiled = kernels.edge_kernels()
+        if compiled is not None:  # the same sums and comparisons (edge_kernels.quietest)
+            k = k0 + int(compiled.quietest(pw, width))
+        else:
+            c = np.concatenate(([0.0], np.cumsum(pw)))
+            k = k0 + int(np.argmin(c[width:] - c[:-width]))
         return _floor_in(an, k, k + width)
     return _floor_in(an, k0, k1)
 
@@ -780,6 +846,7 @@ def measure_gap(
     if pause.size >= 2 * MIN_FLOOR_FRAMES and not floor.digital:
         half = pause.size // 2
         step = _median(pause[half:]) - _median(pause[:half])
+        compiled = kernels.edge_kernels()
         # the quietest 20 ms of the pause (hop blocks averaged: a single 10 ms window of noise
         # flickers by several dB on its own)
         lv = analysis.level
@@ -787,8 +854,12 @@ def measure_gap(
         j1 = int((onset - lv.start) / lv.hop) - 2
         width = max(1, int(round(_DIP_S / HOP_S)))
         if j1 - j0 >= width:
-            c = np.concatenate(([0.0], np.cumsum(lv.blocks[j0:j1])))
-            dip = max(0.0, floor.db - _db(float(np.min(c[width:] - c[:-width]) / width)))
+            if compiled is not None and lv.blocks.dtype == np.float64:  # the same sums
+                low = float(compiled.window_min(lv.blocks[j0:j1], width)) / width
+            else:
+                c = np.concatenate(([0.0], np.cumsum(lv.blocks[j0:j1])))
+                low = float(np.min(c[width:] - c[:-width]) / width)
+            dip = max(0.0, floor.db - _db(low))
     x = to_mono(samples)
     zeros = longest_zero_run(x[int(math.ceil(offset)) : int(math.floor(onset))])
     return GapMeasure(offset, onset, floor, step, dip, zeros)

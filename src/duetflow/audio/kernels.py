@@ -31,9 +31,12 @@ arithmetic in its own order, and segments of digital silence are not transformed
 is +0.0 exactly); the FFT between them stays scipy's. Two independent signals are
 filtered side by side by :func:`lfilter_pair` and :func:`sosfilt_pair` (the same recursions in
 one loop, :mod:`duetflow.audio.lane_kernels`: nearly the cost of one), and the edge measure's
-small loops (running median, quiet-run walk, envelope window sums, zero runs) are
-:func:`edge_kernels` (:mod:`duetflow.audio.edge_kernels`); each has a numpy/scipy path with the
-same bits where numba is missing.
+small loops (running median, quiet-run walk, envelope window sums, zero runs, a pause's floor
+and its quietest stretch, a turn's core frames, a pause's half medians and quietest 20 ms) are
+:func:`edge_kernels` (:mod:`duetflow.audio.edge_kernels`), the mixdown's per-sample passes (the
+16-bit written form, the bed under the clips, BS.1770's guarded filter input) are
+:func:`sample_kernels` (:mod:`duetflow.audio.sample_kernels`); each has a numpy/scipy path with
+the same bits where numba is missing.
 """
 
 from __future__ import annotations
@@ -113,6 +116,21 @@ def _compiled() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
     @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
     def sections(sos: Any, x: Any, zi: Any) -> None:  # pragma: no cover - compiled
         n_sections = sos.shape[0]
+        if n_sections == 2:  # K-weighting: the states in registers, the same operations
+            b00, b01, b02, a01, a02 = sos[0, 0], sos[0, 1], sos[0, 2], sos[0, 4], sos[0, 5]
+            b10, b11, b12, a11, a12 = sos[1, 0], sos[1, 1], sos[1, 2], sos[1, 4], sos[1, 5]
+            p00, p01, p10, p11 = zi[0, 0], zi[0, 1], zi[1, 0], zi[1, 1]
+            for k in range(x.shape[0]):
+                xc = x[k]
+                xm = b00 * xc + p00
+                p00 = b01 * xc - a01 * xm + p01
+                p01 = b02 * xc - a02 * xm
+                xo = b10 * xm + p10
+                p10 = b11 * xm - a11 * xo + p11
+                p11 = b12 * xm - a12 * xo
+                x[k] = xo
+            zi[0, 0], zi[0, 1], zi[1, 0], zi[1, 1] = p00, p01, p10, p11
+            return
         for k in range(x.shape[0]):
             x_cur = x[k]
             for s in range(n_sections):
@@ -263,11 +281,36 @@ def edge_kernels() -> Any | None:
         ek.running_median(x, 3, np.empty(5))
         ek.quiet_run(x, 4, 5, -1, 2.0, 2)
         ek.window_sums(x, 4, np.empty(2))
+        ek.floor_stats(x, x, 0, 5, np.ones(5, bool), True, 3, -90.0, 0.2, 4, np.empty(4))
+        ek.quietest(x, 2)
+        ek.core_frames(x, 1.0, 25.0, -200.0, np.empty(4))
+        ek.median(x, np.empty(1))
+        ek.window_min(x, 2)
         for dtype in (np.float32, np.float64):
             ek.longest_zero_run(np.zeros(3, dtype))
     except Exception:  # a numba that cannot compile here: the same output without it
         return None
     return ek
+
+
+@functools.lru_cache(maxsize=1)
+def sample_kernels() -> Any | None:
+    """The mixdown's per-sample loops (:mod:`duetflow.audio.sample_kernels`: the 16-bit written
+    form, BS.1770's guarded filter input), or None (numba missing or turned off): numpy then,
+    the same bits."""
+    if _compiled() is None:
+        return None
+    try:
+        from duetflow.audio import sample_kernels as sk
+
+        x = np.arange(5, dtype=np.float32)
+        sk.written16(x, np.float32(0.5), True, np.empty(5, np.float32))
+        for dtype in (np.float32, np.float64):
+            sk.guarded(x.astype(dtype), 1, np.ones(2, dtype), np.empty(3))
+        sk.top_up(x.copy(), x, x, np.float32(1.0))
+    except Exception:  # a numba that cannot compile here: the same output without it
+        return None
+    return sk
 
 
 @functools.lru_cache(maxsize=1)
@@ -332,6 +375,41 @@ def lfilter_pair(
         kernels[0](bn, an, us[done:], zu, v[done:])
     assert done <= common
     return y, v
+
+
+def sosfilt_pair_inplace(
+    sos: FloatArray, y: FloatArray, zy: FloatArray, v: FloatArray, zv: FloatArray
+) -> bool:
+    """:func:`sosfilt_pair` of float64 C-contiguous ``y`` and ``v`` in place, the float64
+    states ``zy`` and ``zv`` updated (no copies: the caller made the arrays); False, with
+    nothing done, where the compiled kernels are missing or an argument is not of that form."""
+    kernels, lanes = _compiled(), _lanes()
+    ok = (
+        kernels is not None
+        and lanes is not None
+        and all(
+            a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable
+            for a in (y, zy, v, zv)
+        )
+        and y.ndim == 1
+        and v.ndim == 1
+        and sos.dtype == np.float64
+        and sos.ndim == 2
+        and sos.shape[1] == 6
+        and bool(np.all(sos[:, 3] == 1))
+        and zy.shape == (sos.shape[0], 2)
+        and zv.shape == (sos.shape[0], 2)
+    )
+    if not ok:
+        return False
+    assert kernels is not None and lanes is not None
+    sc = np.ascontiguousarray(sos)
+    done = int(lanes.sections_pair(sc, y, zy, v, zv))
+    if done < len(y):
+        kernels[1](sc, y[done:], zy)
+    if done < len(v):
+        kernels[1](sc, v[done:], zv)
+    return True
 
 
 def sosfilt_pair(

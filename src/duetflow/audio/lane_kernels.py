@@ -70,6 +70,31 @@ def sections_pair(sos: Any, x: Any, zi: Any, u: Any, zu: Any) -> int:  # pragma:
     # samples done (the shorter length)
     n_sections = sos.shape[0]
     size = min(x.shape[0], u.shape[0])
+    if n_sections == 2:  # K-weighting: the states in registers, the same operations
+        b00, b01, b02, a01, a02 = sos[0, 0], sos[0, 1], sos[0, 2], sos[0, 4], sos[0, 5]
+        b10, b11, b12, a11, a12 = sos[1, 0], sos[1, 1], sos[1, 2], sos[1, 4], sos[1, 5]
+        p00, p01, p10, p11 = zi[0, 0], zi[0, 1], zi[1, 0], zi[1, 1]
+        q00, q01, q10, q11 = zu[0, 0], zu[0, 1], zu[1, 0], zu[1, 1]
+        for k in range(size):
+            xc = x[k]
+            uc = u[k]
+            xm = b00 * xc + p00
+            um = b00 * uc + q00
+            p00 = b01 * xc - a01 * xm + p01
+            q00 = b01 * uc - a01 * um + q01
+            p01 = b02 * xc - a02 * xm
+            q01 = b02 * uc - a02 * um
+            xo = b10 * xm + p10
+            uo = b10 * um + q10
+            p10 = b11 * xm - a11 * xo + p11
+            q10 = b11 * um - a11 * uo + q11
+            p11 = b12 * xm - a12 * xo
+            q11 = b12 * um - a12 * uo
+            x[k] = xo
+            u[k] = uo
+        zi[0, 0], zi[0, 1], zi[1, 0], zi[1, 1] = p00, p01, p10, p11
+        zu[0, 0], zu[0, 1], zu[1, 0], zu[1, 1] = q00, q01, q10, q11
+        return int(size)
     for k in range(size):
         x_cur = x[k]
         u_cur = u[k]

@@ -5,12 +5,22 @@
 task (:func:`duetflow.tasks.task_of`: name, tags, retries from the stage's hints) on the task
 runner the config names, and runs each stage as a subflow, so the UI shows ingest / process /
 synthesize / publish with their task runs. Nothing here decides what a run does.
+
+A step's tags (``duetflow-tts``, ``duetflow-io``) exist for tag concurrency limits. Prefect's
+task engine asks the server for a slot of every tag a task run carries, limit or not: a write
+transaction per task run, which on a SQLite server races the server's own event writes and,
+when it loses ("database is locked", HTTP 503), costs the client's fixed 2 s retry
+(docs/performance.md, *Prefect start-up*). So a task run carries the tags of its step that the
+server holds an active limit for, read once per executor (one read per tag): a limit is
+honoured as before, a tag nobody limits costs nothing.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable, Iterable
+from functools import cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from prefect import flow, get_run_logger
@@ -24,6 +34,8 @@ from duetflow.tasks import task_of
 
 if TYPE_CHECKING:
     from duetflow.pipeline.stage import StageSpec
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -70,6 +82,21 @@ class PrefectExecutor:
 
     def __init__(self, task_runner: Callable[[], TaskRunner[Any]] | None = None) -> None:
         self.task_runner = task_runner
+        #: tag -> whether the server holds an active limit for it (read once per executor)
+        self._limited: dict[str, bool] = {}
+
+    def task(self, spec: StageSpec) -> Any:
+        """The Prefect task of ``spec``'s step, with the tags the server limits (see above)."""
+        task = task_of(spec)
+        if not task.tags:
+            return task
+        keep = frozenset(t for t in task.tags if self._is_limited(t))
+        return task if keep == task.tags else _with_tags(task, keep)
+
+    def _is_limited(self, tag: str) -> bool:
+        if tag not in self._limited:
+            self._limited[tag] = tag_limited(tag)
+        return self._limited[tag]
 
     def stage(self, name: str, body: Callable[[], R]) -> R:
         if self.task_runner is None:
@@ -86,7 +113,7 @@ class PrefectExecutor:
             return sub(run_stage)()
 
     def call(self, spec: StageSpec, *args: Any) -> Any:
-        return task_of(spec)(*args)
+        return self.task(spec)(*args)
 
     def map(
         self,
@@ -96,7 +123,7 @@ class PrefectExecutor:
         batch: Batch,
         size: Callable[[Any], int] | None = None,
     ) -> list[Any]:
-        task = task_of(spec)
+        task = self.task(spec)
         logger = get_run_logger()
         bar = Progress(batch.stage, batch.label, batch.total)
 
@@ -111,3 +138,30 @@ class PrefectExecutor:
         return submit_windowed(
             lambda item: task.submit(item, *args), items, batch.window or DEFAULT_WINDOW, report
         )
+
+
+@cache
+def _with_tags(task: Any, tags: frozenset[str]) -> Any:
+    return task.with_options(tags=set(tags))
+
+
+def tag_limited(tag: str) -> bool:
+    """Whether the run's server holds an active concurrency limit for task tag ``tag`` (the
+    limit Prefect's task engine would take a slot of, ``tag:<tag>``). An answer other than
+    "no such limit" (a server error) counts as limited: the task keeps its tag, as in Prefect."""
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.context import FlowRunContext
+    from prefect.exceptions import ObjectNotFound
+
+    ctx = FlowRunContext.get()
+    client = ctx.client if ctx is not None else None
+    if not isinstance(client, SyncPrefectClient):  # not in a (sync) flow run: as Prefect does
+        return True
+    try:
+        limit = client.read_global_concurrency_limit_by_name(f"tag:{tag}")
+    except ObjectNotFound:
+        return False
+    except Exception:
+        log.debug("could not read the concurrency limit of tag %s", tag, exc_info=True)
+        return True
+    return bool(limit.active)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from duetflow.audio import kernels
 from duetflow.audio.io import Audio
 from duetflow.audio.mix import place
 from duetflow.audio.roomtone import fill
@@ -122,13 +123,24 @@ def assemble(
             for have in targets:
                 _place_background(have, c, at)
     if noise is not None:
+        compiled = kernels.sample_kernels()
         for k, have in enumerate(lack):
+            tone = noise if k == 0 or stem_noise is None else stem_noise[k - 1]
+            dest = out if k == 0 else layers[k - 1]
+            part = tone[lo : lo + m]
+            if (
+                compiled is not None
+                and part.dtype == np.float32
+                and part.flags.c_contiguous
+                and len(part) == m
+            ):  # the same float32 steps in one pass
+                compiled.top_up(dest, have, part, np.float32(floor_power))
+                continue
             np.subtract(np.float32(floor_power), have, out=have)
             np.maximum(have, 0.0, out=have)
             np.sqrt(have, out=have)
-            tone = noise if k == 0 or stem_noise is None else stem_noise[k - 1]
-            have *= tone[lo : lo + m]
-            (out if k == 0 else layers[k - 1])[:] += have
+            have *= part
+            dest[:] += have
     stems = np.stack(layers, axis=1).astype(np.float32) if n_stems else None
     return out, stems
 

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from duetflow.audio import bs1770, edges
+from duetflow.audio import bs1770, edges, kernels
 from duetflow.audio import loudness as ld
 from duetflow.audio.gap_tolerance import ROW_GAP_TOL_MS
 from duetflow.audio.io import Audio, pcm16_levels
@@ -109,6 +109,11 @@ class Mix:
 
 def as_written(x: Audio, gain_db: float) -> Audio:
     """``x`` at ``gain_db`` as 16-bit PCM holds it (what the file and its readers see)."""
+    compiled = kernels.sample_kernels()
+    if compiled is not None and x.dtype == np.float32 and x.ndim == 1 and x.flags.c_contiguous:
+        w = np.empty(len(x), dtype=np.float32)  # the same float32 steps in one pass
+        compiled.written16(x, np.float32(ld.db_to_gain(gain_db)), gain_db < 0, w)
+        return w
     y = x * np.float32(ld.db_to_gain(gain_db)) if gain_db < 0 else x
     q = pcm16_levels(y)
     q *= np.float32(1.0 / 32768.0)
