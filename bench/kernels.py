@@ -11,9 +11,14 @@ single kernels, two speakers' K-weighting side by side (``sosfilt_pair``) agains
 kernels, and the flicker's running median on a pause-long stretch (100 envelope frames) against
 ``scipy.ndimage.median_filter``. Then the fourth round's: the Welch periodogram of a
 clip-per-turn track (half digital silence) with its silent segments skipped against the same
-kernels on every segment. Last line: ``kernels: highpass <r>x (45 s) <r>x (1 s); highpass on
-silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass pair <p>x; k-weighting pair <q>x;
-median <m>x; welch half silent <w>x; identical True; load <1-minute load average>``.
+kernels on every segment. Then the fifth round's (not the same bits, so the largest difference
+is printed, relative to the output's peak): the band-limit's low-pass of a 45 s track (float32
+transforms on 4,096-sample blocks) against its former exact path (scipy's float64 overlap-add
+blocks of 2,200), and a room tone bed's colour (a 70,480-sample bed: 2^4·5·881) split around
+its largest prime factor against numpy's ``rfft``/``irfft``. Last line: ``kernels: highpass
+<r>x (45 s) <r>x (1 s); highpass on silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass
+pair <p>x; k-weighting pair <q>x; median <m>x; welch half silent <w>x; identical True; lowpass
+<l>x (off <d> of peak); bed colour <c>x (off <e>); load <1-minute load average>``.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ from scipy.ndimage import median_filter
 from scipy.signal import butter, lfilter, sosfilt
 
 from duetflow.audio import edges, kernels
-from duetflow.audio.bandlimit import _welch_plan, welch_density
+from duetflow.audio.bandlimit import _taps, _welch_plan, lowpass, welch_density
 from duetflow.audio.bs1770 import k_weighting_sos
+from duetflow.audio.tone_colour import _zero_phase
 
 SR = 16_000
 
@@ -65,6 +71,42 @@ def _welch_every_segment(x: np.ndarray, nperseg: int = 2048) -> np.ndarray:
     mean = np.empty(f.size)
     row_means(power, 1, f.size - 1, mean)
     return mean
+
+
+def _lowpass_scipy_blocks(x: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """``lowpass``'s former path: ``np.float32(scipy.signal.oaconvolve(np.float64(x), h,
+    mode="same"))``'s bits, scipy's float64 blocks (``_calc_oa_lens``: 2,200 at 16 kHz) in
+    groups of 8 rows, without scipy's copies."""
+    from scipy.signal._signaltools import _calc_oa_lens
+
+    s1, s2 = x.size, h.size
+    block, overlap, step, _ = _calc_oa_lens(s1, s2)
+    n = -(-(s1 + 1) // step)
+    if (block - overlap) * n < s1 + s2 - 1:
+        n += 1
+    taps = sp_fft.rfft(h.reshape(1, s2), block, axis=-1)
+    out = np.empty((n, step), dtype=np.float32)
+    rows = np.zeros((8, block))
+    tail = None
+    whole = s1 // step
+    for r0 in range(0, n, 8):
+        r1 = min(n, r0 + 8)
+        buf = rows[: r1 - r0]
+        full = max(0, min(r1, whole) - r0)
+        if full:
+            buf[:full, :step] = x[r0 * step : (r0 + full) * step].reshape(full, step)
+        for r in range(r0 + full, r1):
+            rest = x[r * step : (r + 1) * step]
+            buf[r - r0, : rest.size] = rest
+            buf[r - r0, rest.size : step] = 0.0
+        y = sp_fft.irfft(sp_fft.rfft(buf, axis=-1) * taps, block, axis=-1)
+        y[1:, :overlap] += y[:-1, step:]
+        if tail is not None:
+            y[0, :overlap] += tail
+        tail = y[-1, step:].copy()
+        out[r0:r1] = y[:, :step]
+    c = (s2 - 1) // 2
+    return out.reshape(-1)[c : c + s1].copy()
 
 
 def main() -> None:
@@ -175,6 +217,38 @@ def main() -> None:
     )
     r["welch", 0] = cpu[0] / cpu[1]
     _mixdown_round(rng, args.repeat)
+    # issue 30, fifth round: the low-pass's float32 transforms on power-of-two blocks, and a
+    # bed's colour split around its largest prime factor, each against the path it replaced
+    track = (rng.standard_normal(SR * 45) * 0.1).astype(np.float32)
+    taps = _taps(SR, 4000.0)
+    bed = rng.standard_normal(70_480) * 0.01
+    gain = 10 ** (np.linspace(-6.0, 6.0, bed.size // 2 + 1) / 20)
+    near = {
+        "lowpass": (
+            lambda: _lowpass_scipy_blocks(track, taps),
+            lambda: lowpass(track, SR, 4000.0),
+        ),
+        "bed colour": (
+            lambda: np.fft.irfft(np.fft.rfft(bed) * gain, n=bed.size),
+            lambda: _zero_phase(bed, gain),
+        ),
+    }
+    off = {}
+    for name, (ref, fast) in near.items():
+        want, got = ref(), fast()
+        off[name] = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
+        cpu = [0.0, 0.0]
+        for _ in range(args.repeat):
+            for k, f in enumerate((ref, fast)):
+                t0 = time.process_time()
+                f()
+                cpu[k] += time.process_time() - t0
+        per = [c / args.repeat * 1e3 for c in cpu]
+        print(
+            f"{name:<16} before {per[0]:.3f} ms, now {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x, "
+            f"off {off[name]:.1e} of the peak"
+        )
+        r[name, 0] = cpu[0] / cpu[1]
     print(
         f"kernels: highpass {r['highpass', 45]:.2f}x (45 s) {r['highpass', 1]:.2f}x (1 s); "
         f"highpass on silence {silence:.1f}x; "
@@ -182,7 +256,9 @@ def main() -> None:
         f"highpass pair {r['highpass pair', 0]:.2f}x; k-weighting pair "
         f"{r['k-weighting pair', 0]:.2f}x; median {r['median', 0]:.2f}x; "
         f"welch half silent {r['welch', 0]:.2f}x; "
-        f"identical {same}; load {os.getloadavg()[0]:.1f}"
+        f"identical {same}; lowpass {r['lowpass', 0]:.2f}x (off {off['lowpass']:.1e} of peak); "
+        f"bed colour {r['bed colour', 0]:.2f}x (off {off['bed colour']:.1e}); "
+        f"load {os.getloadavg()[0]:.1f}"
     )
 
 
