@@ -272,25 +272,19 @@ def analyse(samples: Audio, sample_rate: int, start: int = 0, stop: int | None =
     warm = min(start, int(_WARMUP_S * sample_rate))
     b, a = _highpass_ba(sample_rate)
     seg = np.asarray(x[start - warm : stop], dtype=np.float32)
-    hp = np.asarray(kernels.lfilter(b, a, seg), dtype=np.float32)[warm:]
+    hp = kernels.lfilter_lanes(b, a, [seg])[0][warm:]
     return Analysis(
         _envelope(hp, sample_rate, start, hop), _envelope(seg[warm:], sample_rate, start, hop)
     )
 
 
 def analyse_many(signals: Sequence[Audio], sample_rate: int) -> list[Analysis]:
-    """:func:`analyse` of each whole signal, bit for bit; the high-passes run two at a time
-    side by side (:func:`duetflow.audio.kernels.lfilter_pair`: two independent recursions in
-    one loop cost nearly one)."""
+    """:func:`analyse` of each whole signal, bit for bit; the high-passes share one run of
+    :func:`duetflow.audio.kernels.lfilter_lanes` (their pieces side by side)."""
     hop = hop_samples(sample_rate)
     b, a = _highpass_ba(sample_rate)
     segs = [np.asarray(to_mono(x), dtype=np.float32) for x in signals]
-    hps: list[npt.NDArray[np.float32]] = []
-    for i in range(0, len(segs) - 1, 2):
-        y, v = kernels.lfilter_pair(b, a, segs[i], segs[i + 1])
-        hps += [np.asarray(y, dtype=np.float32), np.asarray(v, dtype=np.float32)]
-    if len(segs) % 2:
-        hps.append(np.asarray(kernels.lfilter(b, a, segs[-1]), dtype=np.float32))
+    hps = kernels.lfilter_lanes(b, a, segs)
     return [
         Analysis(_envelope(hp, sample_rate, 0, hop), _envelope(seg, sample_rate, 0, hop))
         for hp, seg in zip(hps, segs, strict=True)
