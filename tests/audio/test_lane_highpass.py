@@ -51,7 +51,7 @@ def _pieces_reference(b: np.ndarray, a: np.ndarray, x: np.ndarray, lanes: int) -
     bb, aa = b.astype(np.float64), a.astype(np.float64)
     warm = kernels.lane_warmup(tuple(bb.tolist()), tuple(aa.tolist()))
     y = np.empty(len(x), np.float32)
-    for w, s, e in kernels._lane_bounds(len(x), lanes, warm):
+    for w, s, e in kernels.lane_bounds(len(x), warm):
         if e > s:
             y[s:e] = lfilter(bb, aa, x[w:e].astype(np.float64))[s - w :]
     return y

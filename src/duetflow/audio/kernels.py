@@ -328,9 +328,13 @@ def _lanes() -> Any | None:
         lk.sections_pair(
             np.ones((1, 6)), np.ones(3), np.zeros((1, 2)), np.ones(3), np.zeros((1, 2))
         )
-        idx = np.zeros(lk.LANES, dtype=np.int64)
         lk.df2t_lanes(
-            np.ones(3), np.ones(3), np.ones(3, np.float32), np.empty(3, np.float32), idx, idx, idx
+            np.ones(3),
+            np.ones(3),
+            np.ones(lk.LANES + 1, np.float32),
+            np.empty(lk.LANES, np.float32),
+            1,
+            1,
         )
     except Exception:  # a numba that cannot compile here: one signal at a time, the same output
         return None
@@ -460,9 +464,6 @@ def sosfilt_pair(
 #: kernel's vector width: :data:`duetflow.audio.lane_kernels.LANES`)
 LANES = 16
 
-#: A lane shorter than this many times its warm-up is not worth its warm-up: fewer lanes
-_LANE_MIN_WARMUPS = 4
-
 
 @functools.lru_cache(maxsize=16)
 def lane_warmup(b: tuple[float, ...], a: tuple[float, ...]) -> int:
@@ -500,30 +501,36 @@ def lane_warmup(b: tuple[float, ...], a: tuple[float, ...]) -> int:
     return last + 1
 
 
-def _lane_bounds(n: int, lanes: int, warm: int) -> list[tuple[int, int, int]]:
-    """``(warm_start, start, stop)`` of ``lanes`` nearly equal pieces of ``[0, n)`` (fewer where a
-    piece would be shorter than :data:`_LANE_MIN_WARMUPS` warm-ups)."""
-    lanes = max(1, min(lanes, n // (_LANE_MIN_WARMUPS * warm) if warm else lanes))
-    cuts = [n * j // lanes for j in range(lanes + 1)]
-    return [(max(0, cuts[j] - warm), cuts[j], cuts[j + 1]) for j in range(lanes)]
+def _lane_piece(n: int) -> int:
+    """The length of each of :data:`LANES` pieces a signal of ``n`` samples is cut into."""
+    return max(1, -(-n // LANES))
+
+
+def lane_bounds(n: int, warm: int) -> list[tuple[int, int, int]]:
+    """``(warm_start, start, stop)`` of the pieces :func:`lfilter_lanes` cuts ``[0, n)`` into:
+    :data:`LANES` pieces of equal length (the last ones shorter or empty), each filtered from a
+    zero state from ``warm`` samples before its start (the first from the signal's start)."""
+    piece = _lane_piece(n)
+    cuts = [min(n, j * piece) for j in range(LANES + 1)]
+    return [(max(0, cuts[j] - warm), cuts[j], cuts[j + 1]) for j in range(LANES)]
 
 
 def lfilter_lanes(
     b: npt.ArrayLike, a: npt.ArrayLike, signals: list[FloatArray]
 ) -> list[npt.NDArray[np.float32]]:
-    """Each signal high-passed by the second-order ``b``, ``a`` with a **float64 state**, output
+    """Each signal filtered by the second-order ``b``, ``a`` with a **float64 state**, output
     in float32: not scipy's float32 ``lfilter`` bit for bit (that one rounds its state to
     float32 each step), but within float32 rounding of the exact filter, and faster.
 
-    Each signal is cut into pieces (:data:`LANES` among a pair: a long recursion is bound by
-    its latency, side by side the pieces fill the vector units); a piece starts from a zero
-    state :func:`lane_warmup` samples early (its first piece at the signal's start, as scipy),
-    so its outputs differ from one unbroken float64 recursion by less than ``2**-53`` of the
-    signal's peak before the float32 rounding. Each piece is exactly scipy's float64
-    ``lfilter`` of ``x[warm_start:stop]`` (float32 ``b``, ``a`` and ``x`` widened), rounded to
-    float32: the compiled lanes (:func:`duetflow.audio.lane_kernels.df2t_lanes`) where numba
-    is, else scipy itself per piece, the same bits either way (one step differs: a float64
-    state below ``1e-280`` is set to zero, which moves no float32 output)."""
+    Each signal is cut into :data:`LANES` pieces of equal length (:func:`lane_bounds`: a long
+    recursion is bound by its latency; side by side the pieces fill the vector units); a piece
+    starts from a zero state :func:`lane_warmup` samples early (the first at the signal's
+    start, as scipy), so its outputs differ from one unbroken float64 recursion by less than
+    ``2**-53`` of the signal's peak before the float32 rounding. Each piece is exactly scipy's
+    float64 ``lfilter`` of ``x[warm_start:stop]`` (float32 ``b``, ``a`` and ``x`` widened),
+    rounded to float32: the compiled lanes (:func:`duetflow.audio.lane_kernels.df2t_lanes`)
+    where numba is, else scipy itself piece by piece, the same bits either way (one step
+    differs: a float64 state below ``1e-280`` is set to zero, which moves no float32 output)."""
     bb = np.asarray(np.atleast_1d(np.asarray(b)), dtype=np.float64)
     aa = np.asarray(np.atleast_1d(np.asarray(a)), dtype=np.float64)
     if bb.shape != (3,) or aa.shape != (3,) or aa[0] != 1.0:
@@ -533,44 +540,25 @@ def lfilter_lanes(
         if x.ndim != 1:
             raise ValueError(f"lfilter_lanes takes 1-D signals, got shape {x.shape}")
     warm = lane_warmup(tuple(bb.tolist()), tuple(aa.tolist()))
-    total = sum(len(x) for x in xs)
-    # lanes shared among the signals in proportion to their lengths (largest remainders)
-    share = [LANES * len(x) / total if total else 0.0 for x in xs]
-    alloc = [max(1, int(s)) for s in share]
-    order = sorted(range(len(xs)), key=lambda i: int(alloc[i]) - share[i])
-    for i in order:
-        if sum(alloc) >= LANES:
-            break
-        alloc[i] += 1
-    pieces = [_lane_bounds(len(x), k, warm) for x, k in zip(xs, alloc, strict=True)]
-    outs = [np.empty(len(x), dtype=np.float32) for x in xs]
     lanes = _lanes()
-    if lanes is None or len(xs) == 0:
-        from scipy.signal import lfilter as scipy_lfilter
+    outs: list[npt.NDArray[np.float32]] = []
+    for x in xs:
+        n = len(x)
+        if lanes is None:
+            from scipy.signal import lfilter as scipy_lfilter
 
-        for x, y, ps in zip(xs, outs, pieces, strict=True):
-            for w, s, e in ps:
+            y = np.empty(n, dtype=np.float32)
+            for w, s, e in lane_bounds(n, warm):
                 if e > s:
-                    seg = scipy_lfilter(bb, aa, x[w:e].astype(np.float64))
-                    y[s:e] = seg[s - w :]
-        return outs
-    # the pieces in batches of LANES lanes over one buffer holding every signal
-    if lanes.LANES != LANES:
-        raise RuntimeError("duetflow.audio.lane_kernels.LANES differs from kernels.LANES")
-    offsets = np.cumsum([0] + [len(x) for x in xs])
-    flat = np.concatenate(xs) if len(xs) > 1 else xs[0]
-    out = np.empty(int(offsets[-1]), dtype=np.float32) if len(xs) > 1 else outs[0]
-    spans = [
-        (int(o) + w, int(o) + s, int(o) + e)
-        for o, ps in zip(offsets, pieces, strict=False)
-        for w, s, e in ps
-    ]
-    for k in range(0, len(spans), LANES):
-        batch = spans[k : k + LANES]
-        batch += [(0, 0, 0)] * (LANES - len(batch))
-        ws, ss, es = (np.array(col, dtype=np.int64) for col in zip(*batch, strict=True))
-        lanes.df2t_lanes(bb, aa, flat, out, ws, ss, es)
-    if len(xs) > 1:
-        for i, y in enumerate(outs):
-            y[:] = out[offsets[i] : offsets[i + 1]]
+                    y[s:e] = scipy_lfilter(bb, aa, x[w:e].astype(np.float64))[s - w :]
+            outs.append(y)
+            continue
+        if lanes.LANES != LANES:
+            raise RuntimeError("duetflow.audio.lane_kernels.LANES differs from kernels.LANES")
+        piece = _lane_piece(n)
+        xp = np.zeros(LANES * piece + warm, dtype=np.float32)
+        xp[warm : warm + n] = x
+        yp = np.empty(LANES * piece, dtype=np.float32)
+        lanes.df2t_lanes(bb, aa, xp, yp, piece, warm)
+        outs.append(yp[:n])
     return outs

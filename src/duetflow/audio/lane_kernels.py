@@ -121,56 +121,32 @@ LANES = 16
 #: output this small rounds to zero in float32 either way)
 TINY = 1e-280
 
-#: Steps of :func:`df2t_lanes` per pass through its buffer (64 KiB)
-BLOCK = 512
-
 
 @numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")  # type: ignore[misc]
-def df2t_lanes(
-    b: Any, a: Any, x: Any, y: Any, warms: Any, starts: Any, stops: Any
-) -> None:  # pragma: no cover
-    # second order, float64 state: lane j filters x[warms[j]:stops[j]] from a zero state and
-    # writes its outputs for [starts[j], stops[j]) to y (float32); the lanes side by side, each
-    # the very steps of scipy's float64 lfilter (direct form II transposed)
+def df2t_lanes(b: Any, a: Any, xp: Any, yp: Any, piece: int, warm: int) -> None:  # pragma: no cover
+    # second order, float64 state: lane j filters xp[j*piece : j*piece + piece + warm] from a
+    # zero state and writes its last ``piece`` outputs to yp[j*piece : (j+1)*piece] (float32);
+    # the lanes side by side, each the very steps of scipy's float64 lfilter (direct form II
+    # transposed). xp holds the signal after ``warm`` zeros (a zero state stays exactly zero
+    # on them), padded with zeros to LANES * piece + warm samples.
     b0, b1, b2 = b[0], b[1], b[2]
     a1, a2 = a[1], a[2]
-    t = 0
-    for j in range(LANES):
-        t = max(t, stops[j] - warms[j])
-    # each lane right-aligned on t steps (leading zeros keep its state zero), taken in blocks of
-    # BLOCK steps through a small buffer that stays in cache
-    buf = np.zeros((BLOCK, LANES))
-    first = np.empty(LANES, np.int64)  # the step of each lane's first sample
-    xoff = np.empty(LANES, np.int64)  # x index = xoff + step
-    keep = np.empty(LANES, np.int64)  # the step of each lane's first output
-    yoff = np.empty(LANES, np.int64)  # y index = yoff + step
-    for j in range(LANES):
-        first[j] = t - (stops[j] - warms[j])
-        xoff[j] = warms[j] - first[j]
-        keep[j] = t - (stops[j] - starts[j])
-        yoff[j] = starts[j] - keep[j]
     p = np.zeros(LANES)
     q = np.zeros(LANES)
-    for k0 in range(0, t, BLOCK):
-        rows = min(BLOCK, t - k0)
-        for r in range(rows):  # row by row: the lanes' inputs, zeros before a lane starts
-            step = k0 + r
-            row = buf[r]
+    xr = np.zeros(LANES)
+    yr = np.zeros(LANES)
+    for at in range(piece + warm):
+        for j in range(LANES):  # the lanes' inputs at this step
+            xr[j] = xp[j * piece + at]
+        for j in range(LANES):  # one step of each lane (vectorised)
+            xn = xr[j]
+            yn = p[j] + b0 * xn
+            n0 = q[j] + xn * b1 - yn * a1
+            n1 = xn * b2 - yn * a2
+            p[j] = n0 if abs(n0) >= TINY else 0.0
+            q[j] = n1 if abs(n1) >= TINY else 0.0
+            yr[j] = yn
+        if at >= warm:  # past the warm-up: the lanes' outputs
+            o = at - warm
             for j in range(LANES):
-                row[j] = x[xoff[j] + step] if step >= first[j] else 0.0
-        for r in range(rows):
-            row = buf[r]
-            for j in range(LANES):
-                xn = row[j]
-                yn = p[j] + b0 * xn
-                n0 = q[j] + xn * b1 - yn * a1
-                n1 = xn * b2 - yn * a2
-                p[j] = n0 if abs(n0) >= TINY else 0.0
-                q[j] = n1 if abs(n1) >= TINY else 0.0
-                row[j] = yn
-        for r in range(rows):
-            step = k0 + r
-            row = buf[r]
-            for j in range(LANES):
-                if step >= keep[j]:
-                    y[yoff[j] + step] = row[j]
+                yp[j * piece + o] = yr[j]
