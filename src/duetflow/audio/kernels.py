@@ -37,6 +37,11 @@ and its quietest stretch, a turn's core frames, a pause's half medians and quiet
 16-bit written form, the bed under the clips, BS.1770's guarded filter input) are
 :func:`sample_kernels` (:mod:`duetflow.audio.sample_kernels`); each has a numpy/scipy path with
 the same bits where numba is missing.
+
+One kernel is not scipy's bits: :func:`lfilter_lanes`, the second-order recursion with a float64
+state in 16 pieces side by side (each started early enough, from the poles, that the cut moves
+no output by more than ``2**-53`` of the peak). The edge measure does not use it unless
+:data:`duetflow.audio.edges.HIGHPASS_LANES` is set (measured: no faster in the render).
 """
 
 from __future__ import annotations
