@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from duetflow.native_threads import default_threads
+from duetflow.native_threads import process_defaults
 
 HERE = Path(__file__).resolve().parent
 
@@ -137,7 +137,7 @@ def main() -> None:
             "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
             "PREFECT_LOGGING_LEVEL": "WARNING",
         }
-        default_threads(env)  # as the `duetflow` command runs (duetflow.native_threads)
+        process_defaults(env)  # as the `duetflow` command runs (duetflow.native_threads)
         runs: dict[str, list[dict[str, Any]]] = {"plain": [], "flow": []}
         for rep in range(args.repeat):
             for mode in ("plain", "flow"):  # alternated: drifting machine load hits both

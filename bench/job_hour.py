@@ -4,14 +4,18 @@
 
 For each scale the sample corpora are generated (``duetflow samples make --scale N``, seed 0,
 the four corpora) and the bundled demo config — every corpus, matching, report, publish to a
-local store; PH synthesis off (eSpeak NG's cost is ``bench/synthesize.py``'s, and it renders
-no source hour) — runs in a fresh child process through
-:func:`duetflow.pipeline.driver.run_pipeline` with one worker, so CPU time is the job's own (no
-thread pool overlapping it). The child's CPU (``getrusage``, self and children) is read around
-each stage through an executor that only times :meth:`stage` calls, so the figure splits into
-ingest, process (+ matching), publish (validation, splits, report, upload to the local store).
-Rendered hours are the sum of ``duration_s`` over the kept dialogues of the rendered work
-directories. Peak RSS is the child's high-water mark.
+local store; PH synthesis off (eSpeak NG's cost is ``bench/synthesize.py``'s, and it renders no
+source hour) — runs in a fresh child process through
+:func:`duetflow.pipeline.driver.run_pipeline` with one worker and the ``duetflow`` command's
+native defaults (:func:`duetflow.native_threads.process_defaults`: one thread per library,
+Arrow's system allocator; a variable already exported is kept, e.g.
+``ARROW_DEFAULT_MEMORY_POOL=mimalloc`` for pyarrow's own default), so CPU time is the job's own
+(no thread pool overlapping it). The child's CPU (``getrusage``, self and children) is read
+around each stage through an executor that only times :meth:`stage` calls, so the figure splits
+into ingest, process (+ matching), publish (validation, splits, report, upload to the local
+store). Rendered hours are the sum of ``duration_s`` over the kept dialogues of the rendered
+work directories. Peak RSS is the child's own high-water mark (``VmHWM``, :mod:`_rss`), also
+read after each stage (``peak_rss_after_mb``: the stage that raised it).
 
 Figures: CPU seconds per rendered hour at each scale; the *marginal* cost of one more hour
 between the smallest and largest scale, ``(cpu_b - cpu_a) / (h_b - h_a)``, which takes the
@@ -36,6 +40,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
+from _rss import peak_rss_mb
 
 R = TypeVar("R")
 
@@ -67,6 +72,7 @@ def _child(cfg_path: Path) -> dict[str, Any]:
     from duetflow.records.manifest import iter_column
 
     cpu: dict[str, float] = {"imports": _cpu() - cpu_start}
+    rss_after: dict[str, float] = {}  # the high-water mark after each stage: which one raised it
 
     class Timed(PlainExecutor):
         """The plain executor, with each stage's CPU added up (nothing else changes)."""
@@ -77,6 +83,7 @@ def _child(cfg_path: Path) -> dict[str, Any]:
                 return body()
             finally:
                 cpu[name] = cpu.get(name, 0.0) + _cpu() - c0
+                rss_after[name] = peak_rss_mb()
 
     cfg = load_config(cfg_path)
     c0 = _cpu()
@@ -97,7 +104,8 @@ def _child(cfg_path: Path) -> dict[str, Any]:
         "rendered_h": round(seconds / 3600, 4),
         "kept": {m.label: m.kept for m in result.merged},
         "released": release.release_id if release is not None else None,
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_after_mb": rss_after,
     }
 
 
@@ -111,9 +119,11 @@ def main() -> None:
         print(json.dumps(_child(args.child)))
         return
     from duetflow.demo import make_samples
+    from duetflow.native_threads import process_defaults
 
     tmp = Path(tempfile.mkdtemp(prefix="duetflow-bench-jobhour-"))
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    process_defaults(env)  # as the `duetflow` command runs (duetflow.native_threads)
     rows: dict[int, dict[str, Any]] = {}
     try:
         for scale in args.scales:

@@ -4,13 +4,15 @@
 
 For each scale, the sample corpora (``duetflow samples make``, seed 0) are generated and the
 bundled demo config (every corpus, PH synthesis with eSpeak NG, matching, report, publish to a
-local store) runs through ``duetflow.pipeline.driver.run_pipeline`` in a fresh child process, one
-worker. Peak RSS is the child's ``ru_maxrss`` (its high-water mark: interpreter, imports,
-buffers). ``--stages`` also reports, per pipeline step, the peak of Python-allocated memory
-while it ran (``tracemalloc``, numpy buffers included; slower), which names the step that grows.
-The high-water mark is also read after each phase (ingest to synthesis; publish with its
-report), which names the phase that raised it; a release the publish checks refuse is
-reported as such (the peak then covers publish up to its checks).
+local store) runs through ``duetflow.pipeline.driver.run_pipeline`` in a fresh child process,
+one worker, with the ``duetflow`` command's native defaults
+(:func:`duetflow.native_threads.process_defaults`; an exported variable is kept, e.g.
+``ARROW_DEFAULT_MEMORY_POOL=mimalloc``). Peak RSS is the child's ``VmHWM`` (its own high-water
+mark: interpreter, imports, buffers). ``--stages`` also reports, per pipeline step, the peak of
+Python-allocated memory while it ran (``tracemalloc``, numpy buffers included; slower), which
+names the step that grows. The high-water mark is also read after each phase (ingest to
+synthesis; publish with its report), which names the phase that raised it; a release the publish
+checks refuse is reported as such (the peak then covers publish up to its checks).
 Last line: ``pipeline_memory: peak_rss_mb <a> at scale 1, <b> at scale 16; ratio <r>``.
 """
 
@@ -19,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _rss import peak_rss_mb
 
 
 def _config(samples: Path, run_dir: Path) -> Path:
@@ -83,7 +85,7 @@ def _child(cfg_path: Path, stages: bool) -> dict[str, Any]:
     from duetflow.errors import ManifestError
 
     def rss() -> float:
-        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        return peak_rss_mb()
 
     cfg = load_config(cfg_path)
     t0 = time.perf_counter()
@@ -115,8 +117,11 @@ def main() -> None:
     if args.child:
         print(json.dumps(_child(args.child, args.stages)))
         return
+    from duetflow.native_threads import process_defaults
+
     tmp = Path(tempfile.mkdtemp(prefix="duetflow-bench-pipemem-"))
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    process_defaults(env)  # as the `duetflow` command runs (duetflow.native_threads)
     rows: dict[int, dict[str, Any]] = {}
     try:
         for scale in args.scales:

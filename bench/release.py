@@ -4,10 +4,11 @@ One command: ``.venv/bin/python bench/release.py [--dialogues 200] [--no-s3]``.
 
 A synthetic rendered work directory (``--dialogues`` × scale rows, 0.8 s of 8 kHz audio each:
 three 0.1 s noise bursts 200 ms apart in a quiet room, so that publish's checks, which
-re-measure every pause on the audio, pass; the cost is bookkeeping, hashing, Parquet, the
-checks and object traffic rather than audio size) is
-published and its train split pulled, each in a fresh child process that reports its wall time
-and peak RSS (``ru_maxrss``). For S3 a moto server runs in this (parent) process, so its memory
+re-measure every pause on the audio, pass; the cost is bookkeeping, hashing, Parquet, the checks
+and object traffic rather than audio size) is published and its train split pulled, each in a
+fresh child process (the ``duetflow`` command's native defaults,
+:func:`duetflow.native_threads.process_defaults`) that reports its wall time and its own peak
+RSS (``VmHWM``, :mod:`_rss`). For S3 a moto server runs in this (parent) process, so its memory
 does not count. Memory should stay flat from 1x to 10x: manifests are streamed row group by row
 group and only small per-dialogue records (ids, split, keys) are kept.
 Last line: ``release: publish <n>/s, pull <m>/s (local 10x); peak_rss_mb 1x <a> 10x <b>``.
@@ -19,7 +20,6 @@ import argparse
 import json
 import logging
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -29,9 +29,11 @@ from typing import Any
 
 import numpy as np
 from _common import kept_dialogue, rendered_writer, spoken_turn
+from _rss import peak_rss_mb
 
 from duetflow.audio.io import write_audio
 from duetflow.hashing import sha256_file
+from duetflow.native_threads import process_defaults
 
 SR = 8000
 
@@ -93,7 +95,7 @@ def child(workdir: str, store: str, dest: str, endpoint: str | None) -> None:
                 "train": res.dialogues,
                 "publish_s": t1 - t0,
                 "pull_s": t2 - t1,
-                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "peak_rss_mb": peak_rss_mb(),
             }
         )
     )
@@ -104,11 +106,13 @@ def run(n: int, tmp: Path, store: str, endpoint: str | None) -> dict[str, float]
     if not wd.exists():
         make_workdir(wd, n)
     dest = tmp / f"dest-{n}-{abs(hash(store)) % 10000}"
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"}
+    process_defaults(env)  # as the `duetflow` command runs (duetflow.native_threads)
     out = subprocess.run(
         [sys.executable, __file__, "--child", str(wd), store, str(dest), endpoint or ""],
         capture_output=True,
         text=True,
-        env={**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x"},
+        env=env,
     )
     if out.returncode != 0:  # the child's own words, not only its exit status
         sys.exit(f"publish/pull of {n} dialogues to {store} failed:\n{out.stderr[-3000:]}")

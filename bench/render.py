@@ -68,7 +68,7 @@ import soundfile as sf
 
 from duetflow.config import build_config
 from duetflow.errors import InputError
-from duetflow.native_threads import default_threads
+from duetflow.native_threads import process_defaults
 from duetflow.records.dialogue import Category, Dialogue, MultichannelSource, Speaker, Turn
 
 SR = 16000
@@ -380,7 +380,7 @@ def _spawn(
     src: str | None = None,
 ) -> Any:
     env = dict(os.environ)
-    default_threads(
+    process_defaults(
         env
     )  # the `duetflow` command's native thread defaults (duetflow.native_threads)
     if src:  # the baseline's package first on the path

@@ -1,5 +1,6 @@
-"""The ``duetflow`` command starts with one native compute thread per library unless told
-otherwise, set before numpy loads; the deployments' work pool says the same."""
+"""The ``duetflow`` command starts with one native compute thread per library and Arrow on the
+system allocator unless told otherwise, set before numpy and pyarrow load; the deployments' work
+pool says the same."""
 
 from __future__ import annotations
 
@@ -11,7 +12,14 @@ from pathlib import Path
 
 import yaml
 
-from duetflow.native_threads import DEFAULT_THREADS, THREAD_VARS, default_threads
+from duetflow.native_threads import (
+    ARROW_POOL,
+    ARROW_POOL_VAR,
+    DEFAULT_THREADS,
+    THREAD_VARS,
+    default_threads,
+    process_defaults,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +56,30 @@ def _probe(env: dict[str, str]) -> dict[str, str | None]:
 
 
 def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
+    return {k: v for k, v in os.environ.items() if k not in (*THREAD_VARS, ARROW_POOL_VAR)}
+
+
+# The backend of Arrow's default pool in a fresh ``duetflow`` command (pyarrow loaded after it).
+POOL_PROBE = r"""
+import json, sys
+sys.argv = ["duetflow", "process", "--help"]
+from duetflow.console import run
+try:
+    run()
+except SystemExit:
+    pass
+import pyarrow
+print(json.dumps(pyarrow.default_memory_pool().backend_name))
+"""
+
+
+def _pool(env: dict[str, str]) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", POOL_PROBE], env=env, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+    )  # fmt: skip
+    name: str = json.loads(out.stdout.strip().splitlines()[-1])
+    return name
 
 
 def test_default_threads_sets_only_what_is_unset() -> None:
@@ -57,6 +88,29 @@ def test_default_threads_sets_only_what_is_unset() -> None:
     assert added == {"OPENBLAS_NUM_THREADS": DEFAULT_THREADS}
     assert env == {"OMP_NUM_THREADS": "8", "MKL_NUM_THREADS": "", "OPENBLAS_NUM_THREADS": "1"}
     assert default_threads(env) == {}
+
+
+def test_process_defaults_add_arrows_pool_only_where_unset() -> None:
+    env = {"OMP_NUM_THREADS": "8"}
+    added = process_defaults(env)
+    assert added == {
+        "OPENBLAS_NUM_THREADS": DEFAULT_THREADS, "MKL_NUM_THREADS": DEFAULT_THREADS,
+        ARROW_POOL_VAR: ARROW_POOL,
+    }  # fmt: skip
+    assert env["OMP_NUM_THREADS"] == "8"
+    assert process_defaults(env) == {}
+    mine = {ARROW_POOL_VAR: "jemalloc"}
+    assert ARROW_POOL_VAR not in process_defaults(mine) and mine[ARROW_POOL_VAR] == "jemalloc"
+
+
+def test_the_command_runs_arrow_on_the_system_allocator() -> None:
+    # pyarrow's wheels default to mimalloc, which keeps freed pages: the job's RSS grew with
+    # the corpus (docs/performance.md, *Whole-pipeline memory*)
+    assert _pool(_clean_env()) == "system"
+
+
+def test_the_command_keeps_an_arrow_pool_the_user_chose() -> None:
+    assert _pool({**_clean_env(), ARROW_POOL_VAR: "mimalloc"}) == "mimalloc"
 
 
 def test_the_command_sets_one_thread_before_numpy_loads() -> None:
@@ -71,15 +125,16 @@ def test_the_command_keeps_a_thread_count_the_user_set() -> None:
 def test_importing_the_library_changes_no_environment() -> None:
     code = (
         "import json, os; import duetflow, duetflow.cli, duetflow.pipeline.driver; "
-        f"print(json.dumps([os.environ.get(k) for k in {list(THREAD_VARS)!r}]))"
+        f"print(json.dumps([os.environ.get(k) for k in {[*THREAD_VARS, ARROW_POOL_VAR]!r}]))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True, check=True
     )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [None] * len(THREAD_VARS)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [None] * (len(THREAD_VARS) + 1)
 
 
 def test_the_deployments_work_pool_runs_one_thread_per_library() -> None:
     doc = yaml.safe_load((ROOT / "prefect.yaml").read_text(encoding="utf-8"))
     env = doc["definitions"]["work_pools"]["process_pool"]["job_variables"]["env"]
     assert {k: env.get(k) for k in THREAD_VARS} == dict.fromkeys(THREAD_VARS, DEFAULT_THREADS)
+    assert env.get(ARROW_POOL_VAR) == ARROW_POOL

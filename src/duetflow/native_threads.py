@@ -14,6 +14,16 @@ So the ``duetflow`` command and the deployments' work pool (prefect.yaml) start 
 when set before the libraries load, which is why the command sets them in its entry point
 (:mod:`duetflow.console`) before anything imports numpy; importing :mod:`duetflow` as a library
 changes nothing.
+
+The same entry point chooses **Arrow's allocator** (:data:`ARROW_POOL_VAR`, unless set): the C
+library's ``malloc`` (``system``) instead of the mimalloc that pyarrow's wheels default to.
+Every stage reads and writes Parquet through Arrow, a few MB at a time, and mimalloc keeps the
+pages it freed: measured on the whole job (``bench/job_hour.py``, ingest → process → publish,
+one worker), the pool's own accounting never passed 1.4 MB while mimalloc's reserved arena held
+13 MB after ingest, 21 MB after process and 34–49 MB at the end at sample scale 16 against
+13 MB at scale 1, most of the job's peak-RSS growth with the corpus (docs/performance.md,
+*Whole-pipeline memory*). With the system pool that growth is gone. Export
+``ARROW_DEFAULT_MEMORY_POOL=mimalloc`` (or ``jemalloc``) to choose otherwise.
 """
 
 from __future__ import annotations
@@ -26,9 +36,25 @@ THREAD_VARS: tuple[str, ...] = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_
 DEFAULT_THREADS = "1"
 
 
+#: Arrow's default-pool variable (read once, as pyarrow loads) and duetflow's choice for it.
+ARROW_POOL_VAR = "ARROW_DEFAULT_MEMORY_POOL"
+ARROW_POOL = "system"
+
+
 def default_threads(environ: MutableMapping[str, str]) -> dict[str, str]:
     """Set every unset :data:`THREAD_VARS` in ``environ`` to :data:`DEFAULT_THREADS`; returns
     what it set (a variable already set, even to an empty string, is left as it is)."""
     added = {k: DEFAULT_THREADS for k in THREAD_VARS if k not in environ}
     environ.update(added)
+    return added
+
+
+def process_defaults(environ: MutableMapping[str, str]) -> dict[str, str]:
+    """The ``duetflow`` command's native defaults in ``environ``: :func:`default_threads` and
+    Arrow's allocator (:data:`ARROW_POOL_VAR` = :data:`ARROW_POOL`), each only where unset;
+    returns what it set. Takes effect in a process whose environment holds it before pyarrow
+    loads (the command's entry point, a child started with it, the deployments' work pool)."""
+    added = default_threads(environ)
+    if ARROW_POOL_VAR not in environ:
+        environ[ARROW_POOL_VAR] = added[ARROW_POOL_VAR] = ARROW_POOL
     return added
