@@ -15,10 +15,15 @@ kernels on every segment. Then the fifth round's (not the same bits, so the larg
 is printed, relative to the output's peak): the band-limit's low-pass of a 45 s track (float32
 transforms on 4,096-sample blocks) against its former exact path (scipy's float64 overlap-add
 blocks of 2,200), and a room tone bed's colour (a 70,480-sample bed: 2^4·5·881) split around
-its largest prime factor against numpy's ``rfft``/``irfft``. Last line: ``kernels: highpass
+its largest prime factor against numpy's ``rfft``/``irfft``. The seventh round's lanes
+(``lfilter_lanes``: 16 pieces of a float64 recursion side by side) are not scipy's float32 bits,
+so ``identical`` does not cover them: their largest deviation from scipy's float32 ``lfilter`` is
+printed as a fraction of the signal's peak; one 35 s window (the mix) against the single kernel,
+and two 45 s tracks against ``lfilter_pair``. Last line: ``kernels: highpass
 <r>x (45 s) <r>x (1 s); highpass on silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass
-pair <p>x; k-weighting pair <q>x; median <m>x; welch half silent <w>x; identical True; lowpass
-<l>x (off <d> of peak); bed colour <c>x (off <e>); load <1-minute load average>``.
+pair <p>x; k-weighting pair <q>x; median <m>x; welch half silent <w>x; highpass lanes <l>x, pair
+<lp>x (float64 state, <d> of peak); identical True; lowpass <l>x (off <d> of peak); bed colour
+<c>x (off <e>); load <1-minute load average>``.
 """
 
 from __future__ import annotations
@@ -216,6 +221,34 @@ def main() -> None:
         f"welch, half silent: before {per[0]:.3f} ms, skip {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
     )
     r["welch", 0] = cpu[0] / cpu[1]
+    # issue 30, seventh round: the high-pass in float64 lanes (not scipy's float32 bits: the
+    # largest deviation from scipy's float32 lfilter is printed, as a fraction of the peak)
+    x35 = (rng.standard_normal(SR * 35) * 0.1).astype(np.float32)
+    lane_rounds = {
+        "highpass lanes": (
+            lambda: (kernels.lfilter(b, a, x35),),
+            lambda: tuple(kernels.lfilter_lanes(b, a, [x35])),
+        ),
+        "highpass lanes pair": (
+            lambda: kernels.lfilter_pair(b, a, x1, x2),
+            lambda: tuple(kernels.lfilter_lanes(b, a, [x1, x2])),
+        ),
+    }
+    deviation = 0.0
+    for name, (ref, fast) in lane_rounds.items():
+        for w, g, x in zip(ref(), fast(), (x1, x2) if "pair" in name else (x35,), strict=True):
+            d = np.max(np.abs(w.astype(np.float64) - g)) / np.max(np.abs(x))
+            deviation = max(deviation, float(d))
+        cpu = [0.0, 0.0]
+        for _ in range(args.repeat):
+            for k, f in enumerate((ref, fast)):
+                t0 = time.process_time()
+                f()
+                cpu[k] += time.process_time() - t0
+        per = [c / args.repeat * 1e3 for c in cpu]
+        print(f"{name:<20} before {per[0]:.3f} ms, lanes {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x")
+        r[name, 0] = cpu[0] / cpu[1]
+    print(f"highpass lanes: largest deviation from scipy float32 {deviation:.2e} of the peak")
     _mixdown_round(rng, args.repeat)
     # issue 30, fifth round: the low-pass's float32 transforms on power-of-two blocks, and a
     # bed's colour split around its largest prime factor, each against the path it replaced
@@ -256,6 +289,8 @@ def main() -> None:
         f"highpass pair {r['highpass pair', 0]:.2f}x; k-weighting pair "
         f"{r['k-weighting pair', 0]:.2f}x; median {r['median', 0]:.2f}x; "
         f"welch half silent {r['welch', 0]:.2f}x; "
+        f"highpass lanes {r['highpass lanes', 0]:.2f}x, pair {r['highpass lanes pair', 0]:.2f}x "
+        f"(float64 state, {deviation:.1e} of peak); "
         f"identical {same}; lowpass {r['lowpass', 0]:.2f}x (off {off['lowpass']:.1e} of peak); "
         f"bed colour {r['bed colour', 0]:.2f}x (off {off['bed colour']:.1e}); "
         f"load {os.getloadavg()[0]:.1f}"

@@ -272,10 +272,33 @@ def analyse(samples: Audio, sample_rate: int, start: int = 0, stop: int | None =
     warm = min(start, int(_WARMUP_S * sample_rate))
     b, a = _highpass_ba(sample_rate)
     seg = np.asarray(x[start - warm : stop], dtype=np.float32)
-    hp = np.asarray(kernels.lfilter(b, a, seg), dtype=np.float32)[warm:]
+    hp = _highpass(b, a, [seg])[0][warm:]
     return Analysis(
         _envelope(hp, sample_rate, start, hop), _envelope(seg[warm:], sample_rate, start, hop)
     )
+
+
+#: Whether the high-pass runs in float64 lanes (:func:`duetflow.audio.kernels.lfilter_lanes`)
+#: instead of scipy's float32 recursion (compiled, bit for bit). Off: measured in the render
+#: (``bench/render.py``, interleaved) the lanes gave 0.95x and 0.98x: a 35 s mix's analysis
+#: 1.20x, but two 45 s tracks' 0.88x (the exact pair kernel runs two recursions for nearly the
+#: price of one; the lanes' gather and scatter cost twice their vectorised recursion).
+HIGHPASS_LANES = False
+
+
+def _highpass(
+    b: npt.NDArray[np.float32], a: npt.NDArray[np.float32], segs: list[npt.NDArray[np.float32]]
+) -> list[npt.NDArray[np.float32]]:
+    """The 100 Hz high-pass of each float32 signal (zero initial state), float32 out."""
+    if HIGHPASS_LANES:
+        return kernels.lfilter_lanes(b, a, segs)
+    hps: list[npt.NDArray[np.float32]] = []
+    for i in range(0, len(segs) - 1, 2):  # two at a time, side by side (lfilter_pair)
+        y, v = kernels.lfilter_pair(b, a, segs[i], segs[i + 1])
+        hps += [np.asarray(y, dtype=np.float32), np.asarray(v, dtype=np.float32)]
+    if len(segs) % 2:
+        hps.append(np.asarray(kernels.lfilter(b, a, segs[-1]), dtype=np.float32))
+    return hps
 
 
 def analyse_many(signals: Sequence[Audio], sample_rate: int) -> list[Analysis]:
@@ -285,12 +308,7 @@ def analyse_many(signals: Sequence[Audio], sample_rate: int) -> list[Analysis]:
     hop = hop_samples(sample_rate)
     b, a = _highpass_ba(sample_rate)
     segs = [np.asarray(to_mono(x), dtype=np.float32) for x in signals]
-    hps: list[npt.NDArray[np.float32]] = []
-    for i in range(0, len(segs) - 1, 2):
-        y, v = kernels.lfilter_pair(b, a, segs[i], segs[i + 1])
-        hps += [np.asarray(y, dtype=np.float32), np.asarray(v, dtype=np.float32)]
-    if len(segs) % 2:
-        hps.append(np.asarray(kernels.lfilter(b, a, segs[-1]), dtype=np.float32))
+    hps = _highpass(b, a, segs)
     return [
         Analysis(_envelope(hp, sample_rate, 0, hop), _envelope(seg, sample_rate, 0, hop))
         for hp, seg in zip(hps, segs, strict=True)
