@@ -68,7 +68,6 @@ import soundfile as sf
 
 from duetflow.config import build_config
 from duetflow.errors import InputError
-from duetflow.native_threads import process_defaults
 from duetflow.records.dialogue import Category, Dialogue, MultichannelSource, Speaker, Turn
 
 SR = 16000
@@ -379,10 +378,12 @@ def _spawn(
     profile: bool = False,
     src: str | None = None,
 ) -> Any:
+    # the `duetflow` command's native defaults, imported here (the parent's tree): a child runs
+    # this file with a baseline's package first on its path, which may not have it
+    from duetflow.native_threads import process_defaults
+
     env = dict(os.environ)
-    process_defaults(
-        env
-    )  # the `duetflow` command's native thread defaults (duetflow.native_threads)
+    process_defaults(env)
     if src:  # the baseline's package first on the path
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     cmd = [
