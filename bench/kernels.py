@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,18 @@ def _lowpass_scipy_blocks(x: np.ndarray, h: np.ndarray) -> np.ndarray:
     return out.reshape(-1)[c : c + s1].copy()
 
 
+def _interleaved(fns: tuple[Callable[[], object], ...], reps: int) -> list[float]:
+    """CPU seconds of each of ``fns`` over ``reps`` rounds, run in turn within each round (so a
+    burst of load from other jobs falls on all of them alike)."""
+    cpu = [0.0] * len(fns)
+    for _ in range(reps):
+        for k, f in enumerate(fns):
+            t0 = time.process_time()
+            f()
+            cpu[k] += time.process_time() - t0
+    return cpu
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--repeat", type=int, default=20, help="45 s calls per path (1 s: 20x)")
@@ -154,12 +167,7 @@ def main() -> None:
         }
         for name, (ref, fast) in pairs.items():
             same &= bool(np.array_equal(ref(), fast()))
-            cpu = [0.0, 0.0]
-            for _ in range(reps):
-                for k, f in enumerate((ref, fast)):
-                    t0 = time.process_time()
-                    f()
-                    cpu[k] += time.process_time() - t0
+            cpu = _interleaved((ref, fast), reps)
             per = [c / reps * 1e3 for c in cpu]
             print(
                 f"{name:<12} {seconds:>3} s: scipy {per[0]:.3f} ms, kernel {per[1]:.3f} ms, "
@@ -197,12 +205,7 @@ def main() -> None:
         if name == "median":
             want, got = (want,), (got,)
         same &= all(np.array_equal(w, g) for w, g in zip(want, got, strict=True))
-        cpu = [0.0, 0.0]
-        for _ in range(reps):
-            for k, f in enumerate((ref, fast)):
-                t0 = time.process_time()
-                f()
-                cpu[k] += time.process_time() - t0
+        cpu = _interleaved((ref, fast), reps)
         per = [c / reps * 1e3 for c in cpu]
         print(f"{name:<16} before {per[0]:.3f} ms, kernel {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x")
         r[name, 0] = cpu[0] / cpu[1]
@@ -210,12 +213,9 @@ def main() -> None:
     # silence) with its silent segments skipped, against the same kernels on every segment
     half = _clip_per_turn(rng, SR * 60)
     same &= bool(np.array_equal(_welch_every_segment(half), welch_density(half, SR, 2048)[1]))
-    cpu = [0.0, 0.0]
-    for _ in range(args.repeat):
-        for k, f in enumerate((_welch_every_segment, lambda: welch_density(half, SR, 2048))):
-            t0 = time.process_time()
-            f() if k else f(half)
-            cpu[k] += time.process_time() - t0
+    cpu = _interleaved(
+        (lambda: _welch_every_segment(half), lambda: welch_density(half, SR, 2048)), args.repeat
+    )
     per = [c / args.repeat * 1e3 for c in cpu]
     print(
         f"welch, half silent: before {per[0]:.3f} ms, skip {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
@@ -239,12 +239,7 @@ def main() -> None:
         for w, g, x in zip(ref(), fast(), (x1, x2) if "pair" in name else (x35,), strict=True):
             d = np.max(np.abs(w.astype(np.float64) - g)) / np.max(np.abs(x))
             deviation = max(deviation, float(d))
-        cpu = [0.0, 0.0]
-        for _ in range(args.repeat):
-            for k, f in enumerate((ref, fast)):
-                t0 = time.process_time()
-                f()
-                cpu[k] += time.process_time() - t0
+        cpu = _interleaved((ref, fast), args.repeat)
         per = [c / args.repeat * 1e3 for c in cpu]
         print(f"{name:<20} before {per[0]:.3f} ms, lanes {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x")
         r[name, 0] = cpu[0] / cpu[1]
@@ -270,12 +265,7 @@ def main() -> None:
     for name, (ref, fast) in near.items():
         want, got = ref(), fast()
         off[name] = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-        cpu = [0.0, 0.0]
-        for _ in range(args.repeat):
-            for k, f in enumerate((ref, fast)):
-                t0 = time.process_time()
-                f()
-                cpu[k] += time.process_time() - t0
+        cpu = _interleaved((ref, fast), args.repeat)
         per = [c / args.repeat * 1e3 for c in cpu]
         print(
             f"{name:<16} before {per[0]:.3f} ms, now {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x, "
