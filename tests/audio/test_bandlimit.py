@@ -214,3 +214,21 @@ def test_welch_density_transforms_only_the_segments_that_hold_sound(
     assert 0.2 * count < sounding < 0.9 * count
     welch_density(x, 16000, 2048)
     assert rows == sounding
+
+
+def test_lowpass_bits_do_not_depend_on_how_many_blocks_go_per_transform(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pocketfft transforms each row alone (batched rows share only the SIMD registers): the
+    group size (``_OA_ROWS``) is a speed setting, every sample the same at 8, 16 and 32 rows,
+    on lengths that fill a group, leave a part-filled block and a short last group."""
+    rng = np.random.default_rng(3)
+    h = bandlimit._taps(16000, 4000.0)
+    spec = bandlimit._taps_spectrum(16000, 4000.0, 4096)
+    for n in (3862, 3863, 40_000, 123_457, 720_001):
+        x = rng.normal(0, 0.1, n).astype(np.float32)
+        got = []
+        for rows in (8, 16, 32):
+            monkeypatch.setattr(bandlimit, "_OA_ROWS", rows)
+            got.append(bandlimit._overlap_add_same(x, h, spec if n > 4096 else None))
+        assert all(g is not None and g.tobytes() == got[0].tobytes() for g in got), n
