@@ -53,7 +53,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -649,6 +649,131 @@ def _beyond(inside: FloatArray, edge_db: float, floor: Floor, target_db: float) 
     return float(min(drop / slope, MAX_EXTRAPOLATE_S * (1.0 / HOP_S)))
 
 
+@functools.lru_cache(maxsize=1)
+def _walk_module() -> Any | None:
+    try:
+        from duetflow.audio import walk_kernels as wk
+
+        x = np.arange(8, dtype=np.float64)
+        wk.extent_walk(
+            x, 0, 40, _NO_MASK, False, 0.0, 320.0, 0.0, 320.0, 1.0, 25.0, 0.5, 0.5, 2,
+            x, 0, 40, 6.0, 0.5, 1.0, 0.5, 0.5, 1.0, 0.5, np.empty(9),
+        )  # fmt: skip
+    except Exception:  # a numba that cannot compile here: the same output without it
+        return None
+    return wk
+
+
+def _walker() -> Any | None:
+    """:mod:`duetflow.audio.walk_kernels` where the edge kernels are
+    (:func:`duetflow.audio.kernels.edge_kernels`), else None."""
+    if kernels.edge_kernels() is None:
+        return None
+    return _walk_module()
+
+
+_RING_HOPS = _RING_S / HOP_S
+
+
+@functools.lru_cache(maxsize=512)
+def _extent_levels(
+    db: float, hp_db: float, spread_db: float, digital: bool, t_on: float, t_off: float
+) -> tuple[float, float, float, float, float, float, float, float, float]:
+    """:func:`speech_extent`'s levels over the floor of these fields for onset / offset
+    targets: the edge levels, the core base, and each end's broadband edge level with the two
+    block powers :func:`_sharpen` compares with (the same expressions, once per floor and
+    targets)."""
+    floor = Floor(db, hp_db, spread_db, digital)
+    lo_on, lo_off = floor.edge_db(t_on), floor.edge_db(t_off)
+    base = max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB
+    on, off = _broad_edge(floor, t_on), _broad_edge(floor, t_off)
+    return (
+        lo_on, lo_off, base,
+        on, _power(on + _BLOCK_GUARD_DB), _power(on),
+        off, _power(off + _BLOCK_GUARD_DB), _power(off),
+    )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=16)
+def _bridge_frames(sr: int, hop: int) -> int:
+    return max(1, int(round(BRIDGE_S * sr / hop)))
+
+
+def _extent_compiled(
+    walk: Any,
+    an: Analysis,
+    env: Envelope,
+    floor: Floor,
+    hint: tuple[float, float],
+    bounds: tuple[float, float],
+    onset_floor_db: float | None,
+    offset_floor_db: float | None,
+    blocked: BoolArray | None,
+) -> Extent | Literal[False] | None:
+    """:func:`speech_extent` with its walk in one compiled call
+    (:func:`duetflow.audio.walk_kernels.extent_walk`) and the tails' fit numpy's; False where
+    the arrays are not the kernel's kind (the Python path then)."""
+    db, lv = env.db, an.level
+    p = lv.blocks
+    if (
+        db.dtype != np.float64
+        or not db.flags.c_contiguous
+        or p.dtype != np.float64
+        or not p.flags.c_contiguous
+        or (
+            blocked is not None
+            and (blocked.dtype != np.bool_ or blocked.ndim != 1 or len(blocked) < len(db))
+        )
+    ):
+        return False
+    t_on = floor.db if onset_floor_db is None else onset_floor_db
+    t_off = floor.db if offset_floor_db is None else offset_floor_db
+    lo_on, lo_off, base, e_on, g_on, w_on, e_off, g_off, w_off = _extent_levels(
+        floor.db, floor.hp_db, floor.spread_db, floor.digital, t_on, t_off
+    )
+    tol = HINT_TOLERANCE_S * env.sr
+    out = np.empty(9)
+    found = walk.extent_walk(
+        db, env.start, env.hop, _NO_MASK if blocked is None else blocked, blocked is not None,
+        float(bounds[0]), float(bounds[1]), hint[0] - tol, hint[1] + tol,
+        base, CORE_BELOW_PEAK_DB, lo_on, lo_off, _bridge_frames(env.sr, env.hop),
+        p, lv.start, lv.hop, _RING_HOPS, e_on, g_on, w_on, e_off, g_off, w_off, out,
+    )  # fmt: skip
+    if found != 1:
+        return None
+    peak, hi, e0, e1, *frames = out.tolist()
+    k0, r0, first, last, r1 = map(int, frames)
+    start: float
+    end: float
+    if r0 >= 0:
+        start = e0
+        # the frames _beyond reads of db[r0 : first + 1]: its first _FIT_FRAMES (its size
+        # decides only whether there are two)
+        a = k0 + r0
+        inside = db[a : min(k0 + first + 1, a + _FIT_FRAMES)]
+        if inside.size >= 2:  # else _beyond's 0.0: start less 0.0 is start
+            if blocked is not None:
+                inside = np.where(blocked[a : a + inside.size], _SILENT_DB, inside)
+            start -= env.hop * _beyond(inside, lo_on, floor, t_on)
+    else:
+        start = bounds[0]
+    if r1 >= 0:
+        end = e1
+        # db[last:r1][::-1]: its first _FIT_FRAMES are the last of db[last:r1], reversed
+        b = k0 + r1
+        inside = db[max(k0 + last, b - _FIT_FRAMES) : b]
+        if inside.size >= 2:
+            if blocked is not None:
+                inside = np.where(blocked[b - inside.size : b], _SILENT_DB, inside)
+            end += env.hop * _beyond(inside[::-1], lo_off, floor, t_off)
+    else:
+        end = bounds[1]
+    start, end = max(start, bounds[0]), min(end, bounds[1])
+    if end <= start:
+        return None
+    return Extent(start, end, peak, hi)
+
+
 @dataclass(frozen=True)
 class Extent:
     """Acoustic extent of one turn (samples, fractional) and the levels it was judged by."""
@@ -684,6 +809,12 @@ def speech_extent(
     if bounds is None:
         pad = SEARCH_S * sr
         bounds = (hint[0] - pad, hint[1] + pad)
+    walk = _walker()
+    if walk is not None:
+        found = _extent_compiled(walk, an, env, floor, hint, bounds, onset_floor_db,
+                                 offset_floor_db, blocked)  # fmt: skip
+        if found is not False:
+            return found
     k0, k1 = env.span(bounds[0], bounds[1])
     if k1 - k0 < 2:
         return None

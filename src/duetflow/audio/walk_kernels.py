@@ -1,0 +1,178 @@
+"""A turn's edge walk compiled with numba in one call (imported by
+:func:`duetflow.audio.edges.walk_kernels` only where the edge kernels are, see
+:func:`duetflow.audio.kernels.edge_kernels`).
+
+:func:`extent_walk` is :func:`duetflow.audio.edges.speech_extent` from its frame spans to its
+edges before the tails' extrapolation (:func:`duetflow.audio.edges._beyond`, a least-squares
+fit, stays numpy's): the bounds' and the hint's frames (``Envelope.span``), the blocked frames
+read as digital silence, the core frames (:func:`duetflow.audio.edge_kernels.core_frames`), the
+quiet walks out of them (:func:`duetflow.audio.edge_kernels.quiet_run`), the crossings
+(``edges._crossing``) and the steep edges placed on the hop blocks (``edges._sharpen``). Each
+is the Python expression's float operations in the same order (Python's two-argument ``min``
+and ``max``: the first unless the second is smaller / greater; ``math.floor`` / ``math.ceil``
+to an integer; ``10 * log10`` of a block's power, the C library's ``log10`` either way). The
+levels that take a power (``10 ** x``) come in computed by Python.
+
+No fused multiply-add (numba's default). Module-level functions, so numba's on-disk cache
+serves every process after the first.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from duetflow.audio.edge_kernels import core_frames, quiet_run
+
+_SILENT_DB = -200.0  # duetflow.audio.edges._SILENT_DB
+_HALF = 2.0  # WINDOW_HOPS / 2
+_WINDOW_HOPS = 4
+_STEEP_DB = 10.0
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _pmax(a: float, b: float) -> float:  # pragma: no cover - compiled
+    # Python's max(a, b)
+    return b if b > a else a
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _pmin(a: float, b: float) -> float:  # pragma: no cover - compiled
+    # Python's min(a, b)
+    return b if b < a else a
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _span(a: float, b: float, start: int, hop: int, n: int) -> Any:  # pragma: no cover
+    # Envelope.span
+    k0 = int(math.ceil((a - start) / hop - _HALF))
+    k1 = int(math.ceil((b - start) / hop - _HALF))
+    return max(0, k0), min(n, max(0, k1))
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _db(power: float) -> float:  # pragma: no cover - compiled
+    return 10.0 * math.log10(power) if power > 0 else _SILENT_DB
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def sharpen(
+    p: Any, start: int, hop: int, edge: float, edge_db: float, guard: float, lo: float,
+    ring: float, rising: bool,
+) -> float:  # fmt: skip  # pragma: no cover - compiled
+    # duetflow.audio.edges._sharpen on blocks p (start, hop: the level envelope's); guard and
+    # lo: _power(edge_db + _BLOCK_GUARD_DB) and _power(edge_db)
+    n = p.shape[0]
+    pos = (edge - start) / hop
+    if rising:
+        j0, j1 = int(math.floor(pos)) - 1, int(math.floor(pos + _HALF)) + 1
+    else:
+        j0, j1 = int(math.floor(pos - _HALF - ring)) - 1, int(math.floor(pos)) + 1
+    j0, j1 = max(j0, 1), min(j1, n - 2)
+    if j1 < j0:
+        return edge
+    first = -1
+    last = -1
+    for j in range(j0, j1 + 1):
+        if p[j] > guard:
+            if first < 0:
+                first = j
+            last = j
+    if first < 0:
+        return edge
+    if rising:
+        j = first
+        for _ in range(2):
+            if j - 1 >= 1 and p[j - 1] > lo:
+                j -= 1
+        if p[j - 1] == 0:
+            fill = _pmin(1.0, p[j] / p[j + 1]) if p[j + 1] > 0 else 1.0
+            return _pmax(start + (j + 1.0 - fill) * hop, edge)
+        a, b = _db(p[j - 1]), _db(p[j])
+        frac = 0.5 if b == a else _pmin(1.0, _pmax(0.0, (edge_db - a) / (b - a)))
+        return _pmax(start + (j - 0.5 + frac) * hop, edge)
+    j = last
+    for _ in range(2):
+        if j + 2 < n and p[j + 1] > lo:
+            j += 1
+    if p[j + 1] == 0:
+        fill = _pmin(1.0, p[j] / p[j - 1]) if p[j - 1] > 0 else 1.0
+        return _pmin(start + (j + fill) * hop, edge)
+    a, b = _db(p[j]), _db(p[j + 1])
+    frac = 0.5 if b == a else _pmin(1.0, _pmax(0.0, (a - edge_db) / (a - b)))
+    return _pmin(start + (j + 0.5 + frac) * hop, edge)
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def extent_walk(
+    env_db: Any, start: int, hop: int, blocked: Any, has_blocked: bool,
+    b0: float, b1: float, t0: float, t1: float,
+    base: float, below: float, lo_on: float, lo_off: float, m: int,
+    p: Any, p_start: int, p_hop: int, ring: float,
+    edge_on: float, guard_on: float, low_on: float,
+    edge_off: float, guard_off: float, low_off: float,
+    out: Any,
+) -> int:  # fmt: skip  # pragma: no cover - compiled
+    # speech_extent on envelope frames env_db (start, hop) within bounds (b0, b1) for the hint
+    # widened by its tolerance (t0, t1); blocked frames (has_blocked) read as _SILENT_DB.
+    # Returns 0: no extent (None), 1: out = [peak, core level, start, end, k0, r0, first,
+    # last, r1] (start/end after _sharpen, before _beyond; r0 / r1 -1 where the walk found
+    # no quiet run and the edge is the bound; frames relative to k0)
+    n_env = env_db.shape[0]
+    k0, k1 = _span(b0, b1, start, hop, n_env)
+    if k1 - k0 < 2:
+        return 0
+    if has_blocked:
+        db = np.empty(k1 - k0, np.float64)
+        for i in range(k1 - k0):
+            db[i] = _SILENT_DB if blocked[k0 + i] else env_db[k0 + i]
+    else:
+        db = env_db[k0:k1]
+    h0, h1 = _span(t0, t1, start, hop, n_env)
+    h0, h1 = max(h0, k0) - k0, min(h1, k1) - k0
+    if h1 <= h0:
+        return 0
+    res = np.empty(4)
+    if core_frames(db[h0:h1], base, below, _SILENT_DB, res) != 1:
+        return 0
+    first, last = h0 + int(res[2]), h0 + int(res[3])
+    size = db.shape[0]
+    q = quiet_run(db, first, first + 1, -1, lo_on, m)
+    r0 = -1
+    if q >= 0:
+        r0 = first - q + 1
+        # _crossing(env, db, k0, k0 + r0 - 1, k0 + r0, lo_on)
+        a, b = db[r0 - 1], db[r0]
+        frac = 0.5 if b == a else _pmin(1.0, _pmax(0.0, (lo_on - a) / (b - a)))
+        below_k = k0 + r0 - 1
+        e0 = start + ((below_k + frac * ((k0 + r0) - below_k)) + _HALF) * hop
+        if r0 + _WINDOW_HOPS < size and db[r0 + _WINDOW_HOPS] >= lo_on + _STEEP_DB:
+            e0 = sharpen(p, p_start, p_hop, e0, edge_on, guard_on, low_on, ring, True)
+    else:
+        e0 = b0
+    q = quiet_run(db, last, size - last, 1, lo_off, m)
+    r1 = -1
+    if q >= 0:
+        r1 = last + q
+        # _crossing(env, db, k0, k0 + r1, k0 + r1 - 1, lo_off)
+        a, b = db[r1], db[r1 - 1]
+        frac = 0.5 if b == a else _pmin(1.0, _pmax(0.0, (lo_off - a) / (b - a)))
+        below_k = k0 + r1
+        e1 = start + ((below_k + frac * ((k0 + r1 - 1) - below_k)) + _HALF) * hop
+        if r1 - 1 - _WINDOW_HOPS >= 0 and db[r1 - 1 - _WINDOW_HOPS] >= lo_off + _STEEP_DB:
+            e1 = sharpen(p, p_start, p_hop, e1, edge_off, guard_off, low_off, ring, False)
+    else:
+        e1 = b1
+    out[0] = res[0]
+    out[1] = res[1]
+    out[2] = e0
+    out[3] = e1
+    out[4] = k0
+    out[5] = r0
+    out[6] = first
+    out[7] = last
+    out[8] = r1
+    return 1
