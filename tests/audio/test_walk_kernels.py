@@ -146,3 +146,30 @@ def test_the_walk_falls_back_without_the_kernels(monkeypatch: pytest.MonkeyPatch
     x[SR // 4 : SR // 2] = 0.3
     e = edges.speech_extent(edges.analyse(x, SR), edges.DIGITAL_FLOOR, (0.2 * SR, 0.6 * SR))
     assert e is not None and math.isclose(e.start, SR / 4, abs_tol=40)
+
+
+@compiled
+def test_the_peak_of_blocked_frames_is_core_frames_of_the_frames_as_read() -> None:
+    # blocked frames read as digital silence without a copy: core_frames of np.where's copy
+    from duetflow.audio import walk_kernels as wk
+
+    ek = kernels.edge_kernels()
+    rng = np.random.default_rng(24)
+    for _ in range(3000):
+        n = int(rng.integers(1, 400))
+        db = rng.normal(-40.0, 12.0, n)
+        if rng.random() < 0.3:
+            db = np.round(db)  # ties at the core level
+        db[rng.random(n) < 0.1] = edges._SILENT_DB
+        if rng.random() < 0.1:
+            db[int(rng.integers(0, n))] = np.nan
+        blocked = rng.random(n) < rng.random() * 0.5
+        a = int(rng.integers(0, n))
+        b = int(rng.integers(a, n + 1))
+        base = float(rng.uniform(-70, -30))
+        want, got = np.empty(4), np.empty(4)
+        w = ek.core_frames(np.where(blocked, edges._SILENT_DB, db)[a:b], base, 25.0, -200.0, want)
+        g = wk.peak_frames(db, blocked, True, a, b, base, 25.0, got)
+        assert g == w
+        if w == 1:
+            assert got.tobytes() == want.tobytes()

@@ -678,19 +678,23 @@ _RING_HOPS = _RING_S / HOP_S
 @functools.lru_cache(maxsize=512)
 def _extent_levels(
     db: float, hp_db: float, spread_db: float, digital: bool, t_on: float, t_off: float
-) -> tuple[float, float, float, float, float, float, float, float, float]:
+) -> tuple[float, ...]:
     """:func:`speech_extent`'s levels over the floor of these fields for onset / offset
-    targets: the edge levels, the core base, and each end's broadband edge level with the two
-    block powers :func:`_sharpen` compares with (the same expressions, once per floor and
-    targets)."""
+    targets (the same expressions, once per floor and targets): the edge levels, the core
+    base, each end's broadband edge level with the two block powers :func:`_sharpen` compares
+    with, and whether :func:`_beyond` can follow a tail at each end (its ``drop`` over 0.05)."""
     floor = Floor(db, hp_db, spread_db, digital)
     lo_on, lo_off = floor.edge_db(t_on), floor.edge_db(t_off)
     base = max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB
     on, off = _broad_edge(floor, t_on), _broad_edge(floor, t_off)
+    noise = floor.hp_power
+    tail_on = not _db(_power(lo_on) - noise) - t_on <= 0.05
+    tail_off = not _db(_power(lo_off) - noise) - t_off <= 0.05
     return (
         lo_on, lo_off, base,
         on, _power(on + _BLOCK_GUARD_DB), _power(on),
         off, _power(off + _BLOCK_GUARD_DB), _power(off),
+        tail_on, tail_off,
     )  # fmt: skip
 
 
@@ -728,7 +732,7 @@ def _extent_compiled(
         return False
     t_on = floor.db if onset_floor_db is None else onset_floor_db
     t_off = floor.db if offset_floor_db is None else offset_floor_db
-    lo_on, lo_off, base, e_on, g_on, w_on, e_off, g_off, w_off = _extent_levels(
+    lo_on, lo_off, base, e_on, g_on, w_on, e_off, g_off, w_off, tail_on, tail_off = _extent_levels(
         floor.db, floor.hp_db, floor.spread_db, floor.digital, t_on, t_off
     )
     tol = HINT_TOLERANCE_S * env.sr
@@ -745,19 +749,26 @@ def _extent_compiled(
     k0, r0, first, last, r1 = map(int, frames)
     start: float
     end: float
-    if r0 >= 0:
+    # _beyond of a tail, where it can follow one (else its 0.0: an edge less 0.0 is the edge)
+    if r0 < 0:
+        start = bounds[0]
+    elif not tail_on:
+        start = e0
+    else:
         start = e0
         # the frames _beyond reads of db[r0 : first + 1]: its first _FIT_FRAMES (its size
         # decides only whether there are two)
         a = k0 + r0
         inside = db[a : min(k0 + first + 1, a + _FIT_FRAMES)]
-        if inside.size >= 2:  # else _beyond's 0.0: start less 0.0 is start
+        if inside.size >= 2:
             if blocked is not None:
                 inside = np.where(blocked[a : a + inside.size], _SILENT_DB, inside)
             start -= env.hop * _beyond(inside, lo_on, floor, t_on)
+    if r1 < 0:
+        end = bounds[1]
+    elif not tail_off:
+        end = e1
     else:
-        start = bounds[0]
-    if r1 >= 0:
         end = e1
         # db[last:r1][::-1]: its first _FIT_FRAMES are the last of db[last:r1], reversed
         b = k0 + r1
@@ -766,8 +777,6 @@ def _extent_compiled(
             if blocked is not None:
                 inside = np.where(blocked[b - inside.size : b], _SILENT_DB, inside)
             end += env.hop * _beyond(inside[::-1], lo_off, floor, t_off)
-    else:
-        end = bounds[1]
     start, end = max(start, bounds[0]), min(end, bounds[1])
     if end <= start:
         return None

@@ -1,17 +1,19 @@
 """A turn's edge walk compiled with numba in one call (imported by
-:func:`duetflow.audio.edges.walk_kernels` only where the edge kernels are, see
+:func:`duetflow.audio.edges._walker` only where the edge kernels are, see
 :func:`duetflow.audio.kernels.edge_kernels`).
 
 :func:`extent_walk` is :func:`duetflow.audio.edges.speech_extent` from its frame spans to its
 edges before the tails' extrapolation (:func:`duetflow.audio.edges._beyond`, a least-squares
 fit, stays numpy's): the bounds' and the hint's frames (``Envelope.span``), the blocked frames
-read as digital silence, the core frames (:func:`duetflow.audio.edge_kernels.core_frames`), the
-quiet walks out of them (:func:`duetflow.audio.edge_kernels.quiet_run`), the crossings
-(``edges._crossing``) and the steep edges placed on the hop blocks (``edges._sharpen``). Each
-is the Python expression's float operations in the same order (Python's two-argument ``min``
-and ``max``: the first unless the second is smaller / greater; ``math.floor`` / ``math.ceil``
-to an integer; ``10 * log10`` of a block's power, the C library's ``log10`` either way). The
-levels that take a power (``10 ** x``) come in computed by Python.
+read as digital silence (read in place, not copied), the core frames
+(:func:`duetflow.audio.edge_kernels.core_frames`; :func:`peak_frames` where frames are
+blocked), the quiet walks out of them (:func:`duetflow.audio.edge_kernels.quiet_run`), the
+crossings (``edges._crossing``) and the steep edges placed on the hop blocks
+(``edges._sharpen``). Each is the Python expression's float operations in the same order
+(Python's two-argument ``min`` and ``max``: the first unless the second is smaller / greater;
+``math.floor`` / ``math.ceil`` to an integer; ``10 * log10`` of a block's power, the C
+library's ``log10`` either way). The levels that take a power (``10 ** x``) come in computed
+by Python.
 
 No fused multiply-add (numba's default). Module-level functions, so numba's on-disk cache
 serves every process after the first.
@@ -25,7 +27,7 @@ from typing import Any
 import numba
 import numpy as np
 
-from duetflow.audio.edge_kernels import core_frames, quiet_run
+from duetflow.audio.edge_kernels import _rank, core_frames, kth
 
 _SILENT_DB = -200.0  # duetflow.audio.edges._SILENT_DB
 _HALF = 2.0  # WINDOW_HOPS / 2
@@ -107,6 +109,66 @@ def sharpen(
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _at(db: Any, blocked: Any, has_blocked: bool, k: int) -> Any:  # pragma: no cover
+    # frame k as speech_extent reads it: a blocked frame is digital silence
+    if has_blocked and blocked[k]:
+        return _SILENT_DB
+    return db[k]
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _quiet(
+    db: Any, blocked: Any, has_blocked: bool, origin: int, n: int, step: int, level: float,
+    m: int,
+) -> int:  # fmt: skip  # pragma: no cover - compiled
+    # duetflow.audio.edge_kernels.quiet_run on the frames as read (_at)
+    run = 0
+    for i in range(n):
+        if _at(db, blocked, has_blocked, origin + step * i) <= level:
+            run += 1
+            if run >= m:
+                return i - run + 1
+        else:
+            run = 0
+    return n - run if run else -1
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def peak_frames(
+    db: Any, blocked: Any, has_blocked: bool, a: int, b: int, base: float, below: float,
+    out: Any,
+) -> int:  # fmt: skip  # pragma: no cover - compiled
+    # duetflow.audio.edge_kernels.core_frames of frames [a, b) as read (_at): the peak (the
+    # value of rank int(0.98 * (m - 1)) of the m audible frames, above _SILENT_DB: a NaN is
+    # not), the core level, the first and last core frame (relative to a)
+    buf = np.empty(b - a, np.float64)
+    m = 0
+    for k in range(a, b):
+        v = _at(db, blocked, has_blocked, k)
+        if v > _SILENT_DB:
+            buf[m] = v
+            m += 1
+    if m == 0:
+        return 0
+    peak = kth(buf, m, _rank(m, 98.0))
+    hi = base
+    if peak - below > hi:
+        hi = peak - below
+    first = -1
+    last = -1
+    for k in range(a, b):
+        if _at(db, blocked, has_blocked, k) >= hi:
+            if first < 0:
+                first = k - a
+            last = k - a
+    out[0] = peak
+    out[1] = hi
+    out[2] = first
+    out[3] = last
+    return 1 if first >= 0 else 2
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
 def extent_walk(
     env_db: Any, start: int, hop: int, blocked: Any, has_blocked: bool,
     b0: float, b1: float, t0: float, t1: float,
@@ -125,44 +187,51 @@ def extent_walk(
     k0, k1 = _span(b0, b1, start, hop, n_env)
     if k1 - k0 < 2:
         return 0
-    if has_blocked:
-        db = np.empty(k1 - k0, np.float64)
-        for i in range(k1 - k0):
-            db[i] = _SILENT_DB if blocked[k0 + i] else env_db[k0 + i]
-    else:
-        db = env_db[k0:k1]
     h0, h1 = _span(t0, t1, start, hop, n_env)
     h0, h1 = max(h0, k0) - k0, min(h1, k1) - k0
     if h1 <= h0:
         return 0
     res = np.empty(4)
-    if core_frames(db[h0:h1], base, below, _SILENT_DB, res) != 1:
+    if has_blocked:
+        found = peak_frames(env_db, blocked, True, k0 + h0, k0 + h1, base, below, res)
+    else:
+        found = core_frames(env_db[k0 + h0 : k0 + h1], base, below, _SILENT_DB, res)
+    if found != 1:
         return 0
     first, last = h0 + int(res[2]), h0 + int(res[3])
-    size = db.shape[0]
-    q = quiet_run(db, first, first + 1, -1, lo_on, m)
+    size = k1 - k0
+    # db[i] below is env_db[k0 + i] as read
+    q = _quiet(env_db, blocked, has_blocked, k0 + first, first + 1, -1, lo_on, m)
     r0 = -1
     if q >= 0:
         r0 = first - q + 1
         # _crossing(env, db, k0, k0 + r0 - 1, k0 + r0, lo_on)
-        a, b = db[r0 - 1], db[r0]
+        a = _at(env_db, blocked, has_blocked, k0 + r0 - 1)
+        b = _at(env_db, blocked, has_blocked, k0 + r0)
         frac = 0.5 if b == a else _pmin(1.0, _pmax(0.0, (lo_on - a) / (b - a)))
         below_k = k0 + r0 - 1
         e0 = start + ((below_k + frac * ((k0 + r0) - below_k)) + _HALF) * hop
-        if r0 + _WINDOW_HOPS < size and db[r0 + _WINDOW_HOPS] >= lo_on + _STEEP_DB:
+        if (
+            r0 + _WINDOW_HOPS < size
+            and _at(env_db, blocked, has_blocked, k0 + r0 + _WINDOW_HOPS) >= lo_on + _STEEP_DB
+        ):
             e0 = sharpen(p, p_start, p_hop, e0, edge_on, guard_on, low_on, ring, True)
     else:
         e0 = b0
-    q = quiet_run(db, last, size - last, 1, lo_off, m)
+    q = _quiet(env_db, blocked, has_blocked, k0 + last, size - last, 1, lo_off, m)
     r1 = -1
     if q >= 0:
         r1 = last + q
         # _crossing(env, db, k0, k0 + r1, k0 + r1 - 1, lo_off)
-        a, b = db[r1], db[r1 - 1]
+        a = _at(env_db, blocked, has_blocked, k0 + r1)
+        b = _at(env_db, blocked, has_blocked, k0 + r1 - 1)
         frac = 0.5 if b == a else _pmin(1.0, _pmax(0.0, (lo_off - a) / (b - a)))
         below_k = k0 + r1
         e1 = start + ((below_k + frac * ((k0 + r1 - 1) - below_k)) + _HALF) * hop
-        if r1 - 1 - _WINDOW_HOPS >= 0 and db[r1 - 1 - _WINDOW_HOPS] >= lo_off + _STEEP_DB:
+        if (
+            r1 - 1 - _WINDOW_HOPS >= 0
+            and _at(env_db, blocked, has_blocked, k0 + r1 - 1 - _WINDOW_HOPS) >= lo_off + _STEEP_DB
+        ):
             e1 = sharpen(p, p_start, p_hop, e1, edge_off, guard_off, low_off, ring, False)
     else:
         e1 = b1
