@@ -173,3 +173,51 @@ def test_the_peak_of_blocked_frames_is_core_frames_of_the_frames_as_read() -> No
         assert g == w
         if w == 1:
             assert got.tobytes() == want.tobytes()
+
+
+def _gap_bits(g: edges.GapMeasure | None) -> object:
+    if g is None:
+        return None
+    f = g.floor
+    nums = (g.offset, g.onset, f.db, f.hp_db, f.spread_db, g.step_db, g.dip_db)
+    return (*(float(v).hex() for v in nums), f.digital, g.zero_run)
+
+
+@compiled
+def test_gaps_are_the_python_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the pause's quietest floor, its step, dip and zero run in compiled calls against the
+    # Python path: room tone, digital silence, zeros inside room tone, a NaN in the pause
+    rng = np.random.default_rng(25)
+    cases = []
+    t = np.arange(4 * SR) / SR
+    for shape in range(5):
+        on = (t % 1.0) < 0.5 + 0.1 * rng.random()
+        x = 0.3 * np.sin(2 * np.pi * 180 * t) * on
+        if shape != 1:
+            x = x + rng.normal(0, 10 ** (-55 / 20), len(t)) * (1.0 + (t > 2.0))  # a step
+        if shape == 2:
+            x[int(1.7 * SR) : int(1.75 * SR)] = 0.0  # zeros in a pause
+        x = x.astype(np.float32)
+        an = edges.analyse(x, SR)
+        if shape == 3:
+            lvdb = an.level.db.copy()
+            lvdb[int(1.8 * SR / an.level.hop)] = np.nan
+            an = edges.Analysis(an.edge, edges.Envelope(lvdb, an.level.hop, SR, 0, an.level.blocks))
+        for k in range(3):
+            a1 = (k + 0.5) * SR + float(rng.uniform(-400, 400))
+            b0 = (k + 1.0) * SR + float(rng.uniform(-400, 400))
+            prev, nxt = (k * SR + 100.0, a1), (b0, (k + 1.5) * SR)
+            for floor, floor_db in ((None, None), (None, -55.0), (edges.DIGITAL_FLOOR, None)):
+                cases.append((x, an, prev, nxt, floor, floor_db))
+
+    def measure() -> list[object]:
+        return [
+            _gap_bits(edges.measure_gap(x, SR, p, q, analysis=an, floor=f, floor_db=fd))
+            for x, an, p, q, f, fd in cases
+        ]
+
+    fast = measure()
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    slow = measure()
+    assert sum(g is not None for g in fast) > 30
+    assert fast == slow

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duetflow.audio import edges, roomtone
+from duetflow.audio import edges, kernels, roomtone
 from duetflow.audio.io import Audio
 
 #: Kept clear of annotated speech when judging a floor (s).
@@ -107,6 +107,18 @@ def _alone(v: TrackView, own: Sequence[Span], other: Sequence[Span]) -> edges.Bo
     return mask
 
 
+def _median(v: edges.FloatArray) -> float:
+    """``float(numpy.median(v))`` of a non-empty float64 array: compiled where numba is (the
+    same two order statistics and their mean, :func:`duetflow.audio.edge_kernels.median`),
+    numpy's own where it is not or a NaN leaves the order to numpy."""
+    compiled = kernels.edge_kernels()
+    if compiled is not None and v.dtype == np.float64 and v.ndim == 1 and v.size:
+        out = np.empty(1)
+        if compiled.median(v, out):
+            return float(out[0])
+    return float(np.median(v))
+
+
 def mark_crosstalk(
     views: Sequence[TrackView],
     own: Sequence[Sequence[Span]],
@@ -138,7 +150,7 @@ def mark_crosstalk(
         solo = _alone(views[o], own[o], own[i])[:n] & loud
         if np.count_nonzero(solo) < 8:
             continue
-        leak = float(np.median(mine[solo] - theirs[solo]))
+        leak = _median(mine[solo] - theirs[solo])
         blocked = np.zeros(views[i].n_frames, dtype=bool)
         blocked[:n] = loud & (mine <= theirs + leak + margin_db)
         views[i].blocked = blocked

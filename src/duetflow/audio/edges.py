@@ -434,6 +434,14 @@ def _floor_compiled(
         lv, hv, i0, i1, mask, m is not None, _FLICKER_FRAMES, DIGITAL_DB, DIGITAL_SHARE,
         MIN_FLOOR_FRAMES, res,
     )  # fmt: skip
+    return _floor_of_stats(status, values, res)
+
+
+def _floor_of_stats(
+    status: int, values: FloatArray, res: FloatArray
+) -> Floor | Literal[False] | None:
+    """The floor :func:`duetflow.audio.edge_kernels.floor_stats` measured (its status, values
+    and results): the powers and their means numpy's; False: a NaN, numpy decides."""
     if status == 0:
         return None
     if status == 1:
@@ -922,6 +930,26 @@ def _quietest(an: Analysis, k0: int, k1: int, width: int) -> Floor | None:
     """The floor of the quietest ``width`` frames in a row within frames ``[k0, k1)``."""
     if k1 - k0 > width:
         pw = np.power(10.0, an.level.db[k0:k1] / 10.0)
+        walk = _walker()
+        lv, hv = an.level.db, an.edge.db
+        if (
+            walk is not None
+            and lv.dtype == np.float64
+            and hv.dtype == np.float64
+            and lv.flags.c_contiguous
+            and hv.flags.c_contiguous
+            and len(lv) == len(hv)
+        ):  # the run and its floor in one call (walk_kernels.quiet_floor), the same numbers
+            res = np.empty(5)
+            status, values = walk.quiet_floor(
+                pw, width, k0, lv, hv, _FLICKER_FRAMES, DIGITAL_DB, DIGITAL_SHARE,
+                MIN_FLOOR_FRAMES, res,
+            )  # fmt: skip
+            measured = _floor_of_stats(status, values, res)
+            if measured is not False:
+                return measured
+            k = int(res[4])
+            return _floor_in(an, k, k + width)
         compiled = kernels.edge_kernels()
         if compiled is not None:  # the same sums and comparisons (edge_kernels.quietest)
             k = k0 + int(compiled.quietest(pw, width))
@@ -998,6 +1026,11 @@ def measure_gap(
         floor = better
     assert left is not None and right is not None
     offset, onset = left.end, right.start
+    walk = _walker()
+    if walk is not None:
+        tail = _pause_tail(walk, samples, analysis, offset, onset, floor)
+        if tail is not None:
+            return GapMeasure(offset, onset, floor, *tail)
     step = dip = 0.0
     q0, q1 = analysis.level.span(offset + 2 * env.hop, onset - 2 * env.hop)
     pause = analysis.level.db[q0:q1]
@@ -1021,6 +1054,39 @@ def measure_gap(
     x = to_mono(samples)
     zeros = longest_zero_run(x[int(math.ceil(offset)) : int(math.floor(onset))])
     return GapMeasure(offset, onset, floor, step, dip, zeros)
+
+
+def _pause_tail(
+    walk: Any, samples: Audio, an: Analysis, offset: float, onset: float, floor: Floor
+) -> tuple[float, float, int] | None:
+    """:func:`measure_gap`'s step, dip and zero run of the pause between ``offset`` and
+    ``onset`` in one compiled call (:func:`duetflow.audio.walk_kernels.pause_tail`: the same
+    spans, medians, windowed minimum and run); None where the arrays are not the kernel's kind
+    or a NaN leaves a median to numpy (:func:`measure_gap` measures them itself then)."""
+    lv = an.level
+    x = to_mono(samples)
+    z0, z1 = int(math.ceil(offset)), int(math.floor(onset))
+    if (
+        z0 < 0
+        or x.ndim != 1
+        or x.dtype not in _FLOATS
+        or not x.flags.c_contiguous
+        or lv.db.dtype != np.float64
+        or lv.blocks.dtype != np.float64
+        or not (lv.db.flags.c_contiguous and lv.blocks.flags.c_contiguous)
+    ):
+        return None
+    out = np.zeros(3)
+    width = max(1, int(round(_DIP_S / HOP_S)))
+    got = walk.pause_tail(
+        lv.db, lv.blocks, lv.start, lv.hop, an.edge.hop, offset, onset, not floor.digital,
+        MIN_FLOOR_FRAMES, width, x, z0, z1, out,
+    )  # fmt: skip
+    if got < 0:
+        return None
+    step, low, zeros = out.tolist()
+    dip = max(0.0, floor.db - _db(low)) if got & 2 else 0.0
+    return (step if got & 1 else 0.0), dip, int(zeros)
 
 
 def change_pauses(

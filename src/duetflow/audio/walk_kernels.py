@@ -27,7 +27,15 @@ from typing import Any
 import numba
 import numpy as np
 
-from duetflow.audio.edge_kernels import _rank, core_frames, kth
+from duetflow.audio.edge_kernels import (
+    _rank,
+    core_frames,
+    floor_stats,
+    kth,
+    longest_zero_run,
+    quietest,
+    window_min,
+)
 
 _SILENT_DB = -200.0  # duetflow.audio.edges._SILENT_DB
 _HALF = 2.0  # WINDOW_HOPS / 2
@@ -245,3 +253,72 @@ def extent_walk(
     out[7] = last
     out[8] = r1
     return 1
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _half_median(v: Any, a: int, b: int) -> Any:  # pragma: no cover - compiled
+    # duetflow.audio.edge_kernels.median of v[a:b] (non-empty): the two middle order
+    # statistics' mean; NaN where a NaN is among them (the caller leaves it to numpy)
+    n = b - a
+    buf = np.empty(n, np.float64)
+    for i in range(n):
+        if v[a + i] != v[a + i]:
+            return np.nan
+        buf[i] = v[a + i]
+    x = kth(buf, n, (n - 1) // 2)
+    y = kth(buf, n, n // 2)
+    return (x + y) / 2
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def pause_tail(
+    level_db: Any, blocks: Any, start: int, hop: int, edge_hop: int, offset: float,
+    onset: float, levels: bool, min_frames: int, width: int, x: Any, z0: int, z1: int,
+    out: Any,
+) -> int:  # fmt: skip  # pragma: no cover - compiled
+    # duetflow.audio.edges.measure_gap after its edges (``levels``: the floor is not
+    # digital, the pause's levels are read; else only its zeros): the pause's level frames
+    # (level.span(offset + 2 hops, onset - 2 hops)); where there are 2 * min_frames of them,
+    # out[0] = the step (median of the second half less the first's), and where the blocks
+    # between the edges (2 in from each) hold ``width``, out[1] = their least windowed sum /
+    # width (edge_kernels.window_min); out[2] = the longest run of zeros of x[z0:z1]
+    # (z0 >= 0). Returns a bit set: 1 step measured, 2 low measured; -1: a NaN in a median
+    # (numpy decides)
+    n = level_db.shape[0]
+    q0, q1 = _span(offset + 2 * edge_hop, onset - 2 * edge_hop, start, hop, n)
+    size = q1 - q0 if q1 > q0 else 0
+    got = 0
+    if levels and size >= 2 * min_frames:
+        half = size // 2
+        m2 = _half_median(level_db, q0 + half, q1)
+        m1 = _half_median(level_db, q0, q0 + half)
+        if m2 != m2 or m1 != m1:
+            return -1
+        out[0] = m2 - m1
+        got |= 1
+        j0 = int(math.ceil((offset - start) / hop)) + 2
+        j1 = int((onset - start) / hop) - 2
+        if j1 - j0 >= width:
+            out[1] = window_min(blocks[j0:j1], width) / width
+            got |= 2
+    z1 = min(z1, x.shape[0])
+    out[2] = longest_zero_run(x[z0:z1]) if z1 > z0 else 0
+    return got
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def quiet_floor(
+    pw: Any, width: int, k0: int, lv: Any, hv: Any, size: int, digital_db: float,
+    share: float, min_frames: int, res: Any,
+) -> Any:  # fmt: skip  # pragma: no cover - compiled
+    # duetflow.audio.edges._quietest of frames [k0, k0 + len(pw)) (len(pw) > width; pw: their
+    # powers): the quietest ``width`` frames in a row (edge_kernels.quietest) at k = res[4],
+    # and edge_kernels.floor_stats of [k, k + width) clipped to the envelope (_floor_in)
+    k = k0 + quietest(pw, width)
+    res[4] = k
+    n = hv.shape[0]
+    i0 = max(0, k)
+    i1 = min(n, k + width)
+    return floor_stats(
+        lv, hv, i0, i1, np.zeros(0, np.bool_), False, size, digital_db, share, min_frames, res
+    )
