@@ -156,7 +156,7 @@ def test_the_peak_of_blocked_frames_is_core_frames_of_the_frames_as_read() -> No
     ek = kernels.edge_kernels()
     rng = np.random.default_rng(24)
     for _ in range(3000):
-        n = int(rng.integers(1, 400))
+        n = int(rng.integers(1, 1500))
         db = rng.normal(-40.0, 12.0, n)
         if rng.random() < 0.3:
             db = np.round(db)  # ties at the core level
@@ -173,6 +173,28 @@ def test_the_peak_of_blocked_frames_is_core_frames_of_the_frames_as_read() -> No
         assert g == w
         if w == 1:
             assert got.tobytes() == want.tobytes()
+        w = ek.core_frames(db[a:b], base, 25.0, -200.0, want)
+        g = wk.peak_frames(db, edges._NO_MASK, False, a, b, base, 25.0, got)
+        assert g == w
+        if w == 1:
+            assert got.tobytes() == want.tobytes()
+
+
+@compiled
+def test_a_pivot_above_the_peak_selects_from_every_frame() -> None:
+    # the frames sampled for the pivot are the loudest: the peak lies under it
+    from duetflow.audio import walk_kernels as wk
+
+    ek = kernels.edge_kernels()
+    n = 640
+    db = np.full(n, -50.0) + np.linspace(0.0, 1.0, n)
+    at = (np.arange(wk._SAMPLE) * n) // wk._SAMPLE
+    db[at] = -10.0 + np.arange(wk._SAMPLE)
+    want, got = np.empty(4), np.empty(4)
+    assert ek.core_frames(db, -60.0, 25.0, -200.0, want) == 1
+    assert wk.peak_frames(db, edges._NO_MASK, False, 0, n, -60.0, 25.0, got) == 1
+    assert got.tobytes() == want.tobytes()
+    assert want[0] < db[at[wk._SAMPLE_RANK]]  # the fallback was taken
 
 
 def _gap_bits(g: edges.GapMeasure | None) -> object:

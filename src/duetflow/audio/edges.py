@@ -692,18 +692,19 @@ def _extent_levels(
     base, each end's broadband edge level with the two block powers :func:`_sharpen` compares
     with, and whether :func:`_beyond` can follow a tail at each end (its ``drop`` over 0.05)."""
     floor = Floor(db, hp_db, spread_db, digital)
-    lo_on, lo_off = floor.edge_db(t_on), floor.edge_db(t_off)
-    base = max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB
-    on, off = _broad_edge(floor, t_on), _broad_edge(floor, t_off)
     noise = floor.hp_power
-    tail_on = not _db(_power(lo_on) - noise) - t_on <= 0.05
-    tail_off = not _db(_power(lo_off) - noise) - t_off <= 0.05
-    return (
-        lo_on, lo_off, base,
-        on, _power(on + _BLOCK_GUARD_DB), _power(on),
-        off, _power(off + _BLOCK_GUARD_DB), _power(off),
-        tail_on, tail_off,
-    )  # fmt: skip
+
+    def end(t: float) -> tuple[float, float, float, float, bool]:
+        lo, broad = floor.edge_db(t), _broad_edge(floor, t)
+        tail = not _db(_power(lo) - noise) - t <= 0.05
+        return lo, broad, _power(broad + _BLOCK_GUARD_DB), _power(broad), tail
+
+    lo_on, on, g_on, w_on, tail_on = end(t_on)
+    # the same target at both ends (a number equal to itself: not a NaN): the same levels
+    same = t_off == t_on and math.copysign(1.0, t_off) == math.copysign(1.0, t_on)
+    lo_off, off, g_off, w_off, tail_off = (lo_on, on, g_on, w_on, tail_on) if same else end(t_off)
+    base = max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB
+    return lo_on, lo_off, base, on, g_on, w_on, off, g_off, w_off, tail_on, tail_off
 
 
 @functools.lru_cache(maxsize=16)

@@ -5,15 +5,18 @@
 :func:`extent_walk` is :func:`duetflow.audio.edges.speech_extent` from its frame spans to its
 edges before the tails' extrapolation (:func:`duetflow.audio.edges._beyond`, a least-squares
 fit, stays numpy's): the bounds' and the hint's frames (``Envelope.span``), the blocked frames
-read as digital silence (read in place, not copied), the core frames
-(:func:`duetflow.audio.edge_kernels.core_frames`; :func:`peak_frames` where frames are
-blocked), the quiet walks out of them (:func:`duetflow.audio.edge_kernels.quiet_run`), the
-crossings (``edges._crossing``) and the steep edges placed on the hop blocks
-(``edges._sharpen``). Each is the Python expression's float operations in the same order
-(Python's two-argument ``min`` and ``max``: the first unless the second is smaller / greater;
-``math.floor`` / ``math.ceil`` to an integer; ``10 * log10`` of a block's power, the C
-library's ``log10`` either way). The levels that take a power (``10 ** x``) come in computed
-by Python.
+read as digital silence (in place, not copied), the core frames (:func:`peak_frames`:
+:func:`duetflow.audio.edge_kernels.core_frames`, its 98th percentile selected among the
+frames above a pivot), the quiet walks out of them
+(:func:`duetflow.audio.edge_kernels.quiet_run`), the crossings (``edges._crossing``) and the
+steep edges placed on the hop blocks (``edges._sharpen``). Each is the Python expression's
+float operations in the same order (Python's two-argument ``min`` and ``max``: the first
+unless the second is smaller / greater; ``math.floor`` / ``math.ceil`` to an integer;
+``10 * log10`` of a block's power, the C library's ``log10`` either way). The levels that take
+a power (``10 ** x``) come in computed by Python.
+
+:func:`pause_tail` and :func:`quiet_floor` are :func:`duetflow.audio.edges.measure_gap`'s
+pause measures (step, dip, zero run; the quietest stretch's floor) in one call each.
 
 No fused multiply-add (numba's default). Module-level functions, so numba's on-disk cache
 serves every process after the first.
@@ -29,7 +32,6 @@ import numpy as np
 
 from duetflow.audio.edge_kernels import (
     _rank,
-    core_frames,
     floor_stats,
     kth,
     longest_zero_run,
@@ -141,39 +143,95 @@ def _quiet(
     return n - run if run else -1
 
 
+_SAMPLE = 32  # frames a pivot is drawn from
+_SAMPLE_RANK = 24  # the pivot's rank among them (about the 75th percentile)
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _gather(
+    db: Any, blocked: Any, has_blocked: bool, a: int, b: int, pivot: float, high: Any
+) -> Any:  # pragma: no cover - compiled
+    # the count m of audible frames of [a, b) as read (_at; above _SILENT_DB, a NaN is not)
+    # and of those at or above ``pivot``, stored in ``high`` in frame order
+    m = 0
+    nh = 0
+    if has_blocked:
+        for k in range(a, b):
+            v = db[k]
+            if v > _SILENT_DB and not blocked[k]:
+                m += 1
+                if v >= pivot:
+                    high[nh] = v
+                    nh += 1
+    else:
+        for k in range(a, b):
+            v = db[k]
+            if v > _SILENT_DB:
+                m += 1
+                if v >= pivot:
+                    high[nh] = v
+                    nh += 1
+    return m, nh
+
+
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
 def peak_frames(
     db: Any, blocked: Any, has_blocked: bool, a: int, b: int, base: float, below: float,
     out: Any,
 ) -> int:  # fmt: skip  # pragma: no cover - compiled
     # duetflow.audio.edge_kernels.core_frames of frames [a, b) as read (_at): the peak (the
-    # value of rank int(0.98 * (m - 1)) of the m audible frames, above _SILENT_DB: a NaN is
-    # not), the core level, the first and last core frame (relative to a)
-    buf = np.empty(b - a, np.float64)
-    m = 0
-    for k in range(a, b):
-        v = _at(db, blocked, has_blocked, k)
-        if v > _SILENT_DB:
-            buf[m] = v
-            m += 1
+    # value of rank k = int(0.98 * (m - 1)) of the m audible frames, above _SILENT_DB: a NaN
+    # is not), the core level, the first and last core frame (relative to a).
+    # The peak is edge_kernels.kth of the audible values at or above a pivot (any value: one
+    # drawn from a sample of the frames), at rank k less the count under it, or of all of them
+    # where the pivot is above it (the value of a rank is one number whatever the selection)
+    n = b - a
+    pivot = -np.inf
+    if n >= 4 * _SAMPLE:
+        sample = np.empty(_SAMPLE, np.float64)
+        ns = 0
+        for j in range(_SAMPLE):
+            v = _at(db, blocked, has_blocked, a + (j * n) // _SAMPLE)
+            if not v > _SILENT_DB:
+                continue
+            i = ns - 1
+            while i >= 0 and sample[i] > v:
+                sample[i + 1] = sample[i]
+                i -= 1
+            sample[i + 1] = v
+            ns += 1
+        if ns > _SAMPLE_RANK:
+            pivot = sample[_SAMPLE_RANK]
+    high = np.empty(n, np.float64)
+    m, nh = _gather(db, blocked, has_blocked, a, b, pivot, high)
     if m == 0:
         return 0
-    peak = kth(buf, m, _rank(m, 98.0))
+    rank = _rank(m, 98.0)
+    under = m - nh
+    if under > rank:  # the pivot is above the peak: every audible value
+        m, nh = _gather(db, blocked, has_blocked, a, b, -np.inf, high)
+        under = 0
+    peak = kth(high, nh, rank - under)
     hi = base
     if peak - below > hi:
         hi = peak - below
     first = -1
-    last = -1
     for k in range(a, b):
         if _at(db, blocked, has_blocked, k) >= hi:
-            if first < 0:
-                first = k - a
+            first = k - a
+            break
+    if first < 0:
+        return 2
+    last = first
+    for k in range(b - 1, a + first - 1, -1):
+        if _at(db, blocked, has_blocked, k) >= hi:
             last = k - a
+            break
     out[0] = peak
     out[1] = hi
     out[2] = first
     out[3] = last
-    return 1 if first >= 0 else 2
+    return 1
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
@@ -200,11 +258,7 @@ def extent_walk(
     if h1 <= h0:
         return 0
     res = np.empty(4)
-    if has_blocked:
-        found = peak_frames(env_db, blocked, True, k0 + h0, k0 + h1, base, below, res)
-    else:
-        found = core_frames(env_db[k0 + h0 : k0 + h1], base, below, _SILENT_DB, res)
-    if found != 1:
+    if peak_frames(env_db, blocked, has_blocked, k0 + h0, k0 + h1, base, below, res) != 1:
         return 0
     first, last = h0 + int(res[2]), h0 + int(res[3])
     size = k1 - k0
