@@ -16,7 +16,7 @@ from duetflow.audio import edges, kernels
 SR = 16_000
 
 compiled = pytest.mark.skipif(
-    edges._walker() is None, reason="numba missing: the fallback is the reference itself"
+    edges.walk_kernels() is None, reason="numba missing: the fallback is the reference itself"
 )
 
 
@@ -141,7 +141,7 @@ def test_speech_extents_are_the_python_paths(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_the_walk_falls_back_without_the_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
-    assert edges._walker() is None
+    assert edges.walk_kernels() is None
     x = np.zeros(SR, np.float32)
     x[SR // 4 : SR // 2] = 0.3
     e = edges.speech_extent(edges.analyse(x, SR), edges.DIGITAL_FLOOR, (0.2 * SR, 0.6 * SR))

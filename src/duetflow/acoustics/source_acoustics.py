@@ -140,14 +140,30 @@ def mark_crosstalk(
     if len(views) != 2:
         return
     n = min(views[0].n_frames, views[1].n_frames)
+    walk = edges.walk_kernels()
     for i in range(2):
         o = 1 - i
         mine, theirs = views[i].an.edge.db[:n], views[o].an.edge.db[:n]
         fo = floors[o]
-        loud = theirs >= (fo.edge_db() if fo is not None else edges.ABSOLUTE_FLOOR_DB) + (
+        loud_db = (fo.edge_db() if fo is not None else edges.ABSOLUTE_FLOOR_DB) + (
             edges.CORE_ABOVE_EDGE_DB
         )
-        solo = _alone(views[o], own[o], own[i])[:n] & loud
+        alone = _alone(views[o], own[o], own[i])[:n]
+        if (
+            walk is not None
+            and mine.dtype == np.float64
+            and theirs.dtype == np.float64
+            and mine.flags.c_contiguous
+            and theirs.flags.c_contiguous
+        ):  # the same comparisons, differences, median and sums in one pass each
+            blocked = np.zeros(views[i].n_frames, dtype=bool)
+            got = walk.crosstalk(mine, theirs, alone, n, loud_db, margin_db, 8, blocked)
+            if got == 1:
+                views[i].blocked = blocked
+            if got >= 0:
+                continue
+        loud = theirs >= loud_db
+        solo = alone & loud
         if np.count_nonzero(solo) < 8:
             continue
         leak = _median(mine[solo] - theirs[solo])

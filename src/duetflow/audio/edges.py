@@ -672,7 +672,7 @@ def _walk_module() -> Any | None:
     return wk
 
 
-def _walker() -> Any | None:
+def walk_kernels() -> Any | None:
     """:mod:`duetflow.audio.walk_kernels` where the edge kernels are
     (:func:`duetflow.audio.kernels.edge_kernels`), else None."""
     if kernels.edge_kernels() is None:
@@ -827,7 +827,7 @@ def speech_extent(
     if bounds is None:
         pad = SEARCH_S * sr
         bounds = (hint[0] - pad, hint[1] + pad)
-    walk = _walker()
+    walk = walk_kernels()
     if walk is not None:
         found = _extent_compiled(walk, an, env, floor, hint, bounds, onset_floor_db,
                                  offset_floor_db, blocked)  # fmt: skip
@@ -931,7 +931,7 @@ def _quietest(an: Analysis, k0: int, k1: int, width: int) -> Floor | None:
     """The floor of the quietest ``width`` frames in a row within frames ``[k0, k1)``."""
     if k1 - k0 > width:
         pw = np.power(10.0, an.level.db[k0:k1] / 10.0)
-        walk = _walker()
+        walk = walk_kernels()
         lv, hv = an.level.db, an.edge.db
         if (
             walk is not None
@@ -1027,7 +1027,7 @@ def measure_gap(
         floor = better
     assert left is not None and right is not None
     offset, onset = left.end, right.start
-    walk = _walker()
+    walk = walk_kernels()
     if walk is not None:
         tail = _pause_tail(walk, samples, analysis, offset, onset, floor)
         if tail is not None:

@@ -1,5 +1,5 @@
 """A turn's edge walk compiled with numba in one call (imported by
-:func:`duetflow.audio.edges._walker` only where the edge kernels are, see
+:func:`duetflow.audio.edges.walk_kernels` only where the edge kernels are, see
 :func:`duetflow.audio.kernels.edge_kernels`).
 
 :func:`extent_walk` is :func:`duetflow.audio.edges.speech_extent` from its frame spans to its
@@ -376,3 +376,33 @@ def quiet_floor(
     return floor_stats(
         lv, hv, i0, i1, np.zeros(0, np.bool_), False, size, digital_db, share, min_frames, res
     )
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def crosstalk(
+    mine: Any, theirs: Any, alone: Any, n: int, loud_db: float, margin_db: float,
+    min_solo: int, blocked: Any,
+) -> int:  # fmt: skip  # pragma: no cover - compiled
+    # duetflow.acoustics.source_acoustics.mark_crosstalk for one track over frames [0, n):
+    # loud = theirs >= loud_db; solo = alone & loud; fewer than min_solo: 0 (nothing set);
+    # the leak the median of mine - theirs over solo (numpy.median: the two middle order
+    # statistics' mean), blocked[k] = loud and mine <= theirs + leak + margin_db for k < n
+    # (the rest left as they are); 1; -1: a NaN among the differences (numpy decides)
+    diff = np.empty(n, np.float64)
+    m = 0
+    for k in range(n):
+        if alone[k] and theirs[k] >= loud_db:
+            d = mine[k] - theirs[k]
+            if d != d:
+                return -1
+            diff[m] = d
+            m += 1
+    if m < min_solo:
+        return 0
+    x = kth(diff, m, (m - 1) // 2)
+    y = kth(diff, m, m // 2)
+    leak = (x + y) / 2
+    for k in range(n):
+        t = theirs[k]
+        blocked[k] = t >= loud_db and mine[k] <= t + leak + margin_db
+    return 1
