@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from duetflow.audio import edges, roomtone
+from duetflow.audio import edges, kernels, roomtone
 from duetflow.audio.io import Audio
 
 #: Kept clear of annotated speech when judging a floor (s).
@@ -107,6 +107,18 @@ def _alone(v: TrackView, own: Sequence[Span], other: Sequence[Span]) -> edges.Bo
     return mask
 
 
+def _median(v: edges.FloatArray) -> float:
+    """``float(numpy.median(v))`` of a non-empty float64 array: compiled where numba is (the
+    same two order statistics and their mean, :func:`duetflow.audio.edge_kernels.median`),
+    numpy's own where it is not or a NaN leaves the order to numpy."""
+    compiled = kernels.edge_kernels()
+    if compiled is not None and v.dtype == np.float64 and v.ndim == 1 and v.size:
+        out = np.empty(1)
+        if compiled.median(v, out):
+            return float(out[0])
+    return float(np.median(v))
+
+
 def mark_crosstalk(
     views: Sequence[TrackView],
     own: Sequence[Sequence[Span]],
@@ -128,17 +140,33 @@ def mark_crosstalk(
     if len(views) != 2:
         return
     n = min(views[0].n_frames, views[1].n_frames)
+    walk = edges.walk_kernels()
     for i in range(2):
         o = 1 - i
         mine, theirs = views[i].an.edge.db[:n], views[o].an.edge.db[:n]
         fo = floors[o]
-        loud = theirs >= (fo.edge_db() if fo is not None else edges.ABSOLUTE_FLOOR_DB) + (
+        loud_db = (fo.edge_db() if fo is not None else edges.ABSOLUTE_FLOOR_DB) + (
             edges.CORE_ABOVE_EDGE_DB
         )
-        solo = _alone(views[o], own[o], own[i])[:n] & loud
+        alone = _alone(views[o], own[o], own[i])[:n]
+        if (
+            walk is not None
+            and mine.dtype == np.float64
+            and theirs.dtype == np.float64
+            and mine.flags.c_contiguous
+            and theirs.flags.c_contiguous
+        ):  # the same comparisons, differences, median and sums in one pass each
+            blocked = np.zeros(views[i].n_frames, dtype=bool)
+            got = walk.crosstalk(mine, theirs, alone, n, loud_db, margin_db, 8, blocked)
+            if got == 1:
+                views[i].blocked = blocked
+            if got >= 0:
+                continue
+        loud = theirs >= loud_db
+        solo = alone & loud
         if np.count_nonzero(solo) < 8:
             continue
-        leak = float(np.median(mine[solo] - theirs[solo]))
+        leak = _median(mine[solo] - theirs[solo])
         blocked = np.zeros(views[i].n_frames, dtype=bool)
         blocked[:n] = loud & (mine <= theirs + leak + margin_db)
         views[i].blocked = blocked

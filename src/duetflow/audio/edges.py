@@ -53,7 +53,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -434,6 +434,14 @@ def _floor_compiled(
         lv, hv, i0, i1, mask, m is not None, _FLICKER_FRAMES, DIGITAL_DB, DIGITAL_SHARE,
         MIN_FLOOR_FRAMES, res,
     )  # fmt: skip
+    return _floor_of_stats(status, values, res)
+
+
+def _floor_of_stats(
+    status: int, values: FloatArray, res: FloatArray
+) -> Floor | Literal[False] | None:
+    """The floor :func:`duetflow.audio.edge_kernels.floor_stats` measured (its status, values
+    and results): the powers and their means numpy's; False: a NaN, numpy decides."""
     if status == 0:
         return None
     if status == 1:
@@ -649,6 +657,141 @@ def _beyond(inside: FloatArray, edge_db: float, floor: Floor, target_db: float) 
     return float(min(drop / slope, MAX_EXTRAPOLATE_S * (1.0 / HOP_S)))
 
 
+@functools.lru_cache(maxsize=1)
+def _walk_module() -> Any | None:
+    try:
+        from duetflow.audio import walk_kernels as wk
+
+        x = np.arange(8, dtype=np.float64)
+        wk.extent_walk(
+            x, 0, 40, _NO_MASK, False, 0.0, 320.0, 0.0, 320.0, 1.0, 25.0, 0.5, 0.5, 2,
+            x, 0, 40, 6.0, 0.5, 1.0, 0.5, 0.5, 1.0, 0.5, np.empty(9),
+        )  # fmt: skip
+    except Exception:  # a numba that cannot compile here: the same output without it
+        return None
+    return wk
+
+
+def walk_kernels() -> Any | None:
+    """:mod:`duetflow.audio.walk_kernels` where the edge kernels are
+    (:func:`duetflow.audio.kernels.edge_kernels`), else None."""
+    if kernels.edge_kernels() is None:
+        return None
+    return _walk_module()
+
+
+_RING_HOPS = _RING_S / HOP_S
+
+
+@functools.lru_cache(maxsize=512)
+def _extent_levels(
+    db: float, hp_db: float, spread_db: float, digital: bool, t_on: float, t_off: float
+) -> tuple[float, ...]:
+    """:func:`speech_extent`'s levels over the floor of these fields for onset / offset
+    targets (the same expressions, once per floor and targets): the edge levels, the core
+    base, each end's broadband edge level with the two block powers :func:`_sharpen` compares
+    with, and whether :func:`_beyond` can follow a tail at each end (its ``drop`` over 0.05)."""
+    floor = Floor(db, hp_db, spread_db, digital)
+    noise = floor.hp_power
+
+    def end(t: float) -> tuple[float, float, float, float, bool]:
+        lo, broad = floor.edge_db(t), _broad_edge(floor, t)
+        tail = not _db(_power(lo) - noise) - t <= 0.05
+        return lo, broad, _power(broad + _BLOCK_GUARD_DB), _power(broad), tail
+
+    lo_on, on, g_on, w_on, tail_on = end(t_on)
+    # the same target at both ends (a number equal to itself: not a NaN): the same levels
+    same = t_off == t_on and math.copysign(1.0, t_off) == math.copysign(1.0, t_on)
+    lo_off, off, g_off, w_off, tail_off = (lo_on, on, g_on, w_on, tail_on) if same else end(t_off)
+    base = max(lo_on, lo_off) + CORE_ABOVE_EDGE_DB
+    return lo_on, lo_off, base, on, g_on, w_on, off, g_off, w_off, tail_on, tail_off
+
+
+@functools.lru_cache(maxsize=16)
+def _bridge_frames(sr: int, hop: int) -> int:
+    return max(1, int(round(BRIDGE_S * sr / hop)))
+
+
+def _extent_compiled(
+    walk: Any,
+    an: Analysis,
+    env: Envelope,
+    floor: Floor,
+    hint: tuple[float, float],
+    bounds: tuple[float, float],
+    onset_floor_db: float | None,
+    offset_floor_db: float | None,
+    blocked: BoolArray | None,
+) -> Extent | Literal[False] | None:
+    """:func:`speech_extent` with its walk in one compiled call
+    (:func:`duetflow.audio.walk_kernels.extent_walk`) and the tails' fit numpy's; False where
+    the arrays are not the kernel's kind (the Python path then)."""
+    db, lv = env.db, an.level
+    p = lv.blocks
+    if (
+        db.dtype != np.float64
+        or not db.flags.c_contiguous
+        or p.dtype != np.float64
+        or not p.flags.c_contiguous
+        or (
+            blocked is not None
+            and (blocked.dtype != np.bool_ or blocked.ndim != 1 or len(blocked) < len(db))
+        )
+    ):
+        return False
+    t_on = floor.db if onset_floor_db is None else onset_floor_db
+    t_off = floor.db if offset_floor_db is None else offset_floor_db
+    lo_on, lo_off, base, e_on, g_on, w_on, e_off, g_off, w_off, tail_on, tail_off = _extent_levels(
+        floor.db, floor.hp_db, floor.spread_db, floor.digital, t_on, t_off
+    )
+    tol = HINT_TOLERANCE_S * env.sr
+    out = np.empty(9)
+    found = walk.extent_walk(
+        db, env.start, env.hop, _NO_MASK if blocked is None else blocked, blocked is not None,
+        float(bounds[0]), float(bounds[1]), hint[0] - tol, hint[1] + tol,
+        base, CORE_BELOW_PEAK_DB, lo_on, lo_off, _bridge_frames(env.sr, env.hop),
+        p, lv.start, lv.hop, _RING_HOPS, e_on, g_on, w_on, e_off, g_off, w_off, out,
+    )  # fmt: skip
+    if found != 1:
+        return None
+    peak, hi, e0, e1, *frames = out.tolist()
+    k0, r0, first, last, r1 = map(int, frames)
+    start: float
+    end: float
+    # _beyond of a tail, where it can follow one (else its 0.0: an edge less 0.0 is the edge)
+    if r0 < 0:
+        start = bounds[0]
+    elif not tail_on:
+        start = e0
+    else:
+        start = e0
+        # the frames _beyond reads of db[r0 : first + 1]: its first _FIT_FRAMES (its size
+        # decides only whether there are two)
+        a = k0 + r0
+        inside = db[a : min(k0 + first + 1, a + _FIT_FRAMES)]
+        if inside.size >= 2:
+            if blocked is not None:
+                inside = np.where(blocked[a : a + inside.size], _SILENT_DB, inside)
+            start -= env.hop * _beyond(inside, lo_on, floor, t_on)
+    if r1 < 0:
+        end = bounds[1]
+    elif not tail_off:
+        end = e1
+    else:
+        end = e1
+        # db[last:r1][::-1]: its first _FIT_FRAMES are the last of db[last:r1], reversed
+        b = k0 + r1
+        inside = db[max(k0 + last, b - _FIT_FRAMES) : b]
+        if inside.size >= 2:
+            if blocked is not None:
+                inside = np.where(blocked[b - inside.size : b], _SILENT_DB, inside)
+            end += env.hop * _beyond(inside[::-1], lo_off, floor, t_off)
+    start, end = max(start, bounds[0]), min(end, bounds[1])
+    if end <= start:
+        return None
+    return Extent(start, end, peak, hi)
+
+
 @dataclass(frozen=True)
 class Extent:
     """Acoustic extent of one turn (samples, fractional) and the levels it was judged by."""
@@ -684,6 +827,12 @@ def speech_extent(
     if bounds is None:
         pad = SEARCH_S * sr
         bounds = (hint[0] - pad, hint[1] + pad)
+    walk = walk_kernels()
+    if walk is not None:
+        found = _extent_compiled(walk, an, env, floor, hint, bounds, onset_floor_db,
+                                 offset_floor_db, blocked)  # fmt: skip
+        if found is not False:
+            return found
     k0, k1 = env.span(bounds[0], bounds[1])
     if k1 - k0 < 2:
         return None
@@ -782,6 +931,26 @@ def _quietest(an: Analysis, k0: int, k1: int, width: int) -> Floor | None:
     """The floor of the quietest ``width`` frames in a row within frames ``[k0, k1)``."""
     if k1 - k0 > width:
         pw = np.power(10.0, an.level.db[k0:k1] / 10.0)
+        walk = walk_kernels()
+        lv, hv = an.level.db, an.edge.db
+        if (
+            walk is not None
+            and lv.dtype == np.float64
+            and hv.dtype == np.float64
+            and lv.flags.c_contiguous
+            and hv.flags.c_contiguous
+            and len(lv) == len(hv)
+        ):  # the run and its floor in one call (walk_kernels.quiet_floor), the same numbers
+            res = np.empty(5)
+            status, values = walk.quiet_floor(
+                pw, width, k0, lv, hv, _FLICKER_FRAMES, DIGITAL_DB, DIGITAL_SHARE,
+                MIN_FLOOR_FRAMES, res,
+            )  # fmt: skip
+            measured = _floor_of_stats(status, values, res)
+            if measured is not False:
+                return measured
+            k = int(res[4])
+            return _floor_in(an, k, k + width)
         compiled = kernels.edge_kernels()
         if compiled is not None:  # the same sums and comparisons (edge_kernels.quietest)
             k = k0 + int(compiled.quietest(pw, width))
@@ -858,6 +1027,11 @@ def measure_gap(
         floor = better
     assert left is not None and right is not None
     offset, onset = left.end, right.start
+    walk = walk_kernels()
+    if walk is not None:
+        tail = _pause_tail(walk, samples, analysis, offset, onset, floor)
+        if tail is not None:
+            return GapMeasure(offset, onset, floor, *tail)
     step = dip = 0.0
     q0, q1 = analysis.level.span(offset + 2 * env.hop, onset - 2 * env.hop)
     pause = analysis.level.db[q0:q1]
@@ -881,6 +1055,39 @@ def measure_gap(
     x = to_mono(samples)
     zeros = longest_zero_run(x[int(math.ceil(offset)) : int(math.floor(onset))])
     return GapMeasure(offset, onset, floor, step, dip, zeros)
+
+
+def _pause_tail(
+    walk: Any, samples: Audio, an: Analysis, offset: float, onset: float, floor: Floor
+) -> tuple[float, float, int] | None:
+    """:func:`measure_gap`'s step, dip and zero run of the pause between ``offset`` and
+    ``onset`` in one compiled call (:func:`duetflow.audio.walk_kernels.pause_tail`: the same
+    spans, medians, windowed minimum and run); None where the arrays are not the kernel's kind
+    or a NaN leaves a median to numpy (:func:`measure_gap` measures them itself then)."""
+    lv = an.level
+    x = to_mono(samples)
+    z0, z1 = int(math.ceil(offset)), int(math.floor(onset))
+    if (
+        z0 < 0
+        or x.ndim != 1
+        or x.dtype not in _FLOATS
+        or not x.flags.c_contiguous
+        or lv.db.dtype != np.float64
+        or lv.blocks.dtype != np.float64
+        or not (lv.db.flags.c_contiguous and lv.blocks.flags.c_contiguous)
+    ):
+        return None
+    out = np.zeros(3)
+    width = max(1, int(round(_DIP_S / HOP_S)))
+    got = walk.pause_tail(
+        lv.db, lv.blocks, lv.start, lv.hop, an.edge.hop, offset, onset, not floor.digital,
+        MIN_FLOOR_FRAMES, width, x, z0, z1, out,
+    )  # fmt: skip
+    if got < 0:
+        return None
+    step, low, zeros = out.tolist()
+    dip = max(0.0, floor.db - _db(low)) if got & 2 else 0.0
+    return (step if got & 1 else 0.0), dip, int(zeros)
 
 
 def change_pauses(
