@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -22,12 +23,32 @@ def fade_envelope(n: int, fade_n: int) -> Audio:
     env = np.ones(n, dtype=np.float32)
     f = min(fade_n, n // 2)
     if f > 0:
-        ramp = (0.5 - 0.5 * np.cos(np.pi * (np.arange(f, dtype=np.float64) + 0.5) / f)).astype(
-            np.float32
-        )
+        ramp = _ramp(f)
         env[:f] = ramp
         env[n - f :] = ramp[::-1]
     return env
+
+
+@lru_cache(maxsize=16)
+def _ramp(f: int) -> Audio:
+    """The raised-cosine ramp of ``f`` samples (one per fade length: a render's clips share
+    one), read-only."""
+    ramp = (0.5 - 0.5 * np.cos(np.pi * (np.arange(f, dtype=np.float64) + 0.5) / f)).astype(
+        np.float32
+    )
+    ramp.flags.writeable = False
+    return ramp
+
+
+def any_sample(samples: npt.NDArray[np.floating]) -> bool:
+    """``np.any(samples)``: whether any sample is not zero (a NaN counts, as there). The first
+    few thousand are looked at first: audio that sounds at all mostly sounds there, and then
+    the whole signal need not be scanned (``np.any`` of a float array is a slow reduction)."""
+    x = np.asarray(samples).ravel()
+    return bool(np.any(x[:_HEAD])) or bool(np.any(x[_HEAD:]))
+
+
+_HEAD = 4096
 
 
 def place(dst: Audio, src: Audio, at: int, env: Audio | None = None) -> None:
