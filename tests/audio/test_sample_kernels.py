@@ -120,3 +120,41 @@ def test_block_peaks_are_the_zero_padded_maxima() -> None:
             want = mag.reshape(nb, block).max(axis=1)
             got = bs1770._block_peaks(x, block)
             assert got.dtype == want.dtype and _bits(got) == _bits(want)
+
+
+def _split(x: npt.NDArray[np.floating], rng: np.random.Generator) -> list[npt.NDArray[np.floating]]:
+    """``x`` cut at random places (odd and even, empty pieces among them)."""
+    cuts = sorted(rng.integers(0, len(x) + 1, size=int(rng.integers(0, 9))).tolist())
+    return [x[a:b] for a, b in zip([0, *cuts], [*cuts, len(x)], strict=True)]
+
+
+@pytest.mark.parametrize("numba", [True, False])
+def test_measuring_pieces_is_measuring_them_joined(
+    monkeypatch: pytest.MonkeyPatch, numba: bool
+) -> None:
+    """A speaker's speech measured from its pieces (the filter input made from them, the
+    guard tone's sign by place in the filter's chunk) gives the numbers of the pieces joined."""
+    if not numba:
+        monkeypatch.setattr(kernels, "sample_kernels", lambda: None)
+    rng = np.random.default_rng(32)
+    chunk = bs1770._grid(16_000).chunk
+    for n, m in ((1, 1), (5, 3000), (16_000, 16_001), (chunk + 7, 40_000), (2 * chunk + 1, 3)):
+        for dtype in (np.float32, np.float64):
+            x = rng.normal(0, 0.1, n).astype(dtype)
+            u = rng.normal(0, 0.01, m).astype(dtype)
+            u[: m // 2] = 0.0
+            for _ in range(3):
+                px, pu = _split(x, rng), _split(u, rng)
+                want = bs1770.measure_each([x, u], 16_000)
+                assert bs1770.measure_each_joined([px, pu], 16_000) == want
+                joined = [np.concatenate(p) if p else np.zeros(0, np.float32) for p in (px, pu)]
+                assert bs1770.measure_each(joined, 16_000) == want
+    # a speaker with no speech, one alone, and pieces of two dtypes (joined: numpy's cast)
+    a = rng.normal(0, 0.1, 9000).astype(np.float32)
+    b = rng.normal(0, 0.1, 7000)
+    assert bs1770.measure_each_joined([[], [a]], 16_000) == bs1770.measure_each(
+        [np.zeros(0, np.float32), a], 16_000
+    )
+    assert bs1770.measure_each_joined([[a[:10], b]], 16_000) == bs1770.measure_each(
+        [np.concatenate([a[:10], b])], 16_000
+    )
