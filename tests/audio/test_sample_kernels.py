@@ -158,3 +158,53 @@ def test_measuring_pieces_is_measuring_them_joined(
     assert bs1770.measure_each_joined([[a[:10], b]], 16_000) == bs1770.measure_each(
         [np.concatenate([a[:10], b])], 16_000
     )
+
+
+@compiled
+def test_the_int16_of_the_written_form_is_numpys_cast_and_nan_goes_to_numpy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from duetflow.rendering.render import written_pcm16
+
+    xs = [mixdown.as_written(x, g) for x in _signals() for g in (0.0, -3.7)]
+    for x in xs:
+        if not np.isnan(x).any():  # numpy's cast of NaN is the platform's: not compiled
+            want = (x * np.float32(32768.0)).astype(np.int16)
+            assert written_pcm16(x).tobytes() == want.tobytes()
+    with np.errstate(invalid="ignore"):  # the NaN signal, on numpy's path
+        fast = [written_pcm16(x).tobytes() for x in xs]
+    monkeypatch.setattr(kernels, "sample_kernels", lambda: None)
+    with np.errstate(invalid="ignore"):
+        assert [written_pcm16(x).tobytes() for x in xs] == fast
+
+
+@compiled
+def test_a_clips_background_on_its_fades_is_the_same_without_the_kernels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from duetflow.audio.mix import fade_envelope
+    from duetflow.rendering import assembly
+
+    rng = np.random.default_rng(33)
+    cases = []
+    for n, f in ((1, 1), (7, 3), (800, 80), (9000, 80), (10_000, 3000), (20_000, 8192), (5, 0)):
+        env = fade_envelope(n, f)
+        if n > 100:
+            env[n // 2] = np.float32(0.25)  # under 1 mid-clip: outside the fade windows or not
+            env[3] = np.float32(1.5)  # over 1: left alone
+        for at in (-n // 2, 0, 37, 30_000 - n // 3):
+            fp = np.float32(rng.uniform(1e-6, 1e-3))
+            cases.append((assembly.Clip(0, None, env, env, at, 0, n, float(fp)), at))
+    base = rng.uniform(0, 1e-3, 30_000).astype(np.float32)
+
+    def run() -> list[bytes]:
+        out = []
+        for clip, at in cases:
+            have = base.copy()
+            assembly._place_background(have, clip, at)
+            out.append(have.tobytes())
+        return out
+
+    fast = run()
+    monkeypatch.setattr(kernels, "sample_kernels", lambda: None)
+    assert run() == fast

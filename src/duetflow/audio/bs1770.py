@@ -56,7 +56,7 @@ import numpy.typing as npt
 from duetflow.audio import kernels
 from duetflow.audio.io import resample
 from duetflow.audio.kernels import sosfilt, sosfilt_pair
-from duetflow.audio.mix import any_sample
+from duetflow.audio.mix import any_sample, compiled_kernels
 
 Samples = npt.NDArray[np.floating]
 Floats = npt.NDArray[np.float64]
@@ -504,8 +504,12 @@ def _block_peaks(x: npt.NDArray[np.float32], block: int) -> npt.NDArray[np.float
     """Each block's largest magnitude (the last block may be short: a maximum of magnitudes
     is the same with or without zeros after them)."""
     full, nb = len(x) // block, -(-len(x) // block)
-    mag = np.abs(x)
     peaks: npt.NDArray[np.float32] = np.empty(nb, dtype=np.float32)
+    compiled = compiled_kernels()
+    if compiled is not None and x.dtype == np.float32 and x.flags.c_contiguous and x.ndim == 1:
+        compiled.block_peaks(x, block, peaks)  # one pass, no array of magnitudes
+        return peaks
+    mag = np.abs(x)
     peaks[:full] = mag[: full * block].reshape(full, block).max(axis=1)
     if nb > full:
         peaks[full] = mag[full * block :].max()

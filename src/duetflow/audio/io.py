@@ -107,16 +107,17 @@ def read_channels(
     info: AudioInfo | None = None,
 ) -> tuple[list[Audio], int]:
     """``read_frames(path, start, stop, channel=c)`` for each of ``channels``, the same samples,
-    from one read of the frames (each channel made straight from the file's integers, no
-    float copy of every channel first). ``info``: the file's :func:`audio_info`, when the
-    caller has it already."""
+    from one read of the frames: all channels scaled to float at once (numpy's contiguous
+    loop: a strided one per channel is ~1.6x slower), then each one copied out. ``info``: the
+    file's :func:`audio_info`, when the caller has it already (the header is not read twice)."""
     p = Path(path)
     info = audio_info(p) if info is None else info
     start, stop = _frame_range(p, info, start, stop)
     for c in channels:
         _check_channel(p, info, c)
     data = _read_block(p, info, start, stop)
-    return [_column(data, c) for c in channels], info.sample_rate
+    full = _as_float(data)
+    return [np.ascontiguousarray(full[:, c]) for c in channels], info.sample_rate
 
 
 #: a 16-bit sample's value as a float: the integer times 2^-15 (libsndfile's float read)

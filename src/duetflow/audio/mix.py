@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from duetflow.audio import kernels
 from duetflow.audio.io import Audio
 
 
@@ -97,3 +99,21 @@ def max_jump(samples: Audio) -> float:
 def db(value: float) -> float:
     """Linear amplitude to dB (``-inf`` for 0)."""
     return 20.0 * math.log10(value) if value > 0 else -math.inf
+
+
+def compiled_kernels() -> Any | None:
+    """:func:`duetflow.audio.kernels.sample_kernels` with every one of its kernels warmed up
+    (:func:`duetflow.audio.sample_kernels.warm`: the block peaks, the int16 of the written
+    form and the fades' background, which that check does not run), or None (numba missing,
+    turned off, or unable to compile here): numpy then, the same bits."""
+    sk = kernels.sample_kernels()
+    return sk if sk is not None and _warm(sk) else None
+
+
+@lru_cache(maxsize=1)
+def _warm(sk: Any) -> bool:
+    try:
+        sk.warm()
+    except Exception:  # a numba that cannot compile these: the same output without them
+        return False
+    return True

@@ -45,7 +45,7 @@ import numpy as np
 
 from duetflow.audio import loudness as ld
 from duetflow.audio.io import PCM16, Audio, to_pcm16, write_audio_sha256
-from duetflow.audio.mix import any_sample
+from duetflow.audio.mix import any_sample, compiled_kernels
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.records.dialogue import Dialogue, MixedMonoSource, safe_id
@@ -65,6 +65,11 @@ log = logging.getLogger(__name__)
 def written_pcm16(written: Audio) -> PCM16:
     """The int16 samples of :func:`duetflow.rendering.mixdown.as_written`'s output: its values
     are 16-bit levels times 2^-15, so this is exactly :func:`to_pcm16` of the scaled mix."""
+    compiled = compiled_kernels()
+    if compiled is not None and written.dtype == np.float32 and written.flags.c_contiguous:
+        pcm = np.empty(len(written), dtype=np.int16)
+        if compiled.pcm16_of_written(written.ravel(), pcm):  # one pass, no float copy
+            return pcm.reshape(written.shape)
     q = written * np.float32(32768.0)
     return q.astype(np.int16)
 
