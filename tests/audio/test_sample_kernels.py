@@ -208,3 +208,20 @@ def test_a_clips_background_on_its_fades_is_the_same_without_the_kernels(
     fast = run()
     monkeypatch.setattr(kernels, "sample_kernels", lambda: None)
     assert run() == fast
+
+
+def test_a_faded_clip_is_the_samples_times_envelope_times_gain() -> None:
+    """mix.faded scales the whole once and only the ramps through the envelope: the bits of
+    ``samples * (fade_envelope * gain)``, at every length against the fade's."""
+    from duetflow.audio.mix import fade_envelope, faded
+
+    rng = np.random.default_rng(34)
+    for n in (0, 1, 2, 3, 159, 160, 161, 321, 5000):
+        for fade_n in (0, 1, 80, 160, 400):
+            x = rng.normal(0, 0.3, n).astype(np.float32)
+            gain = np.float32(rng.uniform(0.01, 8.0))
+            data, env = faded(x, fade_n, gain)
+            want_env = fade_envelope(n, fade_n)
+            assert env.tobytes() == want_env.tobytes()
+            assert data.dtype == np.float32
+            assert data.tobytes() == (x * (want_env * gain)).tobytes(), (n, fade_n)

@@ -31,6 +31,20 @@ def fade_envelope(n: int, fade_n: int) -> Audio:
     return env
 
 
+def faded(samples: Audio, fade_n: int, gain: np.float32) -> tuple[Audio, Audio]:
+    """``samples * (env * gain)`` and ``env``, :func:`fade_envelope` of their length: the same
+    products (where the envelope is 1, ``env * gain`` is ``gain``), the whole scaled in one
+    pass and only the ramps through the envelope."""
+    n = len(samples)
+    env = fade_envelope(n, fade_n)
+    data: Audio = samples * gain
+    f = min(fade_n, n // 2)
+    if f > 0:
+        data[:f] = samples[:f] * (env[:f] * gain)
+        data[n - f :] = samples[n - f :] * (env[n - f :] * gain)
+    return data, env
+
+
 @lru_cache(maxsize=16)
 def _ramp(f: int) -> Audio:
     """The raised-cosine ramp of ``f`` samples (one per fade length: a render's clips share
