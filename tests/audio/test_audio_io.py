@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from duetflow.audio.io import audio_info, read_frames, read_seconds, resample, write_audio
+from duetflow.audio.io import (
+    audio_info,
+    read_channels,
+    read_frames,
+    read_seconds,
+    resample,
+    write_audio,
+)
 from duetflow.errors import InputError
 
 
@@ -91,3 +98,37 @@ def test_channel_out_of_range(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="channel 1"):
         read_frames(path, channel=1)
     assert audio_info(path).channels == 1
+
+
+@pytest.mark.parametrize("subtype", ["PCM_16", "FLOAT"])
+def test_read_channels_gives_read_frames_samples(tmp_path: Path, subtype: str) -> None:
+    """One read of the frames, each channel the same float32 samples as its own read."""
+    sr = 16000
+    x = np.random.default_rng(3).uniform(-1, 1, (sr, 3)).astype(np.float32)
+    path = write_audio(tmp_path / "c.wav", x, sr, subtype=subtype)
+    got, got_sr = read_channels(path, 1000, 9000, [2, 0, 2], info=audio_info(path))
+    assert got_sr == sr and len(got) == 3
+    for c, ch in zip([2, 0, 2], got, strict=True):
+        want, _ = read_frames(path, 1000, 9000, channel=c)
+        assert ch.dtype == np.float32 and ch.flags.c_contiguous
+        assert ch.tobytes() == want.tobytes()
+    assert got[0] is not got[2]  # a channel asked for twice: two arrays
+    both, _ = read_channels(path, 0, None, [1])
+    assert both[0].tobytes() == read_frames(path, channel=1)[0].tobytes()
+    with pytest.raises(InputError, match="channel 3"):
+        read_channels(path, 0, 10, [0, 3])
+
+
+def test_pcm16_reads_are_libsndfiles_float_values(tmp_path: Path) -> None:
+    """A 16-bit file read as integers and scaled gives libsndfile's own float read, in every
+    shape read_frames returns (all channels, one, their mean, a mono file)."""
+    sr = 16000
+    x = np.random.default_rng(4).uniform(-1, 1, (4000, 2)).astype(np.float32)
+    path = write_audio(tmp_path / "s.flac", x, sr)
+    ref, _ = sf.read(path, dtype="float32", always_2d=True)
+    assert read_frames(path)[0].tobytes() == ref.tobytes()
+    assert read_frames(path, channel=1)[0].tobytes() == np.ascontiguousarray(ref[:, 1]).tobytes()
+    mono_ref = ref.mean(axis=1, dtype=np.float32)
+    assert read_frames(path, mono=True)[0].tobytes() == mono_ref.tobytes()
+    one = write_audio(tmp_path / "m.flac", x[:, 0], sr)
+    assert read_frames(one)[0].tobytes() == sf.read(one, dtype="float32")[0].tobytes()

@@ -56,6 +56,7 @@ import numpy.typing as npt
 from duetflow.audio import kernels
 from duetflow.audio.io import resample
 from duetflow.audio.kernels import sosfilt, sosfilt_pair
+from duetflow.audio.mix import any_sample, compiled_kernels
 
 Samples = npt.NDArray[np.floating]
 Floats = npt.NDArray[np.float64]
@@ -223,17 +224,36 @@ def k_weighted_energies(signals: Sequence[Samples], sample_rate: int) -> list[KW
     """:func:`k_weighted_energy` of each signal, bit for bit, two at a time side by side
     (:func:`duetflow.audio.kernels.sosfilt_pair`: two independent recursions in one loop cost
     nearly one)."""
+    return _joined_energies([[_mono(x)] for x in signals], sample_rate)
+
+
+def _joined_energies(
+    signals: Sequence[Sequence[Samples]], sample_rate: int
+) -> list[KWeightedEnergy]:
+    """:func:`k_weighted_energies` of each signal given as its pieces (mono, one dtype), the
+    numbers of the pieces joined, without joining them where the compiled kernels are."""
     grid = _grid(sample_rate)
-    xs = [_mono(x) for x in signals]
     out: list[KWeightedEnergy] = []
-    for i in range(0, len(xs) - 1, 2):
-        x, u = xs[i], xs[i + 1]
+    for i in range(0, len(signals) - 1, 2):
+        x, u = signals[i], signals[i + 1]
         fx, fu = _filtered_pair(x, u, grid)
-        out.append(_energy(iter(fx), len(x), grid, sample_rate))
-        out.append(_energy(iter(fu), len(u), grid, sample_rate))
-    if len(xs) % 2:
-        out.append(_energy(_filtered(xs[-1], grid), len(xs[-1]), grid, sample_rate))
+        out.append(_energy(iter(fx), _length(x), grid, sample_rate))
+        out.append(_energy(iter(fu), _length(u), grid, sample_rate))
+    if len(signals) % 2:
+        last = _joined(signals[-1])
+        out.append(_energy(_filtered(last, grid), len(last), grid, sample_rate))
     return out
+
+
+def _length(pieces: Sequence[Samples]) -> int:
+    return sum(len(p) for p in pieces)
+
+
+def _joined(pieces: Sequence[Samples]) -> Samples:
+    """The pieces of a signal laid end to end (the one piece as it is)."""
+    if len(pieces) == 1:
+        return pieces[0]
+    return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
 
 
 def _mono(samples: Samples) -> Samples:
@@ -291,35 +311,61 @@ def _filtered(x: Samples, grid: _HopGrid) -> Iterator[Floats]:
         yield np.asarray(y, dtype=np.float64)
 
 
-def _guarded_pieces(x: Samples, grid: _HopGrid, compiled: Any) -> Iterator[Floats]:
-    """:func:`_pieces` widened to float64, each made in one compiled pass (the same sums in
-    ``x``'s dtype, the same widening)."""
-    guard = np.array([DENORMAL_GUARD, -DENORMAL_GUARD], dtype=x.dtype)
-    for start in range(0, max(len(x), 1), grid.chunk):
-        out = np.empty(min(grid.chunk, len(x) - start), dtype=np.float64)
-        compiled.guarded(x, start, guard, out)
+def _guarded_pieces(chunks: Sequence[Samples], grid: _HopGrid, compiled: Any) -> Iterator[Floats]:
+    """:func:`_pieces` of ``chunks`` laid end to end (one dtype), widened to float64, each
+    made in compiled passes (the same sums in the chunks' dtype, the same widening) straight
+    from the chunks, never joined first: the guard's sign follows the sample's place in the
+    piece, whichever chunk it comes from."""
+    guard = np.array([DENORMAL_GUARD, -DENORMAL_GUARD], dtype=chunks[0].dtype)
+    swapped = guard[::-1].copy()  # for a chunk's part that starts at an odd place in the piece
+    n = _length(chunks)
+    k = off = 0  # the chunk read next, and where in it
+    for start in range(0, max(n, 1), grid.chunk):
+        out = np.empty(min(grid.chunk, n - start), dtype=np.float64)
+        at = 0
+        while at < len(out):
+            c = chunks[k]
+            take = min(len(c) - off, len(out) - at)
+            if take > 0:
+                compiled.guarded(c, off, swapped if at & 1 else guard, out[at : at + take])
+                at += take
+                off += take
+            if off == len(c):
+                k, off = k + 1, 0
         yield out
 
 
-def _filtered_pair(x: Samples, u: Samples, grid: _HopGrid) -> tuple[list[Floats], list[Floats]]:
-    """:func:`_filtered` of two signals, their chunks filtered side by side while both last."""
+def _filtered_pair(
+    x: Sequence[Samples], u: Sequence[Samples], grid: _HopGrid
+) -> tuple[list[Floats], list[Floats]]:
+    """:func:`_filtered` of two signals (each given as its pieces, mono), their chunks filtered
+    side by side while both last.
+
+    Where the compiled kernels are, each float64 filter input is made straight from the
+    pieces (:func:`_guarded_pieces`) and filtered in place, no copies; else the pieces are
+    joined and filtered through :func:`~duetflow.audio.kernels.sosfilt_pair` (the same bits)."""
     compiled = kernels.sample_kernels()
-    if (
+    chunks = [*x, *u]
+    fast = (
         compiled is not None
-        and x.dtype == u.dtype
-        and x.dtype in (np.float32, np.float64)
-        and x.flags.c_contiguous
-        and u.flags.c_contiguous
-    ):
-        done = _filtered_pair_inplace(x, u, grid, compiled)
-        if done is not None:
-            return done
+        and bool(x)
+        and bool(u)
+        and all(c.dtype == chunks[0].dtype and c.flags.c_contiguous for c in chunks)
+        and chunks[0].dtype in (np.float32, np.float64)
+    )
+    pairs = itertools.zip_longest(
+        *(_guarded_pieces(s, grid, compiled) if fast else _pieces(_joined(s), grid) for s in (x, u))
+    )
     zx: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
     zu: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
     fx: list[Floats] = []
     fu: list[Floats] = []
-    for px, pu in itertools.zip_longest(_pieces(x, grid), _pieces(u, grid)):
+    for px, pu in pairs:
         if px is not None and pu is not None:
+            if fast and kernels.sosfilt_pair_inplace(grid.sos, px, zx, pu, zu):
+                fx.append(np.asarray(px, dtype=np.float64))  # they are: no copies
+                fu.append(np.asarray(pu, dtype=np.float64))
+                continue
             y, zx, v, zu = sosfilt_pair(grid.sos, px, zx, pu, zu)
             fx.append(np.asarray(y, dtype=np.float64))
             fu.append(np.asarray(v, dtype=np.float64))
@@ -329,33 +375,6 @@ def _filtered_pair(x: Samples, u: Samples, grid: _HopGrid) -> tuple[list[Floats]
         else:
             v, zu = sosfilt(grid.sos, pu, zi=zu)
             fu.append(np.asarray(v, dtype=np.float64))
-    return fx, fu
-
-
-def _filtered_pair_inplace(
-    x: Samples, u: Samples, grid: _HopGrid, compiled: Any
-) -> tuple[list[Floats], list[Floats]] | None:
-    """:func:`_filtered_pair` filtering the float64 pieces in place, no copies (None where the
-    compiled pair is missing: the caller's path then)."""
-    zx: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
-    zu: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
-    fx: list[Floats] = []
-    fu: list[Floats] = []
-    pairs = itertools.zip_longest(
-        _guarded_pieces(x, grid, compiled), _guarded_pieces(u, grid, compiled)
-    )
-    for px, pu in pairs:
-        if px is not None and pu is not None:
-            if not kernels.sosfilt_pair_inplace(grid.sos, px, zx, pu, zu):
-                return None
-            fx.append(px)
-            fu.append(pu)
-        elif px is not None:
-            px, zx = sosfilt(grid.sos, px, zi=zx)
-            fx.append(np.asarray(px, dtype=np.float64))
-        else:
-            pu, zu = sosfilt(grid.sos, pu, zi=zu)
-            fu.append(np.asarray(pu, dtype=np.float64))
     return fx, fu
 
 
@@ -445,11 +464,22 @@ def measure(samples: Samples, sample_rate: int) -> Loudness:
 def measure_each(signals: Sequence[Samples], sample_rate: int) -> list[Loudness]:
     """:func:`measure` of each signal, the same numbers; two signals' K-weighting runs side by
     side (:func:`k_weighted_energies`)."""
-    xs = [np.asarray(x) for x in signals]
-    heard = [i for i, x in enumerate(xs) if x.size and np.any(x)]
+    return measure_each_joined([[x] for x in signals], sample_rate)
+
+
+def measure_each_joined(signals: Sequence[Sequence[Samples]], sample_rate: int) -> list[Loudness]:
+    """:func:`measure_each` of each signal given as its pieces (a speaker's trimmed speech):
+    the numbers of the pieces joined (``np.concatenate``), without joining them where the
+    compiled kernels are (the filter input is made from the pieces)."""
+    xs = [[np.asarray(p) for p in pieces] for pieces in signals]
+    if any(len({p.dtype for p in pieces}) > 1 for pieces in xs):  # joining would cast
+        xs = [[_joined(pieces)] for pieces in xs]
+    heard = [i for i, x in enumerate(xs) if any(p.size and any_sample(p) for p in x)]
     out = [Loudness(SILENCE_LUFS, "silent")] * len(xs)
     for i, energy in zip(
-        heard, k_weighted_energies([xs[i] for i in heard], sample_rate), strict=True
+        heard,
+        _joined_energies([[_mono(p) for p in xs[i]] for i in heard], sample_rate),
+        strict=True,
     ):
         out[i] = _loudness(energy)
     return out
@@ -474,8 +504,12 @@ def _block_peaks(x: npt.NDArray[np.float32], block: int) -> npt.NDArray[np.float
     """Each block's largest magnitude (the last block may be short: a maximum of magnitudes
     is the same with or without zeros after them)."""
     full, nb = len(x) // block, -(-len(x) // block)
-    mag = np.abs(x)
     peaks: npt.NDArray[np.float32] = np.empty(nb, dtype=np.float32)
+    compiled = compiled_kernels()
+    if compiled is not None and x.dtype == np.float32 and x.flags.c_contiguous and x.ndim == 1:
+        compiled.block_peaks(x, block, peaks)  # one pass, no array of magnitudes
+        return peaks
+    mag = np.abs(x)
     peaks[:full] = mag[: full * block].reshape(full, block).max(axis=1)
     if nb > full:
         peaks[full] = mag[full * block :].max()
@@ -545,8 +579,10 @@ def true_peak_under(samples: Samples, sample_rate: int, limit_db: float) -> bool
 
     Only the blocks whose sample peak is within the 6 dB overshoot of the limit can reach it:
     those alone are oversampled (on speech normalised to -23 LUFS under a -1 dBTP ceiling, a
-    few percent of the blocks instead of the ~15 % within 6 dB of the signal's own peak). A
-    peak found within 0.01 dB of the limit answers False (the caller then measures it).
+    few percent of the blocks instead of the ~15 % within 6 dB of the signal's own peak), each
+    run of them with :data:`_TP_UNDER_CONTEXT` samples of context on either side
+    (:func:`_oversampled_top`). A peak found within 0.01 dB of the limit answers False (the
+    caller then measures it).
     """
     x = np.ascontiguousarray(samples, dtype=np.float32).ravel()
     if len(x) == 0:
@@ -560,7 +596,53 @@ def true_peak_under(samples: Samples, sample_rate: int, limit_db: float) -> bool
     limit = 10 ** ((limit_db - _TP_UNDER_MARGIN_DB) / 20)
     if float(peaks.max()) >= limit:
         return False
-    return _oversampled_peak(x, sample_rate, block, keep) < limit
+    return _oversampled_top(x, sample_rate, block, keep) < limit
+
+
+#: Input samples of context laid on either side of each run of blocks :func:`true_peak_under`
+#: oversamples. soxr's VHQ 4x filter reaches ~130 input samples at every rate: beyond 128
+#: its taps sum (per output phase, absolute) to 2e-8, beyond 200 to 3e-15 (float noise), so
+#: with 256 the oversampled values are those with the neighbouring blocks around them (equal to
+#: the bit in the tests; float rounding would be ~1e-5 dB, which the 0.01 dB margin covers).
+_TP_UNDER_CONTEXT = 256
+
+
+def _oversampled_top(
+    x: npt.NDArray[np.float32], sample_rate: int, block: int, keep: npt.NDArray[np.bool_]
+) -> float:
+    """Largest 4x-oversampled magnitude (soxr ``VHQ``, as :func:`_oversampled_peak`) over the
+    samples of the ``keep`` blocks, each run of them oversampled with
+    :data:`_TP_UNDER_CONTEXT` samples of context either side (runs closer than twice that
+    share it), the pieces laid end to end in one soxr call. NaN propagates, as np.max."""
+    n, ctx = len(x), _TP_UNDER_CONTEXT
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], keep, [False])).astype(np.int8)))
+    runs: list[tuple[int, int, int]] = []  # samples [lo, hi) evaluated, in piece k
+    pieces: list[list[int]] = []  # each piece's [start, stop) in x
+    for a, b in edges.reshape(-1, 2).tolist():
+        lo, hi = a * block, min(n, b * block)
+        if pieces and lo - ctx <= pieces[-1][1]:  # shares the last piece's context
+            pieces[-1][1] = min(n, hi + ctx)
+        else:
+            pieces.append([max(0, lo - ctx), min(n, hi + ctx)])
+        runs.append((lo, hi, len(pieces) - 1))
+    offsets, at = [], 0  # where each piece's x[start] lies among the pieces laid end to end
+    for p0, p1 in pieces:
+        offsets.append(at - p0)
+        at += p1 - p0
+    up = resample(
+        x[pieces[0][0] : pieces[0][1]]
+        if len(pieces) == 1
+        else np.concatenate([x[p0:p1] for p0, p1 in pieces]),
+        sample_rate,
+        sample_rate * 4,
+        quality="VHQ",
+    )
+    tops = []
+    for lo, hi, k in runs:
+        seg = up[4 * (lo + offsets[k]) : min(len(up), 4 * (hi + offsets[k]))]
+        if seg.size:
+            tops.append(np.max(np.abs(seg)))
+    return float(np.max(np.array(tops, dtype=np.float32), initial=0.0))
 
 
 def ceiling_gain_db(samples: Samples, sample_rate: int, ceiling_dbtp: float) -> float:

@@ -7,8 +7,11 @@ can quarantine the item and go on.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,21 +81,71 @@ def read_frames(
     """
     p = Path(path)
     info = audio_info(p)
+    start, stop = _frame_range(p, info, start, stop)
+    if channel is not None:
+        _check_channel(p, info, channel)
+    data = _read_block(p, info, start, stop)
+    out: Audio
+    if channel is not None:
+        out = np.ascontiguousarray(data[:, channel])
+    elif mono or data.shape[1] == 1:
+        out = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0].copy()
+    else:
+        out = data
+    return out, info.sample_rate
+
+
+def read_channels(
+    path: str | Path,
+    start: int,
+    stop: int | None,
+    channels: Sequence[int],
+    *,
+    info: AudioInfo | None = None,
+) -> tuple[list[Audio], int]:
+    """``read_frames(path, start, stop, channel=c)`` for each of ``channels``, the same samples,
+    from one read of the frames (all channels scaled to float at once: a strided scale per
+    channel is ~1.6x slower), each one copied out. ``info``: the file's :func:`audio_info`,
+    when the caller has it already (the header is not read twice)."""
+    p = Path(path)
+    info = audio_info(p) if info is None else info
+    start, stop = _frame_range(p, info, start, stop)
+    for c in channels:
+        _check_channel(p, info, c)
+    data = _read_block(p, info, start, stop)
+    return [np.ascontiguousarray(data[:, c]) for c in channels], info.sample_rate
+
+
+#: a 16-bit sample's value as a float: the integer times 2^-15 (libsndfile's float read)
+_PCM16_SCALE = np.float32(2.0**-15)
+
+
+def _frame_range(p: Path, info: AudioInfo, start: int, stop: int | None) -> tuple[int, int]:
     stop = info.frames if stop is None else min(stop, info.frames)
     start = max(0, start)
     if stop < start:
         raise InputError(
             p, f"frame range [{start}, {stop}) is empty or reversed", reason="bad_range"
         )
-    if channel is not None and not 0 <= channel < info.channels:
+    return start, stop
+
+
+def _check_channel(p: Path, info: AudioInfo, channel: int) -> None:
+    if not 0 <= channel < info.channels:
         raise InputError(
             p, f"channel {channel} requested, file has {info.channels}", reason="bad_channels"
         )
+
+
+def _read_block(p: Path, info: AudioInfo, start: int, stop: int) -> Audio:
+    """Frames ``[start, stop)``, ``(frames, channels)`` float32: a 16-bit file read as integers
+    and scaled (~6x cheaper than libsndfile's float read, the same values), any other as
+    float; truncation and non-finite samples raise InputError."""
     try:
         with sf.SoundFile(str(p)) as f:
             f.seek(start)
             if info.subtype == "PCM_16":  # same values as libsndfile's float read, ~6x cheaper
-                data = f.read(stop - start, dtype="int16", always_2d=True) * np.float32(2.0**-15)
+                data = f.read(stop - start, dtype="int16", always_2d=True) * _PCM16_SCALE
             else:
                 data = f.read(stop - start, dtype="float32", always_2d=True)
     except (RuntimeError, sf.LibsndfileError) as e:
@@ -105,14 +158,8 @@ def read_frames(
         )
     if info.subtype != "PCM_16" and not np.isfinite(data).all():  # integers are always finite
         raise InputError(p, "audio contains NaN or infinite samples", reason="bad_audio")
-    out: Audio
-    if channel is not None:
-        out = np.ascontiguousarray(data[:, channel])
-    elif mono or data.shape[1] == 1:
-        out = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0].copy()
-    else:
-        out = data
-    return out, info.sample_rate
+    out: Audio = data
+    return out
 
 
 def read_seconds(
@@ -183,25 +230,12 @@ def write_audio(
     """
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fmt = (audio_format or p.suffix.lstrip(".") or "wav").upper()
-    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-    data: Audio | PCM16
-    if samples.dtype == np.int16:
-        if subtype != "PCM_16":
-            raise ValueError(f"int16 samples are written as PCM_16, not {subtype}")
-        data = samples
-    else:
-        data = np.clip(samples, -1.0, 1.0 - 1.0 / 32768).astype(np.float32, copy=False)
-    level = {"compression_level": FLAC_COMPRESSION_LEVEL / 8} if fmt == "FLAC" else {}
+    fmt = _format(p, audio_format)
+    tmp = _tmp_path(p)
+    data = _encodable(samples, subtype)
     try:
         sf._ffi.errno = 0  # type: ignore[attr-defined]  # what a failed call sets is then its own
-        channels = 1 if data.ndim == 1 else data.shape[1]
-        with sf.SoundFile(
-            str(tmp), "w", sample_rate, channels, subtype=subtype, format=fmt, **level
-        ) as f:
-            if data.dtype != np.int16:
-                _no_peak_chunk(f)
-            f.write(data)
+        _encode(str(tmp), data, sample_rate, subtype, fmt)
         os.replace(tmp, p)
     except sf.LibsndfileError as e:
         if _disk_full(e, tmp.parent, data.nbytes):
@@ -215,6 +249,77 @@ def write_audio(
     finally:
         tmp.unlink(missing_ok=True)
     return p
+
+
+def write_audio_sha256(
+    path: str | Path,
+    samples: Audio | PCM16,
+    sample_rate: int,
+    *,
+    subtype: str = "PCM_16",
+    audio_format: str | None = None,
+) -> tuple[Path, str]:
+    """:func:`write_audio` (the same bytes, written atomically) and the hex sha256 of the file,
+    taken from the bytes written, so the caller does not read the file back.
+
+    The file is encoded in memory (a seekable buffer: libsndfile seeks back to finish the
+    header, as it does in a file), hashed, then written to a temporary file and renamed. Meant
+    for files that fit in memory, such as a rendered dialogue; a full disk is a
+    :class:`~duetflow.errors.DiskFullError` naming ``path``, nothing left behind.
+    """
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fmt = _format(p, audio_format)
+    data = _encodable(samples, subtype)
+    buf = io.BytesIO()
+    _encode(buf, data, sample_rate, subtype, fmt)
+    tmp = _tmp_path(p)
+    with buf.getbuffer() as encoded:
+        digest = hashlib.sha256(encoded).hexdigest()
+        try:
+            with open(tmp, "wb") as f:
+                f.write(encoded)
+            os.replace(tmp, p)
+        except OSError as e:
+            full = DiskFullError.of(e, p)
+            if full is not None:
+                raise full from e
+            raise
+        finally:
+            tmp.unlink(missing_ok=True)
+    return p, digest
+
+
+def _format(p: Path, audio_format: str | None) -> str:
+    return (audio_format or p.suffix.lstrip(".") or "wav").upper()
+
+
+def _tmp_path(p: Path) -> Path:
+    return p.with_name(f".{p.name}.{os.getpid()}.tmp")
+
+
+def _encodable(samples: Audio | PCM16, subtype: str) -> Audio | PCM16:
+    """``int16`` samples as they are (PCM_16 only), float samples clipped to [-1, 1)."""
+    if samples.dtype == np.int16:
+        if subtype != "PCM_16":
+            raise ValueError(f"int16 samples are written as PCM_16, not {subtype}")
+        return samples
+    clipped: Audio = np.clip(samples, -1.0, 1.0 - 1.0 / 32768).astype(np.float32, copy=False)
+    return clipped
+
+
+def _encode(
+    target: str | io.BytesIO, data: Audio | PCM16, sample_rate: int, subtype: str, fmt: str
+) -> None:
+    """Encode ``data`` into ``target`` (a path, or a seekable in-memory buffer: the same bytes)."""
+    level = {"compression_level": FLAC_COMPRESSION_LEVEL / 8} if fmt == "FLAC" else {}
+    channels = 1 if data.ndim == 1 else data.shape[1]
+    with sf.SoundFile(
+        target, "w", sample_rate, channels, subtype=subtype, format=fmt, **level
+    ) as f:
+        if data.dtype != np.int16:
+            _no_peak_chunk(f)
+        f.write(data)
 
 
 #: libsndfile's ``SFE_SYSTEM`` ("System error."): a failed system call, errno not passed on

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from duetflow.audio import kernels
 from duetflow.audio.io import Audio
 
 
@@ -22,12 +25,46 @@ def fade_envelope(n: int, fade_n: int) -> Audio:
     env = np.ones(n, dtype=np.float32)
     f = min(fade_n, n // 2)
     if f > 0:
-        ramp = (0.5 - 0.5 * np.cos(np.pi * (np.arange(f, dtype=np.float64) + 0.5) / f)).astype(
-            np.float32
-        )
+        ramp = _ramp(f)
         env[:f] = ramp
         env[n - f :] = ramp[::-1]
     return env
+
+
+def faded(samples: Audio, fade_n: int, gain: np.float32) -> tuple[Audio, Audio]:
+    """``samples * (env * gain)`` and ``env``, :func:`fade_envelope` of their length: the same
+    products (where the envelope is 1, ``env * gain`` is ``gain``), the whole scaled in one
+    pass and only the ramps through the envelope."""
+    n = len(samples)
+    env = fade_envelope(n, fade_n)
+    data: Audio = samples * gain
+    f = min(fade_n, n // 2)
+    if f > 0:
+        data[:f] = samples[:f] * (env[:f] * gain)
+        data[n - f :] = samples[n - f :] * (env[n - f :] * gain)
+    return data, env
+
+
+@lru_cache(maxsize=16)
+def _ramp(f: int) -> Audio:
+    """The raised-cosine ramp of ``f`` samples (one per fade length: a render's clips share
+    one), read-only."""
+    ramp = (0.5 - 0.5 * np.cos(np.pi * (np.arange(f, dtype=np.float64) + 0.5) / f)).astype(
+        np.float32
+    )
+    ramp.flags.writeable = False
+    return ramp
+
+
+def any_sample(samples: npt.NDArray[np.floating]) -> bool:
+    """``np.any(samples)``: whether any sample is not zero (a NaN counts, as there). The first
+    few thousand are looked at first: audio that sounds at all mostly sounds there, and then
+    the whole signal need not be scanned (``np.any`` of a float array is a slow reduction)."""
+    x = np.asarray(samples).ravel()
+    return bool(np.any(x[:_HEAD])) or bool(np.any(x[_HEAD:]))
+
+
+_HEAD = 4096
 
 
 def place(dst: Audio, src: Audio, at: int, env: Audio | None = None) -> None:
@@ -76,3 +113,21 @@ def max_jump(samples: Audio) -> float:
 def db(value: float) -> float:
     """Linear amplitude to dB (``-inf`` for 0)."""
     return 20.0 * math.log10(value) if value > 0 else -math.inf
+
+
+def compiled_kernels() -> Any | None:
+    """:func:`duetflow.audio.kernels.sample_kernels` with every one of its kernels warmed up
+    (:func:`duetflow.audio.sample_kernels.warm`: the block peaks, the int16 of the written
+    form and the fades' background, which that check does not run), or None (numba missing,
+    turned off, or unable to compile here): numpy then, the same bits."""
+    sk = kernels.sample_kernels()
+    return sk if sk is not None and _warm(sk) else None
+
+
+@lru_cache(maxsize=1)
+def _warm(sk: Any) -> bool:
+    try:
+        sk.warm()
+    except Exception:  # a numba that cannot compile these: the same output without them
+        return False
+    return True

@@ -10,7 +10,17 @@ off), each the numpy path's bits by construction:
   (:data:`duetflow.audio.bs1770.DENORMAL_GUARD`, alternating sign) added in the signal's dtype
   and widened to float64 in one pass, where numpy makes the sum and then its float64 copy;
 * :func:`top_up`: the assembly's bed under the clips, ``sqrt(max(floor - have, 0)) * tone``
-  added to the mix in one pass (numpy: five).
+  added to the mix in one pass (numpy: five);
+* :func:`pcm16_of_written`: the int16 of :func:`written16`'s output (times ``2^15``, exact
+  integers), one pass where numpy makes a float copy first; False (the caller's numpy path
+  then) at a value that is not a 16-bit level (NaN), whose cast numpy leaves to the platform;
+* :func:`block_peaks`: each block's largest magnitude (``np.abs`` then ``max`` per block; a
+  NaN wins, as there), one pass, no array of magnitudes;
+* :func:`fade_background`: a clip's background power taken off its fades
+  (:func:`duetflow.rendering.assembly._place_background`), the samples where its envelope is
+  under 1 found and corrected in one walk, no index arrays.
+
+Warmed up (compiled, or loaded from numba's cache) by :func:`warm`.
 
 No fused multiply-add (numba's default). Module-level functions, so numba's on-disk cache
 serves every process after the first.
@@ -59,3 +69,64 @@ def top_up(out: Any, have: Any, tone: Any, fp: Any) -> None:  # pragma: no cover
         if h < 0:
             h = np.float32(0.0)
         out[i] += np.sqrt(h) * tone[i]
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def pcm16_of_written(x: Any, out: Any) -> bool:  # pragma: no cover - compiled
+    # duetflow.rendering.render.written_pcm16: (x * 2^15).astype(int16) of 16-bit levels
+    up = np.float32(32768.0)
+    lo = np.float32(-32768.0)
+    hi = np.float32(32767.0)
+    for i in range(x.shape[0]):
+        v = x[i] * up
+        if not (v >= lo and v <= hi):  # also NaN: numpy's cast of it is the platform's
+            return False
+        out[i] = np.int16(v)
+    return True
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def block_peaks(x: Any, block: int, out: Any) -> None:  # pragma: no cover - compiled
+    # duetflow.audio.bs1770._block_peaks: the largest magnitude of each block (the last may be
+    # short); a NaN stays once met (np.max propagates it)
+    n = x.shape[0]
+    for k in range(out.shape[0]):
+        a = k * block
+        b = min(n, a + block)
+        m = abs(x[a])
+        for i in range(a + 1, b):
+            v = abs(x[i])
+            if v > m or v != v:
+                m = v
+        out[k] = m
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def fade_background(
+    have: Any, env: Any, at: int, a: int, b: int, fp: Any, span: int
+) -> None:  # pragma: no cover - compiled
+    # duetflow.rendering.assembly._place_background after its ``have[a:b] += fp``: at each j of
+    # the first and of the last ``span`` samples of env (the two windows in that order, a j in
+    # both twice, as there) where env[j] < 1 and at + j lies in [a, b):
+    # have[at + j] -= fp * (1 - env[j]^2), float32 steps
+    n = env.shape[0]
+    m = min(n, span)
+    one = np.float32(1.0)
+    for w in range(2 if n > m else 1):
+        lo = 0 if w == 0 else n - m
+        for j in range(max(lo, a - at), min(lo + m, b - at)):
+            e = env[j]
+            if e < one:
+                have[at + j] -= fp * (one - e * e)
+
+
+def warm() -> None:
+    """Run every kernel above once on small inputs (compile, or load from numba's cache)."""
+    x = np.arange(5, dtype=np.float32)
+    written16(x, np.float32(0.5), True, np.empty(5, np.float32))
+    for dtype in (np.float32, np.float64):
+        guarded(x.astype(dtype), 1, np.ones(2, dtype), np.empty(3))
+    top_up(x.copy(), x, x, np.float32(1.0))
+    pcm16_of_written(x / np.float32(32768.0), np.empty(5, np.int16))
+    block_peaks(x, 2, np.empty(3, np.float32))
+    fade_background(x.copy(), x / np.float32(5.0), 1, 1, 5, np.float32(1.0), 2)

@@ -15,13 +15,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
+import numpy.typing as npt
 
 from duetflow.audio import kernels
 from duetflow.audio.io import Audio
-from duetflow.audio.mix import place
+from duetflow.audio.mix import compiled_kernels, place
 from duetflow.audio.roomtone import fill
+
+Floats = npt.NDArray[np.float64]
 
 _FILL_FADE_S = 0.01
 _FADE_SPAN = 8192  # a clip's fades lie within this many samples of its ends
@@ -258,6 +262,16 @@ def _place_background(have: Audio, c: Clip, at: int) -> None:
     if b <= a:
         return
     have[a:b] += fp  # the envelope is 1 but for its fades at both ends: correct those alone
+    compiled = compiled_kernels()
+    if (
+        compiled is not None
+        and have.dtype == np.float32
+        and c.env.dtype == np.float32
+        and have.flags.c_contiguous
+        and c.env.flags.c_contiguous
+    ):  # the same float32 steps, the samples under 1 found in one walk
+        compiled.fade_background(have, c.env, at, a, b, fp, _FADE_SPAN)
+        return
     m = min(n, _FADE_SPAN)
     for lo in (0, n - m) if n > m else (0,):
         part = c.env[lo : lo + m]
@@ -316,10 +330,19 @@ def _power_crossfade(a: Audio, b: Audio) -> Audio:
     pa, pb = float(np.dot(a64, a64)), float(np.dot(b64, b64))
     rho = float(np.dot(a64, b64)) / math.sqrt(pa * pb) if pa > 0 and pb > 0 else 0.0
     rho = min(max(rho, -0.9), 1.0)
-    theta = (np.arange(a64.size, dtype=np.float64) + 0.5) / a64.size * (math.pi / 2)
-    fo, fi = np.cos(theta), np.sin(theta)
+    fo, fi = _crossfade_gains(a64.size)
     norm = 1.0 / np.sqrt(1.0 + 2.0 * rho * fo * fi)
     return np.asarray((a64 * fo + b64 * fi) * norm, dtype=np.float32)
+
+
+@lru_cache(maxsize=8)
+def _crossfade_gains(n: int) -> tuple[Floats, Floats]:
+    """The cosine fade-out and sine fade-in of ``n`` samples (every cut's crossfade has the
+    same length: computed once), read-only."""
+    theta = (np.arange(n, dtype=np.float64) + 0.5) / n * (math.pi / 2)
+    fo, fi = np.cos(theta), np.sin(theta)
+    fo.flags.writeable = fi.flags.writeable = False
+    return fo, fi
 
 
 def _copy_clamped(out: Audio, lo: int, hi: int, src: Audio, at: int) -> None:

@@ -44,10 +44,10 @@ from pathlib import Path
 import numpy as np
 
 from duetflow.audio import loudness as ld
-from duetflow.audio.io import PCM16, Audio, to_pcm16, write_audio
+from duetflow.audio.io import PCM16, Audio, to_pcm16, write_audio_sha256
+from duetflow.audio.mix import any_sample, compiled_kernels
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
-from duetflow.hashing import sha256_file
 from duetflow.records.dialogue import Dialogue, MixedMonoSource, safe_id
 from duetflow.rendering.mixed import render_mixed
 from duetflow.rendering.rows import (
@@ -65,6 +65,11 @@ log = logging.getLogger(__name__)
 def written_pcm16(written: Audio) -> PCM16:
     """The int16 samples of :func:`duetflow.rendering.mixdown.as_written`'s output: its values
     are 16-bit levels times 2^-15, so this is exactly :func:`to_pcm16` of the scaled mix."""
+    compiled = compiled_kernels()
+    if compiled is not None and written.dtype == np.float32 and written.flags.c_contiguous:
+        pcm = np.empty(len(written), dtype=np.int16)
+        if compiled.pcm16_of_written(written.ravel(), pcm):  # one pass, no float copy
+            return pcm.reshape(written.shape)
     q = written * np.float32(32768.0)
     return q.astype(np.int16)
 
@@ -90,7 +95,7 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
         scale = np.float32(ld.db_to_gain(ceiling))
         out = out * scale
         stems = stems * scale if stems is not None else None
-    if not np.any(out):
+    if not any_sample(out):
         raise InputError(d.id, "rendered audio is all silence", reason="silent_turn")
 
     out_dir = Path(out_dir)
@@ -98,21 +103,23 @@ def render_dialogue(dialogue: Dialogue, config: RunConfig, out_dir: Path) -> Ren
     rel = f"audio/{name}.{cfg.audio_format}"
     # the 16-bit samples the gap confirmation measured (mixdown.as_written), written as they are
     pcm = to_pcm16(out) if res.written is None else written_pcm16(res.written)
-    path = write_audio(out_dir / rel, pcm, sr, audio_format=cfg.audio_format)
+    # encoded in memory and hashed there: the digest of the bytes written, no reading back
+    _, sha = write_audio_sha256(out_dir / rel, pcm, sr, audio_format=cfg.audio_format)
     stems_rel = stereo_rel = stereo_sha = None
-    if stems is not None and cfg.stems:
+    wanted = cfg.stems or cfg.channels != "mono"
+    pcm_stems = to_pcm16(stems) if stems is not None and wanted else None
+    if pcm_stems is not None and cfg.stems:
         stems_rel = f"stems/{name}.{cfg.audio_format}"
-        write_audio(out_dir / stems_rel, to_pcm16(stems), sr, audio_format=cfg.audio_format)
-    if stems is not None and cfg.channels != "mono":  # issue 27: A left, B right
+        write_audio_sha256(out_dir / stems_rel, pcm_stems, sr, audio_format=cfg.audio_format)
+    if pcm_stems is not None and cfg.channels != "mono":  # issue 27: A left, B right
         stereo_rel = f"stereo/{name}.{cfg.audio_format}"
-        spath = write_audio(
-            out_dir / stereo_rel, to_pcm16(stems), sr, audio_format=cfg.audio_format
+        _, stereo_sha = write_audio_sha256(
+            out_dir / stereo_rel, pcm_stems, sr, audio_format=cfg.audio_format
         )
-        stereo_sha = sha256_file(spath)
 
     rows = ordered_turn_rows(res.rows)
     row = dialogue_record(
-        d, config, res, files, audio_path=rel, audio_sha256=sha256_file(path),
+        d, config, res, files, audio_path=rel, audio_sha256=sha,
         duration_s=len(out) / sr, stems_path=stems_rel, n_turns=len(rows),
         stereo=(stereo_rel, stereo_sha) if stereo_rel and stereo_sha else None,
     )  # fmt: skip

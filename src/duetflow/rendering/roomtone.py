@@ -45,9 +45,9 @@ def measure_speech(chunks: Sequence[Audio], sr: int) -> ld.Loudness:
 
 def measure_speech_each(speakers: Sequence[Sequence[Audio]], sr: int) -> list[ld.Loudness]:
     """:func:`measure_speech` of each speaker's chunks, the same numbers (two speakers'
-    K-weighting side by side: :func:`duetflow.audio.bs1770.measure_each`)."""
-    joined = [np.concatenate(c) if c else np.zeros(0, np.float32) for c in speakers]
-    return list(bs1770.measure_each(joined, sr))
+    K-weighting side by side, the chunks never joined:
+    :func:`duetflow.audio.bs1770.measure_each_joined`)."""
+    return bs1770.measure_each_joined(speakers, sr)
 
 
 @dataclass

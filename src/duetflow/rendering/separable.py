@@ -18,7 +18,7 @@ from duetflow.acoustics.window import track_view, turn_spans, window_floor, wind
 from duetflow.audio import edges
 from duetflow.audio import loudness as ld
 from duetflow.audio.io import Audio
-from duetflow.audio.mix import fade_envelope
+from duetflow.audio.mix import faded
 from duetflow.config import RunConfig
 from duetflow.errors import InputError
 from duetflow.records.dialogue import Dialogue, PerTurnSource, Turn, TurnKind
@@ -206,8 +206,7 @@ def render_separable(
         i0, i1 = sample_span(extents[p.index])
         a, b = max(0, i0 - pad_n), min(tr.n, i1 + pad_n)
         at = int(round(p.out_start * sr)) - (i0 - a)
-        env = fade_envelope(b - a, fade_n)
-        data = tr.samples[a:b] * (env * np.float32(ld.db_to_gain(gains[p.speaker])))
+        data, env = faded(tr.samples[a:b], fade_n, np.float32(ld.db_to_gain(gains[p.speaker])))
         g = group[p.index if p.host is None else p.host]
         fp = post[p.index].power
         clips.append(Clip(g, stem_of.get(p.speaker), data, env, at, i0 - a, i1 - a, fp))

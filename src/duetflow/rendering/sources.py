@@ -18,7 +18,7 @@ import numpy as np
 from duetflow.acoustics.source_bandwidth import BandwidthRecord, recording_bandwidth_hz
 from duetflow.acoustics.window import Track
 from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
-from duetflow.audio.io import Audio, audio_info, read_frames, resample
+from duetflow.audio.io import Audio, audio_info, read_channels, read_frames, resample
 from duetflow.audio.mix import place
 from duetflow.errors import InputError
 from duetflow.records.dialogue import (
@@ -161,10 +161,11 @@ def load_separable(
                     reason="bad_channels",
                 )
         _check_end(src.path, info.duration_s, turns, None)
-        data, file_sr = read_frames(src.path, start, max(start, stop))
-        data2 = data.reshape(len(data), -1)
-        for s in ids:
-            ch = np.ascontiguousarray(data2[:, src.channels[s]])
+        # each speaker's channel made straight from the file's frames, read once
+        chans, file_sr = read_channels(
+            src.path, start, max(start, stop), [src.channels[s] for s in ids], info=info
+        )
+        for s, ch in zip(ids, chans, strict=True):
             tracks[s] = Track(
                 _fit(resample(ch, file_sr, sr), n),
                 start / file_sr,
