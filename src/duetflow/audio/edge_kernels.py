@@ -31,6 +31,7 @@ serves every process after the first.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numba
@@ -404,3 +405,172 @@ def window_min(p: Any, width: int) -> Any:  # pragma: no cover - compiled
         if d < low:
             low = d
     return low
+
+
+# --- the high-pass and both envelopes' hop powers in one pass (edges._hop_powers) -----------
+
+
+@numba.njit(cache=True, nogil=True, inline="always")  # type: ignore[misc]
+def _step(c: Any, z0: Any, z1: Any, xn: Any) -> Any:  # pragma: no cover - compiled
+    # scipy's second-order direct form II transposed step (kernels.lfilter), float32
+    yn = z0 + c[0] * xn
+    n0 = z1 + xn * c[1] - yn * c[3]
+    n1 = xn * c[2] - yn * c[4]
+    return yn, n0, n1
+
+
+@numba.njit(cache=True, nogil=True, inline="always")  # type: ignore[misc]
+def _same_state(n0: Any, n1: Any, z0: Any, z1: Any) -> bool:  # pragma: no cover - compiled
+    return (
+        n0 == z0
+        and n1 == z1
+        and math.copysign(1.0, n0) == math.copysign(1.0, z0)
+        and math.copysign(1.0, n1) == math.copysign(1.0, z1)
+    )
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _chain_run(c: Any, x: Any, pos: int, size: int, st: Any, j: int) -> Any:  # pragma: no cover
+    # ``size`` steps of chain ``j`` (state st[j]) from x[pos]; returns the sums of squares of
+    # the outputs and of the inputs (float64, in sample order) and whether the last step left
+    # the state as it was. A step that leaves the state unchanged is a fixed point under its
+    # input (digital silence holds the float32 state on a subnormal, each step ~20x slower):
+    # while the input repeats bit for bit the outputs are the same (kernels.df2t's skip)
+    z0, z1 = st[j, 0], st[j, 1]
+    se = 0.0
+    sl = 0.0
+    fixed = False
+    k = pos
+    end = pos + size
+    while k < end:
+        xn = x[k]
+        yn, n0, n1 = _step(c, z0, z1, xn)
+        yd = np.float64(yn)
+        xd = np.float64(xn)
+        se += yd * yd
+        sl += xd * xd
+        k += 1
+        fixed = _same_state(n0, n1, z0, z1)
+        if fixed:
+            while k < end and x[k] == xn and math.copysign(1.0, x[k]) == math.copysign(1.0, xn):
+                se += yd * yd
+                sl += xd * xd
+                k += 1
+        z0, z1 = n0, n1
+    st[j, 0], st[j, 1] = z0, z1
+    return se, sl, fixed
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def _chains4(c: Any, x: Any, pos: Any, off: int, size: int, st: Any, sums: Any) -> bool:
+    # pragma: no cover - compiled
+    # ``size`` (>= 1) steps of the four chains side by side, chain j from x[pos[j] + off]: each
+    # the operation sequence of _chain_run on its own state (the chains never mix; their
+    # recursions' latencies overlap). sums[j] and sums[4 + j]: chain j's sums of squares;
+    # returns whether any chain's last step left its state as it was (the caller then runs the
+    # chains one by one, with the skip)
+    p0, p1, p2, p3 = pos[0] + off, pos[1] + off, pos[2] + off, pos[3] + off
+    u0, v0 = st[0, 0], st[0, 1]
+    u1, v1 = st[1, 0], st[1, 1]
+    u2, v2 = st[2, 0], st[2, 1]
+    u3, v3 = st[3, 0], st[3, 1]
+    e0 = e1 = e2 = e3 = 0.0
+    l0 = l1 = l2 = l3 = 0.0
+    for i in range(size - 1):
+        x0, x1, x2, x3 = x[p0 + i], x[p1 + i], x[p2 + i], x[p3 + i]
+        y0, u0, v0 = _step(c, u0, v0, x0)
+        y1, u1, v1 = _step(c, u1, v1, x1)
+        y2, u2, v2 = _step(c, u2, v2, x2)
+        y3, u3, v3 = _step(c, u3, v3, x3)
+        e0 += np.float64(y0) * np.float64(y0)
+        e1 += np.float64(y1) * np.float64(y1)
+        e2 += np.float64(y2) * np.float64(y2)
+        e3 += np.float64(y3) * np.float64(y3)
+        l0 += np.float64(x0) * np.float64(x0)
+        l1 += np.float64(x1) * np.float64(x1)
+        l2 += np.float64(x2) * np.float64(x2)
+        l3 += np.float64(x3) * np.float64(x3)
+    i = size - 1  # the last step, its state compared with the one before
+    x0, x1, x2, x3 = x[p0 + i], x[p1 + i], x[p2 + i], x[p3 + i]
+    y0, n0, m0 = _step(c, u0, v0, x0)
+    y1, n1, m1 = _step(c, u1, v1, x1)
+    y2, n2, m2 = _step(c, u2, v2, x2)
+    y3, n3, m3 = _step(c, u3, v3, x3)
+    sums[0] = e0 + np.float64(y0) * np.float64(y0)
+    sums[1] = e1 + np.float64(y1) * np.float64(y1)
+    sums[2] = e2 + np.float64(y2) * np.float64(y2)
+    sums[3] = e3 + np.float64(y3) * np.float64(y3)
+    sums[4] = l0 + np.float64(x0) * np.float64(x0)
+    sums[5] = l1 + np.float64(x1) * np.float64(x1)
+    sums[6] = l2 + np.float64(x2) * np.float64(x2)
+    sums[7] = l3 + np.float64(x3) * np.float64(x3)
+    fixed = (
+        _same_state(n0, m0, u0, v0)
+        or _same_state(n1, m1, u1, v1)
+        or _same_state(n2, m2, u2, v2)
+        or _same_state(n3, m3, u3, v3)
+    )
+    st[0, 0], st[0, 1] = n0, m0
+    st[1, 0], st[1, 1] = n1, m1
+    st[2, 0], st[2, 1] = n2, m2
+    st[3, 0], st[3, 1] = n3, m3
+    return fixed
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def hop_powers(
+    c: Any,
+    x: Any,
+    warm: int,
+    hop: int,
+    pos: Any,
+    pre: Any,
+    blocks: Any,
+    first: Any,
+    st: Any,
+    pe: Any,
+    pl: Any,
+) -> None:  # pragma: no cover - compiled
+    # The high-pass (second order, c = b0, b1, b2, a1, a2 normalised, float32) of chains of x,
+    # each from a zero state, and the mean power of each hop block of its output (pe) and of
+    # its input (pl), each a float64 sum of the float32 samples' squares (exact products) in
+    # sample order, divided by ``hop``. Chain j runs from x[pos[j]]: ``warm`` samples, then
+    # ``pre[j] + blocks[j]`` hop blocks, the last ``blocks[j]`` of which are written to
+    # pe/pl[first[j]:]. Four chains run side by side (_chains4) while none is at a fixed
+    # point; any other count, a fixed point and the chains' unequal tails one by one
+    # (_chain_run): the same operations per chain either way.
+    nc = pos.shape[0]
+    st[:] = 0
+    sums = np.empty(8, np.float64)
+    fixed = np.zeros(nc, np.bool_)
+    side = nc == 4
+    if warm > 0:
+        if side:
+            if _chains4(c, x, pos, 0, warm, st, sums):
+                fixed[:] = True
+        else:
+            for j in range(nc):
+                fixed[j] = _chain_run(c, x, pos[j], warm, st, j)[2]
+    total = pre + blocks
+    common = total.min() if side else 0
+    for blk in range(common):
+        off = warm + blk * hop
+        if fixed.any():
+            for j in range(nc):
+                se, sl, f = _chain_run(c, x, pos[j] + off, hop, st, j)
+                fixed[j] = f
+                sums[j], sums[4 + j] = se, sl
+        elif _chains4(c, x, pos, off, hop, st, sums):
+            fixed[:] = True
+        for j in range(nc):
+            if blk >= pre[j]:
+                o = first[j] + blk - pre[j]
+                pe[o] = sums[j] / hop
+                pl[o] = sums[4 + j] / hop
+    for j in range(nc):
+        for blk in range(common, total[j]):
+            se, sl, f = _chain_run(c, x, pos[j] + warm + blk * hop, hop, st, j)
+            if blk >= pre[j]:
+                o = first[j] + blk - pre[j]
+                pe[o] = se / hop
+                pl[o] = sl / hop
