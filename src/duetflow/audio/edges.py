@@ -204,13 +204,12 @@ def _envelope(p: FloatArray, sr: int, start: int, hop: int) -> Envelope:
     return Envelope(db, hop, sr, start, p)
 
 
-#: Chains the high-pass of a long stretch is cut into (:func:`_chain_plan`), run side by side
-#: (:func:`duetflow.audio.edge_kernels.hop_powers`): a recursion is bound by its latency, four
-#: independent ones in one loop cost little more than one.
-_CHAINS = 4
-#: A stretch is cut into chains only where each chain's own hop blocks are at least this many
-#: (0.1 s at 16 kHz; fewer, and the chains' warm-ups cost more than the overlap saves).
-_CHAIN_FROM_BLOCKS = 40
+#: Chains the high-pass of a stretch is cut into (:func:`_chain_plan`), by its length in hop
+#: blocks: a recursion is bound by its latency, independent ones side by side cost little more
+#: than one (:func:`duetflow.audio.edge_kernels.hop_powers`: 32 vectorised lanes, or four
+#: interleaved chains). Measured crossovers (a chain's warm-up against the overlap, on stretches
+#: with 0.1 s of warm-up): four chains pay from ~200 blocks (0.5 s at 16 kHz), 32 from ~800 (2 s).
+_CHAIN_COUNTS = ((800, 32), (200, 4))
 
 #: (first sample, warm-up blocks, blocks, first block written) of each chain; int64 arrays
 ChainPlan = tuple[
@@ -223,28 +222,28 @@ def _chain_plan(count: int, hop: int, warm: int, sr: int) -> ChainPlan:
     float32 stretch ``x``, block ``k`` at ``x[warm + k * hop]``) is cut into chains.
 
     The first chain starts at ``x[0]``, from a zero state (as one unbroken recursion would).
-    A long stretch is cut into :data:`_CHAINS` contiguous chains on the hop grid; each later
-    chain starts from a zero state ``W >= _WARMUP_S`` early (``W = warm + m * hop``, so that
-    every chain's blocks start at the same step), by when the filter's start has decayed
-    below float32 resolution (the transient < 1e-19 of the input's scale): its outputs are
-    those of the unbroken recursion up to float32 roundings (an ulp here and there, see
-    :func:`analyse`). The first chain takes ``m`` blocks more than the others, so that all
-    run the same number of steps (the last one takes the remainder's few blocks alone). A
-    function of the stretch's length alone: the same stretch is cut the same way wherever it
-    is analysed from (:func:`analyse_many` equals :func:`analyse` bit for bit)."""
+    A longer stretch is cut into ``k`` contiguous chains on the hop grid (:data:`_CHAIN_COUNTS`);
+    each later chain starts from a zero state ``W >= _WARMUP_S`` early (``W = warm + m * hop``,
+    so that every chain's blocks start at the same step), by when the state it missed has
+    decayed below float64 resolution of the signal's scale (the pole radius to the ``W``: ~5e-20,
+    times the state's gain): its outputs are the unbroken recursion's up to float64 roundings.
+    The first chain takes ``m`` blocks more than the others, so that all run the same number of
+    steps (the last one takes the remainder's few blocks alone). A function of the stretch's
+    length alone: the same stretch is cut the same way wherever it is analysed from, with or
+    without the compiled kernels."""
     m = max(0, -(-(int(_WARMUP_S * sr) - warm) // hop))
-    q = (count - m) // _CHAINS
-    if q < max(m, _CHAIN_FROM_BLOCKS):
+    k = next((k for least, k in _CHAIN_COUNTS if count >= least + m), 1)
+    q = (count - m) // k
+    if k == 1 or q < 1:
         one = np.array([0], dtype=np.int64)
         return one, np.zeros(1, np.int64), np.array([count], np.int64), np.zeros(1, np.int64)
-    first = np.array([0] + [q + m + j * q for j in range(_CHAINS - 1)], dtype=np.int64)
-    blocks = np.full(_CHAINS, q, dtype=np.int64)
+    first = np.array([0] + [q + m + j * q for j in range(k - 1)], dtype=np.int64)
+    blocks = np.full(k, q, dtype=np.int64)
     blocks[0] += m
-    blocks[-1] += count - m - _CHAINS * q
-    pre = np.full(_CHAINS, m, dtype=np.int64)
+    blocks[-1] += count - m - k * q
+    pre = np.full(k, m, dtype=np.int64)
     pre[0] = 0
-    pos = first * hop + warm - (warm + pre * hop)  # each chain's warm-up before its blocks
-    pos[0] = 0
+    pos = (first - pre) * hop  # each chain's warm-up, ``warm + pre * hop``, before its blocks
     return pos, pre, blocks, first
 
 
@@ -291,7 +290,7 @@ def _hop_powers(
         s0 = warm + int(pre[j]) * hop
         lo, hi = int(first[j]), int(first[j] + blocks[j])
         wide = seg.astype(np.float64)
-        y = kernels.lfilter(b, a, wide)
+        y = np.asarray(kernels.lfilter(b, a, wide), dtype=np.float64)
         pe[lo:hi] = _block_powers(y[s0:].reshape(-1, hop))
         pl[lo:hi] = _block_powers(wide[s0:].reshape(-1, hop))
     return pe, pl
@@ -391,9 +390,9 @@ def analyse_around(samples: Audio, sample_rate: int, a: float, b: float) -> Anal
 
     The stretch is widened by :data:`READ_REACH_S` and its start put on the whole signal's hop
     grid (frame ``k`` here is frame ``start / hop + k`` there); the high-pass runs from
-    :data:`_WARMUP_S` before it, by when the filter's start has decayed below float32
-    resolution (the two runs' float32 roundings still differ by an ulp here and there: frame
-    levels agree to ~1e-6 dB). Measurements (:func:`measure_gap`, :func:`speech_extent`) of
+    :data:`_WARMUP_S` before it, by when the filter's start has decayed below float64
+    resolution of the signal's scale (the two runs' chains are cut at other places: frame
+    levels agree to ~1e-13 dB, see :func:`_chain_plan`). Measurements (:func:`measure_gap`, :func:`speech_extent`) of
     spans inside ``[a, b)`` on it equal those on the whole signal's analysis to well under a
     thousandth of a sample (tested on constructed signals), at the cost of the stretch instead
     of the file.
