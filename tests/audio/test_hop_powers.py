@@ -195,3 +195,17 @@ def test_the_change_from_the_float32_recursion_is_small() -> None:
     old = 10.0 * np.log10(w)
     new = edges.analyse(x, SR).edge.db
     assert 0 < np.max(np.abs(new - old)) < 0.01
+
+
+def test_long_digital_silence_inside_the_lanes(path: str) -> None:
+    """An 80 s signal (32 lanes of 2.5 s): a lane whose sound stops decays into subnormal
+    states after ~1.6 s of zeros (then the lanes run one by one, with the skip, until the
+    sound returns); a lane that starts in zeros stays at an exact zero state."""
+    rng = np.random.default_rng(80)
+    x = np.zeros(SR * 80, np.float32)
+    x[: SR // 5] = rng.standard_normal(SR // 5) * 0.3  # lane 0: sound, then 2.3 s of zeros
+    x[SR * 30 : SR * 31] = rng.standard_normal(SR) * 0.1  # a burst, then zeros past lanes
+    x[SR * 70 :] = rng.standard_normal(SR * 10) * 0.01
+    x[SR * 75 : SR * 75 + 7] = -0.0
+    _close(edges.analyse(x, SR), _reference(x, SR, 0, len(x)), f"80 s ({path})")
+    assert len(edges._chain_plan(len(x) // 40, 40, 0, SR)[0]) == 32

@@ -470,14 +470,22 @@ def _chain_run(c: Any, x: Any, pos: int, size: int, st: Any, j: int) -> Any:  # 
     return se, sl, fixed
 
 
+_DBL_MIN = 2.2250738585072014e-308  # the smallest normal float64
+
+
+@numba.njit(cache=True, nogil=True, inline="always")  # type: ignore[misc]
+def _subnormal(v: Any) -> bool:  # pragma: no cover - compiled
+    return bool(v != 0.0 and abs(v) < _DBL_MIN)
+
+
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
 def _chains4(c: Any, x: Any, pos: Any, off: int, size: int, st: Any, sums: Any) -> bool:
     # pragma: no cover - compiled
-    # ``size`` (>= 1) steps of the four chains side by side, chain j from x[pos[j] + off]: each
-    # the operation sequence of _chain_run on its own state (the chains never mix; their
-    # recursions' latencies overlap). sums[j] and sums[4 + j]: chain j's sums of squares;
-    # returns whether any chain's last step left its state as it was (the caller then runs the
-    # chains one by one, with the skip)
+    # ``size`` steps of four chains side by side, chain j from x[pos[j] + off]: each the
+    # operation sequence of _chain_run on its own state (the chains never mix; their
+    # recursions' latencies overlap), without the skip. sums[j] and sums[4 + j]: chain j's sums
+    # of squares; returns whether a chain's state is subnormal (its steps ~20x slower: the
+    # caller then runs the chains one by one, where the skip applies)
     p0, p1, p2, p3 = pos[0] + off, pos[1] + off, pos[2] + off, pos[3] + off
     u0, v0 = st[0, 0], st[0, 1]
     u1, v1 = st[1, 0], st[1, 1]
@@ -485,52 +493,37 @@ def _chains4(c: Any, x: Any, pos: Any, off: int, size: int, st: Any, sums: Any) 
     u3, v3 = st[3, 0], st[3, 1]
     e0 = e1 = e2 = e3 = 0.0
     l0 = l1 = l2 = l3 = 0.0
-    for i in range(size - 1):
+    for i in range(size):
         x0, x1, x2, x3 = x[p0 + i], x[p1 + i], x[p2 + i], x[p3 + i]
         y0, u0, v0 = _step(c, u0, v0, x0)
         y1, u1, v1 = _step(c, u1, v1, x1)
         y2, u2, v2 = _step(c, u2, v2, x2)
         y3, u3, v3 = _step(c, u3, v3, x3)
-        e0 += np.float64(y0) * np.float64(y0)
-        e1 += np.float64(y1) * np.float64(y1)
-        e2 += np.float64(y2) * np.float64(y2)
-        e3 += np.float64(y3) * np.float64(y3)
+        e0 += y0 * y0
+        e1 += y1 * y1
+        e2 += y2 * y2
+        e3 += y3 * y3
         l0 += np.float64(x0) * np.float64(x0)
         l1 += np.float64(x1) * np.float64(x1)
         l2 += np.float64(x2) * np.float64(x2)
         l3 += np.float64(x3) * np.float64(x3)
-    i = size - 1  # the last step, its state compared with the one before
-    x0, x1, x2, x3 = x[p0 + i], x[p1 + i], x[p2 + i], x[p3 + i]
-    y0, n0, m0 = _step(c, u0, v0, x0)
-    y1, n1, m1 = _step(c, u1, v1, x1)
-    y2, n2, m2 = _step(c, u2, v2, x2)
-    y3, n3, m3 = _step(c, u3, v3, x3)
-    sums[0] = e0 + np.float64(y0) * np.float64(y0)
-    sums[1] = e1 + np.float64(y1) * np.float64(y1)
-    sums[2] = e2 + np.float64(y2) * np.float64(y2)
-    sums[3] = e3 + np.float64(y3) * np.float64(y3)
-    sums[4] = l0 + np.float64(x0) * np.float64(x0)
-    sums[5] = l1 + np.float64(x1) * np.float64(x1)
-    sums[6] = l2 + np.float64(x2) * np.float64(x2)
-    sums[7] = l3 + np.float64(x3) * np.float64(x3)
-    fixed = (
-        _same_state(n0, m0, u0, v0)
-        or _same_state(n1, m1, u1, v1)
-        or _same_state(n2, m2, u2, v2)
-        or _same_state(n3, m3, u3, v3)
-    )
-    st[0, 0], st[0, 1] = n0, m0
-    st[1, 0], st[1, 1] = n1, m1
-    st[2, 0], st[2, 1] = n2, m2
-    st[3, 0], st[3, 1] = n3, m3
-    return fixed
+    sums[0], sums[1], sums[2], sums[3] = e0, e1, e2, e3
+    sums[4], sums[5], sums[6], sums[7] = l0, l1, l2, l3
+    st[0, 0], st[0, 1] = u0, v0
+    st[1, 0], st[1, 1] = u1, v1
+    st[2, 0], st[2, 1] = u2, v2
+    st[3, 0], st[3, 1] = u3, v3
+    slow = False
+    for j in range(4):
+        if _subnormal(st[j, 0]) or _subnormal(st[j, 1]):
+            slow = True
+    return slow
 
 
 #: Chains :func:`_lanes_run` runs side by side: a compile-time constant, so that LLVM vectorises
 #: the loops over them (measured on a 35 s stretch: 32 lanes 2.1x the four scalar chains of
 #: :func:`_chains4`, 16 lanes 1.65x, 64 lanes 1.7x, 8 stay scalar)
 LANES = 32
-_DBL_MIN = 2.2250738585072014e-308  # the smallest normal float64
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
@@ -559,11 +552,11 @@ def _lanes_run(
             q[j] = n1
             e[j] += yn * yn
             lv[j] += xn * xn
-    tiny = False
+    slow = False
     for j in range(LANES):
-        if (p[j] != 0.0 and abs(p[j]) < _DBL_MIN) or (q[j] != 0.0 and abs(q[j]) < _DBL_MIN):
-            tiny = True
-    return tiny
+        if _subnormal(p[j]) or _subnormal(q[j]):
+            slow = True
+    return slow
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
@@ -585,13 +578,14 @@ def hop_powers(
     # its input (pl), each a float64 sum of the samples' squares in sample order, divided by
     # ``hop``. Chain j runs from x[pos[j]]: ``warm`` samples, then ``pre[j] + blocks[j]`` hop
     # blocks, the last ``blocks[j]`` of which are written to pe/pl[first[j]:]. LANES chains run
-    # side by side vectorised (_lanes_run) while no state is subnormal, four interleaved
-    # (_chains4) while none is at a fixed point; any other count, those blocks and the chains'
-    # unequal tails one by one (_chain_run, with the skip): the same operations per chain.
+    # side by side vectorised (_lanes_run), four interleaved (_chains4), while no state is
+    # subnormal; any other count, the blocks after a subnormal state (digital silence after
+    # ~1.6 s of decay) and the chains' unequal tails one by one (_chain_run, with the skip
+    # that a subnormal fixed point needs): the same operations per chain either way.
     nc = pos.shape[0]
     st[:] = 0
     sums = np.zeros(2 * nc, np.float64)
-    slow = np.zeros(nc, np.bool_)  # a chain at a fixed point (or subnormal): one by one
+    slow = False  # a chain's state subnormal: the chains one by one (with the skip)
     lanes = nc == LANES
     side = nc == 4
     p = np.zeros(nc, np.float64)
@@ -599,37 +593,32 @@ def hop_powers(
     xr = np.zeros(nc, np.float64)
     if warm > 0:
         if lanes:
-            if _lanes_run(c, x, pos, 0, warm, p, q, sums, xr):
-                slow[:] = True
+            slow = _lanes_run(c, x, pos, 0, warm, p, q, sums, xr)
             st[:, 0] = p
             st[:, 1] = q
         elif side:
-            if _chains4(c, x, pos, 0, warm, st, sums):
-                slow[:] = True
+            slow = _chains4(c, x, pos, 0, warm, st, sums)
         else:
             for j in range(nc):
-                slow[j] = _chain_run(c, x, pos[j], warm, st, j)[2]
+                _chain_run(c, x, pos[j], warm, st, j)
     total = pre + blocks
     common = total.min() if lanes or side else 0
     for blk in range(common):
         off = warm + blk * hop
-        if slow.any():
+        if slow:
+            slow = False
             for j in range(nc):
-                se, sl, f = _chain_run(c, x, pos[j] + off, hop, st, j)
-                slow[j] = f
-                sums[j], sums[nc + j] = se, sl
-                if lanes:
-                    z0, z1 = st[j, 0], st[j, 1]
-                    p[j], q[j] = z0, z1
-                    if (z0 != 0.0 and abs(z0) < _DBL_MIN) or (z1 != 0.0 and abs(z1) < _DBL_MIN):
-                        slow[j] = True
+                sums[j], sums[nc + j], _ = _chain_run(c, x, pos[j] + off, hop, st, j)
+                slow = slow or _subnormal(st[j, 0]) or _subnormal(st[j, 1])
+            if lanes:
+                p[:] = st[:, 0]
+                q[:] = st[:, 1]
         elif lanes:
-            if _lanes_run(c, x, pos, off, hop, p, q, sums, xr):
-                slow[:] = True
+            slow = _lanes_run(c, x, pos, off, hop, p, q, sums, xr)
             st[:, 0] = p
             st[:, 1] = q
-        elif _chains4(c, x, pos, off, hop, st, sums):
-            slow[:] = True
+        else:
+            slow = _chains4(c, x, pos, off, hop, st, sums)
         for j in range(nc):
             if blk >= pre[j]:
                 o = first[j] + blk - pre[j]
@@ -637,7 +626,7 @@ def hop_powers(
                 pl[o] = sums[nc + j] / hop
     for j in range(nc):
         for blk in range(common, total[j]):
-            se, sl, f = _chain_run(c, x, pos[j] + warm + blk * hop, hop, st, j)
+            se, sl, _ = _chain_run(c, x, pos[j] + warm + blk * hop, hop, st, j)
             if blk >= pre[j]:
                 o = first[j] + blk - pre[j]
                 pe[o] = se / hop

@@ -392,10 +392,10 @@ def analyse_around(samples: Audio, sample_rate: int, a: float, b: float) -> Anal
     grid (frame ``k`` here is frame ``start / hop + k`` there); the high-pass runs from
     :data:`_WARMUP_S` before it, by when the filter's start has decayed below float64
     resolution of the signal's scale (the two runs' chains are cut at other places: frame
-    levels agree to ~1e-13 dB, see :func:`_chain_plan`). Measurements (:func:`measure_gap`, :func:`speech_extent`) of
-    spans inside ``[a, b)`` on it equal those on the whole signal's analysis to well under a
-    thousandth of a sample (tested on constructed signals), at the cost of the stretch instead
-    of the file.
+    levels agree to ~1e-13 dB, see :func:`_chain_plan`). Measurements (:func:`measure_gap`,
+    :func:`speech_extent`) of spans inside ``[a, b)`` on it equal those on the whole signal's
+    analysis to well under a thousandth of a sample (tested on constructed signals), at the
+    cost of the stretch instead of the file.
     """
     x = to_mono(samples)
     hop = hop_samples(sample_rate)
