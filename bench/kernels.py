@@ -15,14 +15,14 @@ kernels on every segment. Then the fifth round's (not the same bits, so the larg
 is printed, relative to the output's peak): the band-limit's low-pass of a 45 s track (float32
 transforms on 4,096-sample blocks) against its former exact path (scipy's float64 overlap-add
 blocks of 2,200), and a room tone bed's colour (a 70,480-sample bed: 2^4·5·881) split around
-its largest prime factor against numpy's ``rfft``/``irfft``. The seventh round's lanes
-(``lfilter_lanes``: 16 pieces of a float64 recursion side by side) are not scipy's float32 bits,
-so ``identical`` does not cover them: their largest deviation from scipy's float32 ``lfilter`` is
-printed as a fraction of the signal's peak; one 35 s window (the mix) against the single kernel,
-and two 45 s tracks against ``lfilter_pair``. Last line: ``kernels: highpass
+its largest prime factor against numpy's ``rfft``/``irfft``. The eighth round's
+fused analysis (``edges._hop_powers``: the high-pass with a float64 state in four chains side
+by side and both envelopes' hop powers summed in float64, in one pass) against the float32
+``lfilter`` and the two ``einsum`` hop powers it replaced, on a 35 s window (not the same bits:
+the largest relative difference of a hop power is printed). Last line: ``kernels: highpass
 <r>x (45 s) <r>x (1 s); highpass on silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass
-pair <p>x; k-weighting pair <q>x; median <m>x; welch half silent <w>x; highpass lanes <l>x, pair
-<lp>x (float64 state, <d> of peak); identical True; lowpass <l>x (off <d> of peak); bed colour
+pair <p>x; k-weighting pair <q>x; median <m>x; welch half silent <w>x; hop powers <h>x (fused, off
+<d>); identical True; lowpass <l>x (off <d> of peak); bed colour
 <c>x (off <e>); load <1-minute load average>``.
 """
 
@@ -221,29 +221,32 @@ def main() -> None:
         f"welch, half silent: before {per[0]:.3f} ms, skip {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
     )
     r["welch", 0] = cpu[0] / cpu[1]
-    # issue 30, seventh round: the high-pass in float64 lanes (not scipy's float32 bits: the
-    # largest deviation from scipy's float32 lfilter is printed, as a fraction of the peak)
+    # issue 30, eighth round: the analysis's high-pass and both envelopes' hop powers in one
+    # pass (float64 recursion in four chains side by side, float64 sums: not the same bits as
+    # the float32 lfilter + float32 einsum it replaced; the largest difference of a hop
+    # block's power is printed, relative)
     x35 = (rng.standard_normal(SR * 35) * 0.1).astype(np.float32)
-    lane_rounds = {
-        "highpass lanes": (
-            lambda: (kernels.lfilter(b, a, x35),),
-            lambda: tuple(kernels.lfilter_lanes(b, a, [x35])),
-        ),
-        "highpass lanes pair": (
-            lambda: kernels.lfilter_pair(b, a, x1, x2),
-            lambda: tuple(kernels.lfilter_lanes(b, a, [x1, x2])),
-        ),
-    }
-    deviation = 0.0
-    for name, (ref, fast) in lane_rounds.items():
-        for w, g, x in zip(ref(), fast(), (x1, x2) if "pair" in name else (x35,), strict=True):
-            d = np.max(np.abs(w.astype(np.float64) - g)) / np.max(np.abs(x))
-            deviation = max(deviation, float(d))
-        cpu = _interleaved((ref, fast), args.repeat)
-        per = [c / args.repeat * 1e3 for c in cpu]
-        print(f"{name:<20} before {per[0]:.3f} ms, lanes {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x")
-        r[name, 0] = cpu[0] / cpu[1]
-    print(f"highpass lanes: largest deviation from scipy float32 {deviation:.2e} of the peak")
+    hop = edges.hop_samples(SR)
+    count = len(x35) // hop
+
+    def _before() -> tuple[np.ndarray, np.ndarray]:
+        y = kernels.lfilter(b, a, x35)[: count * hop].reshape(count, hop)
+        u = x35[: count * hop].reshape(count, hop)
+        pe = np.einsum("ij,ij->i", y, y).astype(np.float64) / hop
+        return pe, np.einsum("ij,ij->i", u, u).astype(np.float64) / hop
+
+    def _fused() -> tuple[np.ndarray, np.ndarray]:
+        return edges._hop_powers(x35, 0, count, hop, SR)
+
+    deviation = max(
+        float(np.max(np.abs(w - g) / w)) for w, g in zip(_before(), _fused(), strict=True)
+    )
+    cpu = _interleaved((_before, _fused), args.repeat)
+    per = [c / args.repeat * 1e3 for c in cpu]
+    print(
+        f"hop powers (35 s) before {per[0]:.3f} ms, fused {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
+    )
+    r["hop powers", 0] = cpu[0] / cpu[1]
     _mixdown_round(rng, args.repeat)
     # issue 30, fifth round: the low-pass's float32 transforms on power-of-two blocks, and a
     # bed's colour split around its largest prime factor, each against the path it replaced
@@ -279,8 +282,7 @@ def main() -> None:
         f"highpass pair {r['highpass pair', 0]:.2f}x; k-weighting pair "
         f"{r['k-weighting pair', 0]:.2f}x; median {r['median', 0]:.2f}x; "
         f"welch half silent {r['welch', 0]:.2f}x; "
-        f"highpass lanes {r['highpass lanes', 0]:.2f}x, pair {r['highpass lanes pair', 0]:.2f}x "
-        f"(float64 state, {deviation:.1e} of peak); "
+        f"hop powers {r['hop powers', 0]:.2f}x (fused, off {deviation:.1e}); "
         f"identical {same}; lowpass {r['lowpass', 0]:.2f}x (off {off['lowpass']:.1e} of peak); "
         f"bed colour {r['bed colour', 0]:.2f}x (off {off['bed colour']:.1e}); "
         f"load {os.getloadavg()[0]:.1f}"

@@ -175,15 +175,11 @@ class Envelope:
         return max(0, k0), min(len(self.db), max(0, k1))
 
 
-def _envelope(x: Audio, sr: int, start: int, hop: int) -> Envelope:
-    count = len(x) // hop
+def _envelope(p: FloatArray, sr: int, start: int, hop: int) -> Envelope:
+    """The envelope of hop blocks of mean power ``p`` (block 0 at sample ``start``)."""
+    count = len(p)
     if count < WINDOW_HOPS:
         return Envelope(np.zeros(0), hop, sr, start, np.zeros(0))
-    seg = x[: count * hop].reshape(count, hop)
-    # a hop's energy summed in the samples' own float32 (a few 1e-7 relative: 1e-6 dB; four
-    # times cheaper than a float64 accumulation), then carried in float64
-    p = np.einsum("ij,ij->i", seg, seg).astype(np.float64)
-    p /= hop  # in place: the same quotients
     # each window the sum of its own hop blocks (not a difference of running sums): a frame's
     # value depends on its samples alone, wherever the analysed stretch starts
     compiled = kernels.edge_kernels()
@@ -206,6 +202,98 @@ def _envelope(x: Audio, sr: int, start: int, hop: int) -> Envelope:
         db[ok] = 10.0 * np.log10(w[ok])
     np.maximum(db, _SILENT_DB, out=db)
     return Envelope(db, hop, sr, start, p)
+
+
+#: Chains the high-pass of a stretch is cut into (:func:`_chain_plan`), by its length in hop
+#: blocks: a recursion is bound by its latency, independent ones side by side cost little more
+#: than one (:func:`duetflow.audio.edge_kernels.hop_powers`: 32 vectorised lanes, or four
+#: interleaved chains). Measured crossovers (a chain's warm-up against the overlap, on stretches
+#: with 0.1 s of warm-up): four chains pay from ~200 blocks (0.5 s at 16 kHz), 32 from ~800 (2 s).
+_CHAIN_COUNTS = ((800, 32), (200, 4))
+
+#: (first sample, warm-up blocks, blocks, first block written) of each chain; int64 arrays
+ChainPlan = tuple[
+    npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]
+]
+
+
+def _chain_plan(count: int, hop: int, warm: int, sr: int) -> ChainPlan:
+    """How the high-pass of ``count`` hop blocks that follow ``warm`` samples of warm-up (a
+    float32 stretch ``x``, block ``k`` at ``x[warm + k * hop]``) is cut into chains.
+
+    The first chain starts at ``x[0]``, from a zero state (as one unbroken recursion would).
+    A longer stretch is cut into ``k`` contiguous chains on the hop grid (:data:`_CHAIN_COUNTS`);
+    each later chain starts from a zero state ``W >= _WARMUP_S`` early (``W = warm + m * hop``,
+    so that every chain's blocks start at the same step), by when the state it missed has
+    decayed below float64 resolution of the signal's scale (the pole radius to the ``W``: ~5e-20,
+    times the state's gain): its outputs are the unbroken recursion's up to float64 roundings.
+    The first chain takes ``m`` blocks more than the others, so that all run the same number of
+    steps (the last one takes the remainder's few blocks alone). A function of the stretch's
+    length alone: the same stretch is cut the same way wherever it is analysed from, with or
+    without the compiled kernels."""
+    m = max(0, -(-(int(_WARMUP_S * sr) - warm) // hop))
+    k = next((k for least, k in _CHAIN_COUNTS if count >= least + m), 1)
+    q = (count - m) // k
+    if k == 1 or q < 1:
+        one = np.array([0], dtype=np.int64)
+        return one, np.zeros(1, np.int64), np.array([count], np.int64), np.zeros(1, np.int64)
+    first = np.array([0] + [q + m + j * q for j in range(k - 1)], dtype=np.int64)
+    blocks = np.full(k, q, dtype=np.int64)
+    blocks[0] += m
+    blocks[-1] += count - m - k * q
+    pre = np.full(k, m, dtype=np.int64)
+    pre[0] = 0
+    pos = (first - pre) * hop  # each chain's warm-up, ``warm + pre * hop``, before its blocks
+    return pos, pre, blocks, first
+
+
+def _block_powers(s: FloatArray) -> FloatArray:
+    """Each row's mean square: the squares summed in float64 in sample order."""
+    d = s * s
+    acc = d[:, 0].copy()
+    for j in range(1, d.shape[1]):
+        acc += d[:, j]
+    acc /= d.shape[1]
+    return acc
+
+
+def _hop_powers(
+    x: npt.NDArray[np.float32], warm: int, count: int, hop: int, sr: int
+) -> tuple[FloatArray, FloatArray]:
+    """The mean power of each of ``count`` hop blocks after ``warm`` samples of the float32
+    stretch ``x``: of its 100 Hz high-pass (edge) and of ``x`` itself (level).
+
+    The high-pass (:func:`_highpass_ba`'s float32 coefficients) runs with a float64 state: each
+    chain of :func:`_chain_plan` is scipy's float64 ``lfilter`` of its samples widened, from a
+    zero state (within float64 rounding of the exact filter; the float32 recursion this
+    replaced strayed from it by up to ~2e-3 dB on quiet frames). A block's power is its
+    samples' squares summed in float64 in sample order (a float32 sample's square is exact
+    there), divided by the hop: one definition, the same on every machine. Compiled
+    (:func:`duetflow.audio.edge_kernels.hop_powers`: one pass, the high-passed samples never
+    stored, four chains side by side) where numba is, else scipy and numpy chain by chain: the
+    same bits."""
+    pe = np.empty(count)
+    pl = np.empty(count)
+    if count == 0:
+        return pe, pl
+    b32, a32 = _highpass_ba(sr)
+    b, a = b32.astype(np.float64), a32.astype(np.float64)
+    pos, pre, blocks, first = _chain_plan(count, hop, warm, sr)
+    compiled = kernels.edge_kernels()
+    if compiled is not None:
+        c = np.concatenate((b / a[0], a[1:] / a[0]))  # as lfilter normalises
+        st = np.zeros((len(pos), 2))
+        compiled.hop_powers(c, x, warm, hop, pos, pre, blocks, first, st, pe, pl)
+        return pe, pl
+    for j in range(len(pos)):
+        seg = x[int(pos[j]) : int(pos[j]) + warm + int(pre[j] + blocks[j]) * hop]
+        s0 = warm + int(pre[j]) * hop
+        lo, hi = int(first[j]), int(first[j] + blocks[j])
+        wide = seg.astype(np.float64)
+        y = np.asarray(kernels.lfilter(b, a, wide), dtype=np.float64)
+        pe[lo:hi] = _block_powers(y[s0:].reshape(-1, hop))
+        pl[lo:hi] = _block_powers(wide[s0:].reshape(-1, hop))
+    return pe, pl
 
 
 @functools.lru_cache(maxsize=16)
@@ -264,55 +352,31 @@ class Analysis:
 
 
 def analyse(samples: Audio, sample_rate: int, start: int = 0, stop: int | None = None) -> Analysis:
-    """Envelopes of ``samples[start:stop]`` (mono; several channels are averaged)."""
+    """Envelopes of ``samples[start:stop]`` (mono; several channels are averaged).
+
+    The high-pass runs from :data:`_WARMUP_S` before ``start`` (or from the signal's start),
+    a long stretch in chains side by side (:func:`_chain_plan`), each started from a zero state
+    that early: a frame's level differs from that of one unbroken float32 recursion by float32
+    roundings (~1e-6 dB). Hop powers are float64 sums of the samples' squares
+    (:func:`_hop_powers`)."""
     x = to_mono(samples)
     stop = len(x) if stop is None else min(int(stop), len(x))
     start = max(0, min(int(start), stop))
     hop = hop_samples(sample_rate)
     warm = min(start, int(_WARMUP_S * sample_rate))
-    b, a = _highpass_ba(sample_rate)
-    seg = np.asarray(x[start - warm : stop], dtype=np.float32)
-    hp = _highpass(b, a, [seg])[0][warm:]
-    return Analysis(
-        _envelope(hp, sample_rate, start, hop), _envelope(seg[warm:], sample_rate, start, hop)
-    )
-
-
-#: Whether the high-pass runs in float64 lanes (:func:`duetflow.audio.kernels.lfilter_lanes`)
-#: instead of scipy's float32 recursion (compiled, bit for bit). Off: measured in the render
-#: (``bench/render.py``, interleaved) the lanes gave 0.95x and 0.98x: a 35 s mix's analysis
-#: 1.20x, but two 45 s tracks' 0.88x (the exact pair kernel runs two recursions for nearly the
-#: price of one; the lanes' gather and scatter cost twice their vectorised recursion).
-HIGHPASS_LANES = False
-
-
-def _highpass(
-    b: npt.NDArray[np.float32], a: npt.NDArray[np.float32], segs: list[npt.NDArray[np.float32]]
-) -> list[npt.NDArray[np.float32]]:
-    """The 100 Hz high-pass of each float32 signal (zero initial state), float32 out."""
-    if HIGHPASS_LANES:
-        return kernels.lfilter_lanes(b, a, segs)
-    hps: list[npt.NDArray[np.float32]] = []
-    for i in range(0, len(segs) - 1, 2):  # two at a time, side by side (lfilter_pair)
-        y, v = kernels.lfilter_pair(b, a, segs[i], segs[i + 1])
-        hps += [np.asarray(y, dtype=np.float32), np.asarray(v, dtype=np.float32)]
-    if len(segs) % 2:
-        hps.append(np.asarray(kernels.lfilter(b, a, segs[-1]), dtype=np.float32))
-    return hps
+    count = (stop - start) // hop
+    if count < WINDOW_HOPS:
+        none = Envelope(np.zeros(0), hop, sample_rate, start, np.zeros(0))
+        return Analysis(none, none)
+    seg = np.ascontiguousarray(x[start - warm : start + count * hop], dtype=np.float32)
+    pe, pl = _hop_powers(seg, warm, count, hop, sample_rate)
+    return Analysis(_envelope(pe, sample_rate, start, hop), _envelope(pl, sample_rate, start, hop))
 
 
 def analyse_many(signals: Sequence[Audio], sample_rate: int) -> list[Analysis]:
-    """:func:`analyse` of each whole signal, bit for bit; the high-passes run two at a time
-    side by side (:func:`duetflow.audio.kernels.lfilter_pair`: two independent recursions in
-    one loop cost nearly one)."""
-    hop = hop_samples(sample_rate)
-    b, a = _highpass_ba(sample_rate)
-    segs = [np.asarray(to_mono(x), dtype=np.float32) for x in signals]
-    hps = _highpass(b, a, segs)
-    return [
-        Analysis(_envelope(hp, sample_rate, 0, hop), _envelope(seg, sample_rate, 0, hop))
-        for hp, seg in zip(hps, segs, strict=True)
-    ]
+    """:func:`analyse` of each whole signal, bit for bit (each long one's high-pass already runs
+    in chains side by side)."""
+    return [analyse(x, sample_rate) for x in signals]
 
 
 def hop_samples(sample_rate: int) -> int:
@@ -326,12 +390,12 @@ def analyse_around(samples: Audio, sample_rate: int, a: float, b: float) -> Anal
 
     The stretch is widened by :data:`READ_REACH_S` and its start put on the whole signal's hop
     grid (frame ``k`` here is frame ``start / hop + k`` there); the high-pass runs from
-    :data:`_WARMUP_S` before it, by when the filter's start has decayed below float32
-    resolution (the two runs' float32 roundings still differ by an ulp here and there: frame
-    levels agree to ~1e-6 dB). Measurements (:func:`measure_gap`, :func:`speech_extent`) of
-    spans inside ``[a, b)`` on it equal those on the whole signal's analysis to well under a
-    thousandth of a sample (tested on constructed signals), at the cost of the stretch instead
-    of the file.
+    :data:`_WARMUP_S` before it, by when the filter's start has decayed below float64
+    resolution of the signal's scale (the two runs' chains are cut at other places: frame
+    levels agree to ~1e-13 dB, see :func:`_chain_plan`). Measurements (:func:`measure_gap`,
+    :func:`speech_extent`) of spans inside ``[a, b)`` on it equal those on the whole signal's
+    analysis to well under a thousandth of a sample (tested on constructed signals), at the
+    cost of the stretch instead of the file.
     """
     x = to_mono(samples)
     hop = hop_samples(sample_rate)

@@ -38,10 +38,10 @@ and its quietest stretch, a turn's core frames, a pause's half medians and quiet
 :func:`sample_kernels` (:mod:`duetflow.audio.sample_kernels`); each has a numpy/scipy path with
 the same bits where numba is missing.
 
-One kernel is not scipy's bits: :func:`lfilter_lanes`, the second-order recursion with a float64
-state in 16 pieces side by side (each started early enough, from the poles, that the cut moves
-no output by more than ``2**-53`` of the peak). The edge measure does not use it unless
-:data:`duetflow.audio.edges.HIGHPASS_LANES` is set (measured: no faster in the render).
+The edge measure's analysis does not call :func:`lfilter` itself: its high-pass and both
+envelopes' hop powers are one pass (:func:`duetflow.audio.edge_kernels.hop_powers`: a float64
+recursion in chains side by side, 32 vectorised lanes on a long stretch; not the float32 bits,
+see :func:`duetflow.audio.edges.analyse`).
 """
 
 from __future__ import annotations
@@ -291,8 +291,11 @@ def edge_kernels() -> Any | None:
         ek.core_frames(x, 1.0, 25.0, -200.0, np.empty(4))
         ek.median(x, np.empty(1))
         ek.window_min(x, 2)
-        for dtype in (np.float32, np.float64):
-            ek.longest_zero_run(np.zeros(3, dtype))
+        at = np.zeros(1, dtype=np.int64)
+        ek.hop_powers(
+            np.ones(5), np.ones(8, np.float32), 1, 1, at, at, at + 1, at,
+            np.zeros((1, 2)), np.empty(4), np.empty(4),
+        )  # fmt: skip
     except Exception:  # a numba that cannot compile here: the same output without it
         return None
     return ek
@@ -332,14 +335,6 @@ def _lanes() -> Any | None:
             lk.df2t_pair(one, one, one, z, np.empty(3, dtype), one, z.copy(), np.empty(3, dtype))
         lk.sections_pair(
             np.ones((1, 6)), np.ones(3), np.zeros((1, 2)), np.ones(3), np.zeros((1, 2))
-        )
-        lk.df2t_lanes(
-            np.ones(3),
-            np.ones(3),
-            np.ones(lk.LANES + 1, np.float32),
-            np.empty(lk.LANES, np.float32),
-            1,
-            1,
         )
     except Exception:  # a numba that cannot compile here: one signal at a time, the same output
         return None
@@ -463,123 +458,3 @@ def sosfilt_pair(
     if done < len(v):
         kernels[1](sc, v[done:], su)
     return y, sx, v, su
-
-
-#: Lanes a long second-order recursion is split into by :func:`lfilter_lanes` (the compiled
-#: kernel's vector width: :data:`duetflow.audio.lane_kernels.LANES`)
-LANES = 16
-
-
-@functools.lru_cache(maxsize=16)
-def lane_warmup(b: tuple[float, ...], a: tuple[float, ...]) -> int:
-    """Samples a lane of :func:`lfilter_lanes` starts before its first output (second order,
-    ``a[0] == 1``): the smallest ``W`` such that a state missed ``W`` or more samples earlier moves
-    no later output by more than ``2**-53`` of the signal's peak (float64 resolution).
-
-    From the poles, not a guess: in direct form II transposed the state follows
-    ``z' = A z + B x``, ``y = z[0] + b0 x`` with ``A = [[-a1, 1], [-a2, 0]]``,
-    ``B = [b1 - a1 b0, b2 - a2 b0]``; every state the input can drive is bounded by
-    ``|z_i| <= S_i max|x|`` (``S_i = sum_k |(A^k B)_i|``), and a state error ``d`` at one sample
-    shows ``n`` samples later as ``e1 A^n d``, at most ``||e1 A^n||_1 max_i S_i max|x|``. ``W``
-    is one past the last ``n`` where that bound exceeds ``2**-53`` (it decays as the poles'
-    radius to the ``n``: 100 Hz at 16 kHz, radius 0.9726, gives ~1,400 samples, 88 ms)."""
-    b0, b1, b2 = (float(v) for v in b)
-    a1, a2 = float(a[1]), float(a[2])
-    radius = float(np.max(np.abs(np.roots([1.0, a1, a2]))))
-    if not radius < 1.0:
-        raise ValueError(f"unstable recursion (pole radius {radius})")
-    mat = np.array([[-a1, 1.0], [-a2, 0.0]])
-    # the state gains S_i: the sum of the state's impulse response, until its terms vanish
-    v = np.array([b1 - a1 * b0, b2 - a2 * b0])
-    gain = np.zeros(2)
-    limit = int(math.ceil(200.0 / -math.log(radius))) + 64  # radius**limit < 1e-86
-    for _ in range(limit):
-        gain += np.abs(v)
-        v = mat @ v
-    scale = float(np.max(gain))
-    row = np.array([1.0, 0.0])
-    last = 0
-    for n in range(limit):
-        if float(np.sum(np.abs(row))) * scale > 2.0**-53:
-            last = n
-        row = row @ mat
-    return last + 1
-
-
-#: Signals shorter than this many warm-ups are filtered in one piece (measured: 16 lanes cost
-#: ~8x one step each, so they pay from ~1.4 warm-ups per lane: ~21,000 samples at 16 kHz)
-_LANES_FROM = 2 * LANES
-
-
-def _lane_piece(n: int) -> int:
-    """The length of each of :data:`LANES` pieces a signal of ``n`` samples is cut into."""
-    return max(1, -(-n // LANES))
-
-
-def lane_bounds(n: int, warm: int) -> list[tuple[int, int, int]]:
-    """``(warm_start, start, stop)`` of the pieces :func:`lfilter_lanes` cuts ``[0, n)`` into:
-    :data:`LANES` pieces of equal length (the last ones shorter or empty), each filtered from a
-    zero state from ``warm`` samples before its start (the first from the signal's start); a
-    signal shorter than :data:`_LANES_FROM` warm-ups is one piece (the lanes' warm-ups would
-    cost more than they save)."""
-    if n < _LANES_FROM * warm:
-        return [(0, 0, n)]
-    piece = _lane_piece(n)
-    cuts = [min(n, j * piece) for j in range(LANES + 1)]
-    return [(max(0, cuts[j] - warm), cuts[j], cuts[j + 1]) for j in range(LANES)]
-
-
-def lfilter_lanes(
-    b: npt.ArrayLike, a: npt.ArrayLike, signals: list[FloatArray]
-) -> list[npt.NDArray[np.float32]]:
-    """Each signal filtered by the second-order ``b``, ``a`` with a **float64 state**, output
-    in float32: not scipy's float32 ``lfilter`` bit for bit (that one rounds its state to
-    float32 each step), but within float32 rounding of the exact filter, and faster.
-
-    Each signal is cut into :data:`LANES` pieces of equal length (:func:`lane_bounds`: a long
-    recursion is bound by its latency; side by side the pieces fill the vector units); a piece
-    starts from a zero state :func:`lane_warmup` samples early (the first at the signal's
-    start, as scipy), so its outputs differ from one unbroken float64 recursion by less than
-    ``2**-53`` of the signal's peak before the float32 rounding. Each piece is exactly scipy's
-    float64 ``lfilter`` of ``x[warm_start:stop]`` (float32 ``b``, ``a`` and ``x`` widened),
-    rounded to float32: the compiled lanes (:func:`duetflow.audio.lane_kernels.df2t_lanes`)
-    where numba is, else scipy itself piece by piece, the same bits either way (one step
-    differs: a float64 state below ``1e-280`` is set to zero, which moves no float32 output)."""
-    bb = np.asarray(np.atleast_1d(np.asarray(b)), dtype=np.float64)
-    aa = np.asarray(np.atleast_1d(np.asarray(a)), dtype=np.float64)
-    if bb.shape != (3,) or aa.shape != (3,) or aa[0] != 1.0:
-        raise ValueError("lfilter_lanes takes a second-order b, a with a[0] == 1")
-    xs = [np.ascontiguousarray(np.asarray(x), dtype=np.float32) for x in signals]
-    for x in xs:
-        if x.ndim != 1:
-            raise ValueError(f"lfilter_lanes takes 1-D signals, got shape {x.shape}")
-    warm = lane_warmup(tuple(bb.tolist()), tuple(aa.tolist()))
-    lanes = _lanes()
-    outs: list[npt.NDArray[np.float32]] = []
-    for x in xs:
-        n = len(x)
-        if lanes is None:
-            from scipy.signal import lfilter as scipy_lfilter
-
-            y = np.empty(n, dtype=np.float32)
-            for w, s, e in lane_bounds(n, warm):
-                if e > s:
-                    y[s:e] = scipy_lfilter(bb, aa, x[w:e].astype(np.float64))[s - w :]
-            outs.append(y)
-            continue
-        if lanes.LANES != LANES:
-            raise RuntimeError("duetflow.audio.lane_kernels.LANES differs from kernels.LANES")
-        if n < _LANES_FROM * warm:  # one piece: scipy's float64 recursion, compiled
-            kernels = _compiled()
-            assert kernels is not None
-            y64 = np.empty(n, dtype=np.float64)
-            kernels[0](bb, aa, x.astype(np.float64), np.zeros(2), y64)
-            outs.append(y64.astype(np.float32))
-            continue
-        piece = _lane_piece(n)
-        xp = np.zeros(LANES * piece + warm, dtype=np.float32)
-        xp[warm : warm + n] = x
-        yp = np.empty(LANES * piece, dtype=np.float32)
-        lanes.df2t_lanes(bb, aa, xp, yp, piece, warm)
-        outs.append(yp[:n])
-    return outs

@@ -18,7 +18,6 @@ import math
 from typing import Any
 
 import numba
-import numpy as np
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
@@ -111,42 +110,3 @@ def sections_pair(sos: Any, x: Any, zi: Any, u: Any, zu: Any) -> int:  # pragma:
         x[k] = x_cur
         u[k] = u_cur
     return int(size)
-
-
-#: Lanes of :func:`df2t_lanes`: a compile-time constant, so the loop over them is vectorised
-#: (16 float64 lanes: measured 4x one recursion; 8 stay scalar)
-LANES = 16
-
-#: A float64 state this small is set to zero (subnormal arithmetic is ~100x slower, and an
-#: output this small rounds to zero in float32 either way)
-TINY = 1e-280
-
-
-@numba.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")  # type: ignore[misc]
-def df2t_lanes(b: Any, a: Any, xp: Any, yp: Any, piece: int, warm: int) -> None:  # pragma: no cover
-    # second order, float64 state: lane j filters xp[j*piece : j*piece + piece + warm] from a
-    # zero state and writes its last ``piece`` outputs to yp[j*piece : (j+1)*piece] (float32);
-    # the lanes side by side, each the very steps of scipy's float64 lfilter (direct form II
-    # transposed). xp holds the signal after ``warm`` zeros (a zero state stays exactly zero
-    # on them), padded with zeros to LANES * piece + warm samples.
-    b0, b1, b2 = b[0], b[1], b[2]
-    a1, a2 = a[1], a[2]
-    p = np.zeros(LANES)
-    q = np.zeros(LANES)
-    xr = np.zeros(LANES)
-    yr = np.zeros(LANES)
-    for at in range(piece + warm):
-        for j in range(LANES):  # the lanes' inputs at this step
-            xr[j] = xp[j * piece + at]
-        for j in range(LANES):  # one step of each lane (vectorised)
-            xn = xr[j]
-            yn = p[j] + b0 * xn
-            n0 = q[j] + xn * b1 - yn * a1
-            n1 = xn * b2 - yn * a2
-            p[j] = n0 if abs(n0) >= TINY else 0.0
-            q[j] = n1 if abs(n1) >= TINY else 0.0
-            yr[j] = yn
-        if at >= warm:  # past the warm-up: the lanes' outputs
-            o = at - warm
-            for j in range(LANES):
-                yp[j * piece + o] = yr[j]
