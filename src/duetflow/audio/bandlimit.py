@@ -148,7 +148,8 @@ def _overlap_add_same(
 
 def _spectrum(h: npt.NDArray[np.float64], block: int) -> npt.NDArray[np.complex64]:
     """The taps' transform on ``block`` samples (computed in float64, rounded once)."""
-    return sp_fft.rfft(h.reshape(1, h.size), block, axis=-1).astype(np.complex64)
+    spec = sp_fft.rfft(h.reshape(1, h.size), block, axis=-1)
+    return np.asarray(spec, dtype=np.complex64)
 
 
 @functools.lru_cache(maxsize=32)
