@@ -15,6 +15,7 @@ Deterministic: no draws, FFTs only.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -57,20 +58,57 @@ def _band(sr: int, hi_hz: float | None = None) -> tuple[float, float]:
 
 def power_spectrum(x: Audio, sr: int, frame: int = FRAME) -> np.ndarray:
     """Mean Hann-windowed power spectrum of ``x`` in ``frame``-sample frames, half overlap."""
-    x64 = np.asarray(x, dtype=np.float64)
+    return _power_spectrum(np.asarray(x, dtype=np.float64), frame, _Scratch())
+
+
+class _Scratch:
+    """Work arrays :func:`_power_spectrum` writes its blocks' products, spectra and powers
+    into, grown on demand and kept by the caller for its next spectrum (a bed's two spectra,
+    of ~the same size: fresh arrays of a megabyte each cost their page faults)."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[type, np.ndarray] = {}
+
+    def take(self, shape: tuple[int, int], dtype: type = np.float64) -> np.ndarray:
+        """A C-contiguous array of ``shape`` and ``dtype`` (its values: whatever was there)."""
+        size = shape[0] * shape[1]
+        buf = self.arrays.get(dtype)
+        if buf is None or buf.size < size:
+            buf = self.arrays[dtype] = np.empty(size, dtype=dtype)
+        return buf[:size].reshape(shape)
+
+
+def _power_spectrum(x64: np.ndarray, frame: int, scratch: _Scratch) -> np.ndarray:
+    """:func:`power_spectrum` of a float64 ``x64``: per block of frames the windowed product,
+    its ``rfft``, ``np.abs`` and the square, each into ``scratch`` (contiguous, as fresh arrays
+    would be: the same loops, the same bits)."""
     if x64.size < frame:
         return np.zeros(0)
     hop = frame // 2
-    win = np.hanning(frame)
-    total = np.zeros(frame // 2 + 1)
+    win = _hann(frame)
+    bins = frame // 2 + 1
+    total = np.zeros(bins)
     # the frames as views (no per-frame copies): each windowed block is the same product
     frames = np.lib.stride_tricks.sliding_window_view(x64, frame)[::hop]
     n = 0
     for i0 in range(0, frames.shape[0], 256):  # bounded memory for long beds
-        block = frames[i0 : i0 + 256] * win
-        total += (np.abs(np.fft.rfft(block, axis=1)) ** 2).sum(axis=0)
-        n += block.shape[0]
+        view = frames[i0 : i0 + 256]
+        m = view.shape[0]
+        block = np.multiply(view, win, out=scratch.take((m, frame)))
+        spec = np.fft.rfft(block, axis=1, out=scratch.take((m, bins), np.complex128))
+        power = np.abs(spec, out=scratch.take((m, bins)))  # the block is read: its memory
+        np.multiply(power, power, out=power)  # ``** 2``'s product, in place
+        total += power.sum(axis=0)
+        n += m
     return total / n
+
+
+@functools.lru_cache(maxsize=4)
+def _hann(frame: int) -> np.ndarray:
+    """``np.hanning(frame)``, made once per frame length (read-only)."""
+    win = np.hanning(frame)
+    win.flags.writeable = False
+    return win
 
 
 def tilt_db_oct(x: Audio, sr: int, hi_hz: float | None = None) -> float:
@@ -129,26 +167,46 @@ def to_envelope(
     range's ends, zero phase, applied to the whole bed at once. Returned with the bed's own
     tilt before (dB/oct in the band; NaN, bed unchanged, when it is too short or silent to
     measure)."""
-    psd = power_spectrum(x, sr)
+    x64 = np.asarray(x, dtype=np.float64)  # once, for both spectra and the gain
+    scratch = _Scratch()  # the two spectra's work arrays
+    psd = _power_spectrum(x64, FRAME, scratch)
     if psd.size == 0 or not np.any(psd > 0):
         return x, math.nan
     lo, hi = _band(sr, hi_hz)
     before = _fit(psd, sr, hi_hz)
-    if x.size >= LONG_FRAME_MIN_FRAMES * LONG_FRAME:
-        psd = power_spectrum(x, sr, LONG_FRAME)
+    if x64.size >= LONG_FRAME_MIN_FRAMES * LONG_FRAME:
+        psd = _power_spectrum(x64, LONG_FRAME, scratch)
+    del scratch
     low = min(MATCH_LOW_HZ, lo)
     grid = low * 2.0 ** np.arange(0.0, math.log2(hi / low) + 1e-9, 1.0 / 24.0)  # 1/24 octave
     env = envelope_db(psd, sr, grid)
     gain_db = target_db(grid, sr, target_db_oct, hi_hz) - env
     gain_db = np.clip(gain_db - np.median(gain_db), -MAX_ENVELOPE_DB, MAX_ENVELOPE_DB)
-    x64 = np.asarray(x, dtype=np.float64)
-    fx = np.clip(np.fft.rfftfreq(x64.size, 1.0 / sr), low, hi)
-    g = 10.0 ** (np.interp(np.log2(fx), np.log2(grid), gain_db) / 20.0)
+    g = _gain(np.fft.rfftfreq(x64.size, 1.0 / sr), low, hi, grid, gain_db)
     y = _zero_phase(x64, g)
     p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))
     if p1 > 0:
         y *= math.sqrt(p0 / p1)
     return y.astype(np.float32), before
+
+
+def _gain(
+    f: np.ndarray, low: float, hi: float, grid: np.ndarray, gain_db: np.ndarray
+) -> np.ndarray:
+    """``10 ** (np.interp(np.log2(np.clip(f, low, hi)), np.log2(grid), gain_db) / 20)`` for
+    ascending ``f``: the gain (linear) at each bin, the ``gain_db`` read on the 1/24-octave
+    ``grid``, held beyond ``low`` and ``hi``. Element by element the same arithmetic; the bins
+    clipped to either end (over half of them under a 4 kHz band-limit) share one value, worked
+    out once."""
+    i0 = int(np.searchsorted(f, low, side="right"))  # f[:i0] <= low: clipped to low
+    i1 = max(i0, int(np.searchsorted(f, hi, side="left")))  # f[i1:] >= hi: clipped to hi
+    lg = np.log2(grid)
+    ends = 10.0 ** (np.interp(np.log2(np.array([low, hi])), lg, gain_db) / 20.0)
+    g = np.empty(f.size)
+    g[:i0] = ends[0]
+    g[i0:i1] = 10.0 ** (np.interp(np.log2(f[i0:i1]), lg, gain_db) / 20.0)
+    g[i1:] = ends[1]
+    return g
 
 
 #: A bed's length whose largest prime factor is above this (and even) is transformed by
@@ -199,14 +257,29 @@ def _zero_phase(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     z = plan.dft(x[0::2] + 1j * x[1::2])
     zf = np.concatenate((z, z[:1]))  # Z_k, k = 0..half (Z_half = Z_0)
     zc = np.conj(zf[::-1])  # conj(Z_{half - k})
-    tw = np.exp((-2j * np.pi / n) * np.arange(half + 1))
-    spec = (zf + zc) * 0.5 - 0.5j * tw * (zf - zc)  # rfft(x)
+    tw = (-2j * np.pi / n) * np.arange(half + 1)
+    np.exp(tw, out=tw)
+    # spec = (zf + zc) * 0.5 - 0.5j * tw * (zf - zc): rfft(x), the same operations in the
+    # same order (and operand order), in place
+    spec = zf + zc
+    spec *= 0.5
+    d = zf - zc
+    np.multiply(0.5j * tw, d, out=d)
+    np.subtract(spec, d, out=spec)
     spec[0], spec[half] = spec[0].real, spec[half].real
     spec *= g
-    sc = np.conj(spec[::-1])
-    even = (spec + sc) * 0.5
-    odd = (spec - sc) * (0.5 * np.conj(tw))
-    w = plan.idft((even + 1j * odd)[:half])
+    # (even + 1j * odd)[:half], even = (spec + sc) * 0.5, odd = (spec - sc) * (0.5 * conj(tw)),
+    # likewise (element by element: only the first half is read)
+    sc = np.conj(spec[:0:-1])  # conj(spec[half - k]), k < half
+    even = spec[:half] + sc
+    even *= 0.5
+    odd = np.subtract(spec[:half], sc, out=sc)
+    ctw = np.conj(tw[:half])
+    np.multiply(0.5, ctw, out=ctw)
+    np.multiply(odd, ctw, out=odd)
+    np.multiply(1j, odd, out=odd)
+    even += odd
+    w = plan.idft(even, overwrite=True)
     w *= 1.0 / half
     y = np.empty(n)
     y[0::2], y[1::2] = w.real, w.imag
@@ -225,7 +298,13 @@ class _Split:
         col = np.arange(self.cols, dtype=np.int64)[:, None]
         k = np.arange(prime, dtype=np.int64)[None, :]
         phase = (2.0 * np.pi / n) * ((col * k) % n)
-        self.twiddle = np.cos(phase) - 1j * np.sin(phase)
+        # cos(phase) - 1j * sin(phase), its parts written directly: the real part cos (never
+        # zero), the imaginary 0 - sin (a zero sine gives +0, as the complex subtraction's)
+        self.twiddle = np.empty(phase.shape, dtype=np.complex128)
+        part = np.cos(phase)
+        self.twiddle.real = part
+        np.sin(phase, out=part)
+        self.twiddle.imag = np.subtract(0.0, part, out=part)
 
     def dft(self, z: np.ndarray) -> np.ndarray:
         """``np.fft.fft(z)`` for ``z`` of this length."""
@@ -233,6 +312,8 @@ class _Split:
         y *= self.twiddle
         return np.asarray(np.fft.fft(y, axis=0).reshape(-1))
 
-    def idft(self, z: np.ndarray) -> np.ndarray:
-        """The unscaled inverse DFT (``np.fft.ifft(z) * n``)."""
-        return np.asarray(np.conj(self.dft(np.conj(z))))
+    def idft(self, z: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
+        """The unscaled inverse DFT (``np.fft.ifft(z) * n``); ``overwrite``: ``z``'s memory
+        may serve as a work array (its values are lost)."""
+        y = self.dft(np.conjugate(z, out=z) if overwrite else np.conj(z))
+        return np.asarray(np.conjugate(y, out=y))
