@@ -168,7 +168,8 @@ def to_envelope(
     tilt before (dB/oct in the band; NaN, bed unchanged, when it is too short or silent to
     measure)."""
     x64 = np.asarray(x, dtype=np.float64)  # once, for both spectra and the gain
-    scratch = _Scratch()  # the two spectra's work arrays
+    scratch = _Scratch()  # the two spectra's work arrays, then the zero-phase gain's
+    scratch.take((4, x64.size // 2 + 1), np.complex128)  # its size: the spectra's fit in it
     psd = _power_spectrum(x64, FRAME, scratch)
     if psd.size == 0 or not np.any(psd > 0):
         return x, math.nan
@@ -176,14 +177,13 @@ def to_envelope(
     before = _fit(psd, sr, hi_hz)
     if x64.size >= LONG_FRAME_MIN_FRAMES * LONG_FRAME:
         psd = _power_spectrum(x64, LONG_FRAME, scratch)
-    del scratch
     low = min(MATCH_LOW_HZ, lo)
     grid = low * 2.0 ** np.arange(0.0, math.log2(hi / low) + 1e-9, 1.0 / 24.0)  # 1/24 octave
     env = envelope_db(psd, sr, grid)
     gain_db = target_db(grid, sr, target_db_oct, hi_hz) - env
     gain_db = np.clip(gain_db - np.median(gain_db), -MAX_ENVELOPE_DB, MAX_ENVELOPE_DB)
     g = _gain(np.fft.rfftfreq(x64.size, 1.0 / sr), low, hi, grid, gain_db)
-    y = _zero_phase(x64, g)
+    y = _zero_phase(x64, g, scratch)
     p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))
     if p1 > 0:
         y *= math.sqrt(p0 / p1)
@@ -229,7 +229,7 @@ def _largest_prime_factor(n: int) -> int:
     return max(p, n)
 
 
-def _zero_phase(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+def _zero_phase(x: np.ndarray, g: np.ndarray, work: _Scratch | None = None) -> np.ndarray:
     """``np.fft.irfft(np.fft.rfft(x) * g, n=x.size)`` for a float64 ``x`` and a real gain ``g``.
 
     Where numpy's transforms are fast (a length of small prime factors: 48,000), numpy's own;
@@ -254,32 +254,44 @@ def _zero_phase(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     if cols < SPLIT_MIN_COLUMNS or _largest_prime_factor(cols) >= prime:
         return np.fft.irfft(np.fft.rfft(x) * g, n=n)
     plan = _Split(half, prime)
-    z = plan.dft(x[0::2] + 1j * x[1::2])
-    zf = np.concatenate((z, z[:1]))  # Z_k, k = 0..half (Z_half = Z_0)
-    zc = np.conj(zf[::-1])  # conj(Z_{half - k})
-    tw = (-2j * np.pi / n) * np.arange(half + 1)
+    # four work arrays of half + 1 (``work``'s where given: the spectra's, their pages already
+    # touched), each step written into one (the same loops as fresh arrays: the same bits)
+    h1 = half + 1
+    if work is None:
+        work = _Scratch()
+    w1, w2, w3, tw = work.take((4, h1), np.complex128)
+    # z = dft(x[0::2] + 1j * x[1::2]): numpy's multiply(1j, odd), then add(even, that)
+    zin = np.multiply(1j, x[1::2], out=w1[:half])
+    np.add(x[0::2], zin, out=zin)
+    plan.dft(zin, w2[:half], w1[:half])
+    zf = w1  # Z_k, k = 0..half (Z_half = Z_0)
+    zf[half] = zf[0]
+    zc = np.conjugate(zf[::-1], out=w2)  # conj(Z_{half - k})
+    np.multiply(-2j * np.pi / n, np.arange(h1), out=tw)
     np.exp(tw, out=tw)
     # spec = (zf + zc) * 0.5 - 0.5j * tw * (zf - zc): rfft(x), the same operations in the
-    # same order (and operand order), in place
-    spec = zf + zc
+    # same order (and operand order)
+    spec = np.add(zf, zc, out=w3)
     spec *= 0.5
-    d = zf - zc
-    np.multiply(0.5j * tw, d, out=d)
+    d = np.subtract(zf, zc, out=zf)
+    np.multiply(np.multiply(0.5j, tw, out=zc), d, out=d)
     np.subtract(spec, d, out=spec)
     spec[0], spec[half] = spec[0].real, spec[half].real
     spec *= g
     # (even + 1j * odd)[:half], even = (spec + sc) * 0.5, odd = (spec - sc) * (0.5 * conj(tw)),
     # likewise (element by element: only the first half is read)
-    sc = np.conj(spec[:0:-1])  # conj(spec[half - k]), k < half
-    even = spec[:half] + sc
+    sc = np.conjugate(spec[:0:-1], out=w1[:half])  # conj(spec[half - k]), k < half
+    even = np.add(spec[:half], sc, out=w2[:half])
     even *= 0.5
     odd = np.subtract(spec[:half], sc, out=sc)
-    ctw = np.conj(tw[:half])
+    ctw = np.conjugate(tw[:half], out=tw[:half])
     np.multiply(0.5, ctw, out=ctw)
     np.multiply(odd, ctw, out=odd)
     np.multiply(1j, odd, out=odd)
     even += odd
-    w = plan.idft(even, overwrite=True)
+    # the unscaled inverse: conj(dft(conj(.)))
+    w = plan.dft(np.conjugate(even, out=even), w1[:half], w3[:half])
+    np.conjugate(w, out=w)
     w *= 1.0 / half
     y = np.empty(n)
     y[0::2], y[1::2] = w.real, w.imag
@@ -306,11 +318,20 @@ class _Split:
         np.sin(phase, out=part)
         self.twiddle.imag = np.subtract(0.0, part, out=part)
 
-    def dft(self, z: np.ndarray) -> np.ndarray:
-        """``np.fft.fft(z)`` for ``z`` of this length."""
-        y = np.fft.fft(z.reshape(self.prime, self.cols).T, axis=-1)
+    def dft(
+        self, z: np.ndarray, tmp: np.ndarray | None = None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``np.fft.fft(z)`` for ``z`` of this length (``tmp``, ``out``: contiguous complex
+        arrays of it, not ``z``, the first step's and the result's, else fresh)."""
+        shape = (self.cols, self.prime)
+        y = np.fft.fft(
+            z.reshape(self.prime, self.cols).T,
+            axis=-1,
+            out=None if tmp is None else tmp.reshape(shape),
+        )
         y *= self.twiddle
-        return np.asarray(np.fft.fft(y, axis=0).reshape(-1))
+        r = np.fft.fft(y, axis=0, out=None if out is None else out.reshape(shape))
+        return np.asarray(r.reshape(-1))
 
     def idft(self, z: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
         """The unscaled inverse DFT (``np.fft.ifft(z) * n``); ``overwrite``: ``z``'s memory
