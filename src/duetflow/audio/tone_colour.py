@@ -15,6 +15,7 @@ Deterministic: no draws, FFTs only.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -57,20 +58,57 @@ def _band(sr: int, hi_hz: float | None = None) -> tuple[float, float]:
 
 def power_spectrum(x: Audio, sr: int, frame: int = FRAME) -> np.ndarray:
     """Mean Hann-windowed power spectrum of ``x`` in ``frame``-sample frames, half overlap."""
-    x64 = np.asarray(x, dtype=np.float64)
+    return _power_spectrum(np.asarray(x, dtype=np.float64), frame, _Scratch())
+
+
+class _Scratch:
+    """Work arrays :func:`_power_spectrum` writes its blocks' products, spectra and powers
+    into, grown on demand and kept by the caller for its next spectrum (a bed's two spectra,
+    of ~the same size: fresh arrays of a megabyte each cost their page faults)."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[type, np.ndarray] = {}
+
+    def take(self, shape: tuple[int, int], dtype: type = np.float64) -> np.ndarray:
+        """A C-contiguous array of ``shape`` and ``dtype`` (its values: whatever was there)."""
+        size = shape[0] * shape[1]
+        buf = self.arrays.get(dtype)
+        if buf is None or buf.size < size:
+            buf = self.arrays[dtype] = np.empty(size, dtype=dtype)
+        return buf[:size].reshape(shape)
+
+
+def _power_spectrum(x64: np.ndarray, frame: int, scratch: _Scratch) -> np.ndarray:
+    """:func:`power_spectrum` of a float64 ``x64``: per block of frames the windowed product,
+    its ``rfft``, ``np.abs`` and the square, each into ``scratch`` (contiguous, as fresh arrays
+    would be: the same loops, the same bits)."""
     if x64.size < frame:
         return np.zeros(0)
     hop = frame // 2
-    win = np.hanning(frame)
-    total = np.zeros(frame // 2 + 1)
+    win = _hann(frame)
+    bins = frame // 2 + 1
+    total = np.zeros(bins)
     # the frames as views (no per-frame copies): each windowed block is the same product
     frames = np.lib.stride_tricks.sliding_window_view(x64, frame)[::hop]
     n = 0
     for i0 in range(0, frames.shape[0], 256):  # bounded memory for long beds
-        block = frames[i0 : i0 + 256] * win
-        total += (np.abs(np.fft.rfft(block, axis=1)) ** 2).sum(axis=0)
-        n += block.shape[0]
+        view = frames[i0 : i0 + 256]
+        m = view.shape[0]
+        block = np.multiply(view, win, out=scratch.take((m, frame)))
+        spec = np.fft.rfft(block, axis=1, out=scratch.take((m, bins), np.complex128))
+        power = np.abs(spec, out=scratch.take((m, bins)))  # the block is read: its memory
+        np.multiply(power, power, out=power)  # ``** 2``'s product, in place
+        total += power.sum(axis=0)
+        n += m
     return total / n
+
+
+@functools.lru_cache(maxsize=4)
+def _hann(frame: int) -> np.ndarray:
+    """``np.hanning(frame)``, made once per frame length (read-only)."""
+    win = np.hanning(frame)
+    win.flags.writeable = False
+    return win
 
 
 def tilt_db_oct(x: Audio, sr: int, hi_hz: float | None = None) -> float:
@@ -129,26 +167,46 @@ def to_envelope(
     range's ends, zero phase, applied to the whole bed at once. Returned with the bed's own
     tilt before (dB/oct in the band; NaN, bed unchanged, when it is too short or silent to
     measure)."""
-    psd = power_spectrum(x, sr)
+    x64 = np.asarray(x, dtype=np.float64)  # once, for both spectra and the gain
+    scratch = _Scratch()  # the two spectra's work arrays, then the zero-phase gain's
+    scratch.take((4, x64.size // 2 + 1), np.complex128)  # its size: the spectra's fit in it
+    psd = _power_spectrum(x64, FRAME, scratch)
     if psd.size == 0 or not np.any(psd > 0):
         return x, math.nan
     lo, hi = _band(sr, hi_hz)
     before = _fit(psd, sr, hi_hz)
-    if x.size >= LONG_FRAME_MIN_FRAMES * LONG_FRAME:
-        psd = power_spectrum(x, sr, LONG_FRAME)
+    if x64.size >= LONG_FRAME_MIN_FRAMES * LONG_FRAME:
+        psd = _power_spectrum(x64, LONG_FRAME, scratch)
     low = min(MATCH_LOW_HZ, lo)
     grid = low * 2.0 ** np.arange(0.0, math.log2(hi / low) + 1e-9, 1.0 / 24.0)  # 1/24 octave
     env = envelope_db(psd, sr, grid)
     gain_db = target_db(grid, sr, target_db_oct, hi_hz) - env
     gain_db = np.clip(gain_db - np.median(gain_db), -MAX_ENVELOPE_DB, MAX_ENVELOPE_DB)
-    x64 = np.asarray(x, dtype=np.float64)
-    fx = np.clip(np.fft.rfftfreq(x64.size, 1.0 / sr), low, hi)
-    g = 10.0 ** (np.interp(np.log2(fx), np.log2(grid), gain_db) / 20.0)
-    y = _zero_phase(x64, g)
+    g = _gain(np.fft.rfftfreq(x64.size, 1.0 / sr), low, hi, grid, gain_db)
+    y = _zero_phase(x64, g, scratch)
     p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))
     if p1 > 0:
         y *= math.sqrt(p0 / p1)
     return y.astype(np.float32), before
+
+
+def _gain(
+    f: np.ndarray, low: float, hi: float, grid: np.ndarray, gain_db: np.ndarray
+) -> np.ndarray:
+    """``10 ** (np.interp(np.log2(np.clip(f, low, hi)), np.log2(grid), gain_db) / 20)`` for
+    ascending ``f``: the gain (linear) at each bin, the ``gain_db`` read on the 1/24-octave
+    ``grid``, held beyond ``low`` and ``hi``. Element by element the same arithmetic; the bins
+    clipped to either end (over half of them under a 4 kHz band-limit) share one value, worked
+    out once."""
+    i0 = int(np.searchsorted(f, low, side="right"))  # f[:i0] <= low: clipped to low
+    i1 = max(i0, int(np.searchsorted(f, hi, side="left")))  # f[i1:] >= hi: clipped to hi
+    lg = np.log2(grid)
+    ends = 10.0 ** (np.interp(np.log2(np.array([low, hi])), lg, gain_db) / 20.0)
+    g = np.empty(f.size)
+    g[:i0] = ends[0]
+    g[i0:i1] = 10.0 ** (np.interp(np.log2(f[i0:i1]), lg, gain_db) / 20.0)
+    g[i1:] = ends[1]
+    return g
 
 
 #: A bed's length whose largest prime factor is above this (and even) is transformed by
@@ -171,7 +229,7 @@ def _largest_prime_factor(n: int) -> int:
     return max(p, n)
 
 
-def _zero_phase(x: np.ndarray, g: np.ndarray) -> np.ndarray:
+def _zero_phase(x: np.ndarray, g: np.ndarray, work: _Scratch | None = None) -> np.ndarray:
     """``np.fft.irfft(np.fft.rfft(x) * g, n=x.size)`` for a float64 ``x`` and a real gain ``g``.
 
     Where numpy's transforms are fast (a length of small prime factors: 48,000), numpy's own;
@@ -186,7 +244,10 @@ def _zero_phase(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     70,480 samples, no plan kept. The values are the same to ~1e-15 of the bed's peak (float64
     rounding in another order), so the float32 bed written is numpy's in every sample but one
     whose float64 value lies within that of a float32 rounding boundary
-    (``tests/audio/test_tone_colour.py``)."""
+    (``tests/audio/test_tone_colour.py``). Its steps are written into four work arrays of the
+    half-length (``work``'s, the bed's spectra's, where given), not fresh ones: the same
+    operations in the same order, the same bits, without a fresh array's page faults for each
+    (half a megabyte at 70,480 samples)."""
     n = x.size
     half = n // 2
     if n % 2 or n < OWN_MIN_LENGTH or _largest_prime_factor(n) <= OWN_MIN_PRIME:
@@ -196,17 +257,44 @@ def _zero_phase(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     if cols < SPLIT_MIN_COLUMNS or _largest_prime_factor(cols) >= prime:
         return np.fft.irfft(np.fft.rfft(x) * g, n=n)
     plan = _Split(half, prime)
-    z = plan.dft(x[0::2] + 1j * x[1::2])
-    zf = np.concatenate((z, z[:1]))  # Z_k, k = 0..half (Z_half = Z_0)
-    zc = np.conj(zf[::-1])  # conj(Z_{half - k})
-    tw = np.exp((-2j * np.pi / n) * np.arange(half + 1))
-    spec = (zf + zc) * 0.5 - 0.5j * tw * (zf - zc)  # rfft(x)
+    # four work arrays of half + 1 (``work``'s where given: the spectra's, their pages already
+    # touched), each step written into one (the same loops as fresh arrays: the same bits)
+    h1 = half + 1
+    if work is None:
+        work = _Scratch()
+    w1, w2, w3, tw = work.take((4, h1), np.complex128)
+    # z = dft(x[0::2] + 1j * x[1::2]): numpy's multiply(1j, odd), then add(even, that)
+    zin = np.multiply(1j, x[1::2], out=w1[:half])
+    np.add(x[0::2], zin, out=zin)
+    plan.dft(zin, w2[:half], w1[:half])
+    zf = w1  # Z_k, k = 0..half (Z_half = Z_0)
+    zf[half] = zf[0]
+    zc = np.conjugate(zf[::-1], out=w2)  # conj(Z_{half - k})
+    np.multiply(-2j * np.pi / n, np.arange(h1), out=tw)
+    np.exp(tw, out=tw)
+    # spec = (zf + zc) * 0.5 - 0.5j * tw * (zf - zc): rfft(x), the same operations in the
+    # same order (and operand order)
+    spec = np.add(zf, zc, out=w3)
+    spec *= 0.5
+    d = np.subtract(zf, zc, out=zf)
+    np.multiply(np.multiply(0.5j, tw, out=zc), d, out=d)
+    np.subtract(spec, d, out=spec)
     spec[0], spec[half] = spec[0].real, spec[half].real
     spec *= g
-    sc = np.conj(spec[::-1])
-    even = (spec + sc) * 0.5
-    odd = (spec - sc) * (0.5 * np.conj(tw))
-    w = plan.idft((even + 1j * odd)[:half])
+    # (even + 1j * odd)[:half], even = (spec + sc) * 0.5, odd = (spec - sc) * (0.5 * conj(tw)),
+    # likewise (element by element: only the first half is read)
+    sc = np.conjugate(spec[:0:-1], out=w1[:half])  # conj(spec[half - k]), k < half
+    even = np.add(spec[:half], sc, out=w2[:half])
+    even *= 0.5
+    odd = np.subtract(spec[:half], sc, out=sc)
+    ctw = np.conjugate(tw[:half], out=tw[:half])
+    np.multiply(0.5, ctw, out=ctw)
+    np.multiply(odd, ctw, out=odd)
+    np.multiply(1j, odd, out=odd)
+    even += odd
+    # the unscaled inverse DFT (``np.fft.ifft(.) * half``): conj(dft(conj(.)))
+    w = plan.dft(np.conjugate(even, out=even), w1[:half], w3[:half])
+    np.conjugate(w, out=w)
     w *= 1.0 / half
     y = np.empty(n)
     y[0::2], y[1::2] = w.real, w.imag
@@ -225,14 +313,25 @@ class _Split:
         col = np.arange(self.cols, dtype=np.int64)[:, None]
         k = np.arange(prime, dtype=np.int64)[None, :]
         phase = (2.0 * np.pi / n) * ((col * k) % n)
-        self.twiddle = np.cos(phase) - 1j * np.sin(phase)
+        # cos(phase) - 1j * sin(phase), its parts written directly: the real part cos (never
+        # zero), the imaginary 0 - sin (a zero sine gives +0, as the complex subtraction's)
+        self.twiddle = np.empty(phase.shape, dtype=np.complex128)
+        part = np.cos(phase)
+        self.twiddle.real = part
+        np.sin(phase, out=part)
+        self.twiddle.imag = np.subtract(0.0, part, out=part)
 
-    def dft(self, z: np.ndarray) -> np.ndarray:
-        """``np.fft.fft(z)`` for ``z`` of this length."""
-        y = np.fft.fft(z.reshape(self.prime, self.cols).T, axis=-1)
+    def dft(
+        self, z: np.ndarray, tmp: np.ndarray | None = None, out: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``np.fft.fft(z)`` for ``z`` of this length (``tmp``, ``out``: contiguous complex
+        arrays of it, not ``z``, the first step's and the result's, else fresh)."""
+        shape = (self.cols, self.prime)
+        y = np.fft.fft(
+            z.reshape(self.prime, self.cols).T,
+            axis=-1,
+            out=None if tmp is None else tmp.reshape(shape),
+        )
         y *= self.twiddle
-        return np.asarray(np.fft.fft(y, axis=0).reshape(-1))
-
-    def idft(self, z: np.ndarray) -> np.ndarray:
-        """The unscaled inverse DFT (``np.fft.ifft(z) * n``)."""
-        return np.asarray(np.conj(self.dft(np.conj(z))))
+        r = np.fft.fft(y, axis=0, out=None if out is None else out.reshape(shape))
+        return np.asarray(r.reshape(-1))
