@@ -21,6 +21,10 @@ if "PREFECT_HOME" not in os.environ:
     os.environ["PREFECT_HOME"] = _home = tempfile.mkdtemp(prefix="duetflow-test-prefect-")
     atexit.register(shutil.rmtree, _home, True)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# duetflow's per-user cache (duetflow.user_cache) in a folder of this session, never the user's
+if "DUETFLOW_CACHE_DIR" not in os.environ:
+    os.environ["DUETFLOW_CACHE_DIR"] = _cache = tempfile.mkdtemp(prefix="duetflow-test-cache-")
+    atexit.register(shutil.rmtree, _cache, True)
 
 
 @pytest.fixture(scope="session")

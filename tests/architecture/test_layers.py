@@ -8,7 +8,8 @@ even in a function body or under ``if TYPE_CHECKING:``
 (``tests/architecture/test_audio_is_pure.py`` holds audio to stricter rules). Beside that
 chain: corpus adapters never reach into the pipeline, a release never into the renderer (what
 both sides share, such as the gap tolerance, sits below them in ``audio``), the config names no
-domain package, and the foundation (``records``, ``hashing``, ``errors``) imports only itself.
+domain package, and the foundation (``records``, ``hashing``, ``errors``, ``user_cache``)
+imports only itself.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "duetflow.release": ("duetflow.rendering", "duetflow.pipeline", "duetflow.report", *SHELL),
 }
 #: the foundation: what every layer may import; it imports nothing but itself
-FOUNDATION = ("duetflow.errors", "duetflow.records", "duetflow.hashing")
+FOUNDATION = ("duetflow.errors", "duetflow.records", "duetflow.hashing", "duetflow.user_cache")
 #: what the run config may import: the foundation and the leaf modules of plain data it checks
 #: values against (licence ids, the topic taxonomy, bounded YAML loading, language tags)
 CONFIG_MAY_IMPORT = (

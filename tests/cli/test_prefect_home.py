@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from duetflow.cli.run import PREFECT_HOME_ENV, prefect_env
+from duetflow.user_cache import CACHE_DIR_ENV
 from flow_helpers import write_config
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
@@ -20,7 +21,7 @@ DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
 @pytest.fixture
 def bare_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No Prefect API, no Prefect home, a home folder without Prefect profiles."""
-    for key in ("PREFECT_API_URL", "PREFECT_HOME", PREFECT_HOME_ENV):
+    for key in ("PREFECT_API_URL", "PREFECT_HOME", PREFECT_HOME_ENV, CACHE_DIR_ENV):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -98,7 +99,7 @@ def test_two_runs_record_into_one_persistent_home(tmp_path: Path, flow_samples: 
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("PREFECT_API_URL", "PREFECT_HOME", PREFECT_HOME_ENV)
+        if k not in ("PREFECT_API_URL", "PREFECT_HOME", PREFECT_HOME_ENV, CACHE_DIR_ENV)
     }
     env.update(HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"))
     cfg = write_config(tmp_path / "run.yaml", flow_samples, scripts=False)

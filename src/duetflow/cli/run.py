@@ -27,6 +27,7 @@ from duetflow.cli.options import (
 )
 from duetflow.cli.progress import progress_bars
 from duetflow.errors import DuetflowError
+from duetflow.user_cache import user_cache_dir
 
 if TYPE_CHECKING:
     from duetflow.config import RunConfig
@@ -45,7 +46,8 @@ def prefect_env(home: Path | None = None) -> str:
       outlives the run, so it is created and migrated once, not every run: ``PREFECT_HOME`` if
       set, ``home`` (the demo's folder), ``$DUETFLOW_PREFECT_HOME``, Prefect's own ``~/.prefect``
       when the user has Prefect profiles there (an API configured in a profile is then used),
-      else ``$XDG_CACHE_HOME/duetflow/prefect`` (``~/.cache/...``);
+      else ``prefect`` in the user cache folder (:func:`duetflow.user_cache.user_cache_dir`:
+      ``$XDG_CACHE_HOME/duetflow/prefect``, ``~/.cache/...``);
     * unless a server started there by ``duetflow server start`` answers: then that server
       records the run (``PREFECT_API_URL`` is set to it) and no temporary API is started.
 
@@ -141,8 +143,7 @@ def prefect_home(home: Path | None = None) -> Path:
         return Path(os.environ[PREFECT_HOME_ENV])
     if (prefect_default / "profiles.toml").exists():
         return prefect_default
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "duetflow" / "prefect"
+    return user_cache_dir() / "prefect"
 
 
 def echo_summary(summary: Any) -> None:
