@@ -20,8 +20,11 @@ part of a run. Timed, interleaved ``--repeat`` times:
 * **given server**: ``duetflow run`` with ``PREFECT_API_URL`` naming a server the benchmark
   started beforehand (neither server's start-up is a run's cost).
 
-* **kept server, before** (with ``--baseline SRC``): the kept-server run by another source tree
-  (``PYTHONPATH=SRC``, e.g. an archive of main's ``src``), in the same interleaving.
+* **plain, before** and **kept server, before** (with ``--baseline SRC``): the plain pipeline
+  and the kept-server run by another source tree (``PYTHONPATH=SRC``, e.g. an archive of main's
+  ``src``), in the same interleaving, in a work directory of their own (another tree's code
+  hashes make other stage keys: a shared one would be recomputed at every switch of tree);
+  the kept-server run before is paired with the plain run before.
 
 ``--modes`` picks some of them (``plain`` always runs); the two temporary-API modes, ~10-25 s a
 run, run in the first ``--temp-repeat`` rounds only. Wall time by the clock around the command;
@@ -31,8 +34,8 @@ figure less *plain*'s: per round (each run less the plain run just before it, th
 whose **median** is the headline, and of the best runs by wall. Each round's load average is
 printed with it. Last line: ``startup: kept server median <m> s wall over plain (paired, <n>
 runs, <k> over 3 s; range <a>-<b> s; CPU median +<c> s) [(before: ...)]; given server <m> s;
-temporary API: persistent home <m> s, fresh home <m> s; load <l>`` (a mode not run reads
-``-``).
+temporary API: persistent home <m> s, fresh home <m> s; load <l> (rounds ...); plain median
+<w> s wall, CPU <c> s [(before: ...)]`` (a mode not run reads ``-``).
 """
 
 from __future__ import annotations
@@ -104,19 +107,22 @@ def main() -> None:
 
             samples = root / "samples"
             make_samples(samples, seed=0, scale=1, include=["dailytalk"])
-        cfg = root / "run.yaml"
-        cfg.write_text(
-            yaml.safe_dump(
-                {
-                    "workdir": str(root / "work"),
-                    "corpora": [{"name": "dailytalk", "root": str(samples / "dailytalk")}],
-                    "synth": {"enabled": False},
-                    "release": {"store": str(root / "store")},
-                    "runner": {"max_workers": 2, "shard_size": 4},
-                }
-            ),
-            encoding="utf-8",
-        )
+
+        def config(name: str) -> Path:
+            # a tree's own work directory: another tree's code hashes give other stage keys, so
+            # sharing one would make every run of either tree do the work again
+            path = root / f"{name}.yaml"
+            doc = {
+                "workdir": str(root / f"work-{name}"),
+                "corpora": [{"name": "dailytalk", "root": str(samples / "dailytalk")}],
+                "synth": {"enabled": False},
+                "release": {"store": str(root / f"store-{name}")},
+                "runner": {"max_workers": 2, "shard_size": 4},
+            }
+            path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+            return path
+
+        cfg = config("run")
         base = {
             k: v
             for k, v in os.environ.items()
@@ -144,8 +150,15 @@ def main() -> None:
             if args.baseline:
                 before = {**base, "DUETFLOW_PREFECT_HOME": str(kept_home)}
                 before["PYTHONPATH"] = str(args.baseline.resolve())
-                modes["kept server, before"] = (run, lambda k: before)
-            wanted = {"plain", "kept server, before", *args.modes}
+                cfg_before = config("before")
+                run_before = [*run[:3], str(cfg_before), *run[4:]]
+                _timed(run_before, before)  # fills the baseline's own work directory
+                modes["plain, before"] = (
+                    [sys.executable, "-c", PLAIN, str(cfg_before)],
+                    lambda k: before,
+                )
+                modes["kept server, before"] = (run_before, lambda k: before)
+            wanted = {"plain", "plain, before", "kept server, before", *args.modes}
             modes = {k: v for k, v in modes.items() if k in wanted}
             best: dict[str, tuple[float, float]] = {}
             runs: dict[str, list[tuple[float, float]]] = {}
@@ -160,9 +173,11 @@ def main() -> None:
                     load = os.getloadavg()[0]
                     loads.append(load)
                     runs.setdefault(name, []).append((w, c))
-                    pw, pc = runs["plain"][-1]
+                    # a mode less the plain run of its round and tree (the same load)
+                    plain = "plain, before" if name.endswith(", before") else "plain"
+                    pw, pc = runs[plain][-1]
                     extra = ""
-                    if name != "plain":
+                    if not name.startswith("plain"):
                         paired.setdefault(name, []).append((w - pw, c - pc))
                         extra = f"  over plain {w - pw:5.2f} s ({c - pc:+.2f} s CPU)"
                     print(
@@ -185,7 +200,7 @@ def main() -> None:
         f"{'best wall':>11}{'best over':>11}"
     )
     for name, (w, _) in best.items():
-        if name == "plain":
+        if name.startswith("plain"):
             ws = sorted(r[0] for r in runs[name])
             print(f"{name:<20}{len(ws):>5}{statistics.median(ws):>12.2f}s{'':>19}"
                   f"{statistics.median(r[1] for r in runs[name]):>11.2f}s{w:>10.2f}s")  # fmt: skip
@@ -212,15 +227,23 @@ def main() -> None:
             f"range {min(ws):.1f}-{max(ws):.1f} s; CPU median +{cpu:.1f} s)"
         )
 
-    before = ""
+    def plain_of(name: str) -> str:
+        rs = runs.get(name, [])
+        if not rs:
+            return "-"
+        w = statistics.median(r[0] for r in rs)
+        return f"{w:.1f} s wall, CPU {statistics.median(r[1] for r in rs):.2f} s"
+
+    before = plain_before = ""
     if "kept server, before" in paired:
         before = f" (before: {over('kept server, before', detail=True)})"
+        plain_before = f" (before: {plain_of('plain, before')})"
     load_s = "/".join(f"{v:.1f}" for v in os.getloadavg())
     print(
         f"startup: kept server {over('kept server', detail=True)}{before}; given server "
         f"{over('given server')}; temporary API: persistent home {over('persistent home')}, "
         f"fresh home {over('fresh home')}; load {load_s} (rounds {min(loads):.1f}-"
-        f"{max(loads):.1f})"
+        f"{max(loads):.1f}); plain median {plain_of('plain')}{plain_before}"
     )
 
 
