@@ -8,8 +8,8 @@ minutes) when it ended, so the summary fits on a screen and says how busy the ma
 ``duetflow run``; CPU seconds per rendered hour at scales 1 / 4 / 16 with the memory ratio; the
 Dask runner's speed-up; with ``--only``, those of them), whose last lines are printed again at
 the end as one block, each with its load average.
-``--baseline SRC`` gives render.py a tree to run as *before* (e.g. an archive of main's
-``src``). The figures and how to read them are in docs/performance.md.
+``--baseline SRC`` gives render.py and startup.py a tree to run as *before* (e.g. an archive
+of main's ``src``). The figures and how to read them are in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def main() -> int:
     ap.add_argument("--only", nargs="+", choices=names, help="run these scripts only")
     ap.add_argument("--issue30", action="store_true", help="issue 30's four figures only")
     ap.add_argument(
-        "--baseline", help="a source tree whose duetflow render.py also runs, as 'before'"
+        "--baseline", help="a source tree render.py and startup.py also run, as 'before'"
     )
     args = ap.parse_args()
     summary: list[str] = []
@@ -76,7 +76,7 @@ def main() -> int:
         print(f"== bench/{name}", flush=True)
         t0 = time.perf_counter()
         script, *extra = name.split()
-        if args.baseline and script == "render.py":
+        if args.baseline and script in ("render.py", "startup.py"):
             extra += ["--baseline", args.baseline]
         proc = subprocess.run(
             [sys.executable, str(HERE / script), *extra],
