@@ -22,8 +22,8 @@ if "PREFECT_HOME" not in os.environ:
     atexit.register(shutil.rmtree, _home, True)
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # duetflow's per-user cache (duetflow.user_cache) in a folder of this session, never the user's
-if "DUETFLOW_CACHE_DIR" not in os.environ:
-    os.environ["DUETFLOW_CACHE_DIR"] = _cache = tempfile.mkdtemp(prefix="duetflow-test-cache-")
+if "DUETFLOW_CACHE" not in os.environ:
+    os.environ["DUETFLOW_CACHE"] = _cache = tempfile.mkdtemp(prefix="duetflow-test-cache-")
     atexit.register(shutil.rmtree, _cache, True)
 
 

@@ -60,6 +60,12 @@ def test_the_user_cache_folder_follows_the_environment(monkeypatch: pytest.Monke
     assert user_cache_dir() == Path("/xdg/duetflow")
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert user_cache_dir() == Path.home() / ".cache" / "duetflow"
+    monkeypatch.setenv(CACHE_DIR_ENV, "~/pulled")
+    assert user_cache_dir() == Path.home() / "pulled"
+    # one folder for every cache: pulled releases go there by default too
+    from duetflow.release.pull import default_cache_dir
+
+    assert default_cache_dir() == user_cache_dir()
 
 
 def test_a_warm_cache_gives_the_parsed_closure_without_parsing(

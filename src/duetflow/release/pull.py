@@ -66,6 +66,7 @@ from duetflow.release.view import FilterValues, ReleaseFilter, filter_manifest
 from duetflow.storage import Store, open_store
 from duetflow.storage.parallel import bounded_map
 from duetflow.storage.store import checked_audio_key
+from duetflow.user_cache import user_cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -388,8 +389,10 @@ def _pull_report(st: Store, prefix: str, objects: Mapping[str, str], out: Path) 
 
 
 def default_cache_dir() -> Path:
-    """``$DUETFLOW_CACHE`` or ``~/.cache/duetflow``."""
-    return Path(os.environ.get("DUETFLOW_CACHE", "~/.cache/duetflow")).expanduser()
+    """Where pulled releases go by default: the user cache folder
+    (:func:`duetflow.user_cache.user_cache_dir`: ``$DUETFLOW_CACHE``, else
+    ``$XDG_CACHE_HOME/duetflow``, else ``~/.cache/duetflow``)."""
+    return user_cache_dir()
 
 
 def open_release(
