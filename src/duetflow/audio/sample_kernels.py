@@ -18,7 +18,10 @@ off), each the numpy path's bits by construction:
   NaN wins, as there), one pass, no array of magnitudes;
 * :func:`fade_background`: a clip's background power taken off its fades
   (:func:`duetflow.rendering.assembly._place_background`), the samples where its envelope is
-  under 1 found and corrected in one walk, no index arrays.
+  under 1 found and corrected in one walk, no index arrays;
+* :func:`pcm16_channels`: the channels of a 16-bit file's frames (read as int16) scaled by
+  ``2^-15`` straight into one contiguous float32 array each
+  (:func:`duetflow.audio.io.read_channels`), where numpy scales the block, then copies.
 
 Warmed up (compiled, or loaded from numba's cache) by :func:`warm`.
 
@@ -130,3 +133,40 @@ def warm() -> None:
     pcm16_of_written(x / np.float32(32768.0), np.empty(5, np.int16))
     block_peaks(x, 2, np.empty(3, np.float32))
     fade_background(x.copy(), x / np.float32(5.0), 1, 1, 5, np.float32(1.0), 2)
+    pcm16_channels(np.zeros((3, 2), np.int16), np.array([1, 0]), np.empty((2, 3), np.float32))
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def pcm16_channels(data: Any, channels: Any, out: Any) -> None:  # pragma: no cover - compiled
+    # duetflow.audio.io._channels_of of a 16-bit file: out[j] = float32(data[:, channels[j]])
+    # * 2^-15 (exact: numpy's int16 * float32(2^-15)), each channel written straight into its
+    # own row (numpy: the whole block scaled, then each channel copied out). A two-channel
+    # file's channels 0 and 1 (their first rows) in one pass over the frames, which the
+    # compiler vectorises (a channel index known only at run time it does not); any other
+    # row one pass each
+    n = data.shape[0]
+    k = channels.shape[0]
+    scale = np.float32(2.0**-15)
+    j0 = -1
+    j1 = -1
+    if data.shape[1] == 2:
+        for j in range(k):
+            if channels[j] == 0 and j0 < 0:
+                j0 = j
+            elif channels[j] == 1 and j1 < 0:
+                j1 = j
+        if j0 >= 0 and j1 >= 0:
+            a = out[j0]
+            b = out[j1]
+            for i in range(n):
+                a[i] = np.float32(data[i, 0]) * scale
+                b[i] = np.float32(data[i, 1]) * scale
+        else:
+            j0 = j1 = -1
+    for j in range(k):
+        if j in (j0, j1):
+            continue
+        c = channels[j]
+        row = out[j]
+        for i in range(n):
+            row[i] = np.float32(data[i, c]) * scale
