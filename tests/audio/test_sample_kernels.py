@@ -252,5 +252,5 @@ def test_the_fused_filter_input_gives_the_unfused_chunks(monkeypatch: pytest.Mon
         return out
 
     fused = run()
-    monkeypatch.setattr(bs1770, "_fused_ready", lambda compiled: False)
+    monkeypatch.setattr(bs1770, "_fused_ready", lambda compiled, dtype: False)
     assert run() == fused

@@ -353,7 +353,7 @@ def _filtered_pair(
         and all(c.dtype == chunks[0].dtype and c.flags.c_contiguous for c in chunks)
         and chunks[0].dtype in (np.float32, np.float64)
     )
-    if fast and len(grid.sos) == 2 and _fused_ready(compiled):
+    if fast and len(grid.sos) == 2 and _fused_ready(compiled, chunks[0].dtype):
         return _fused_pair(x, u, grid, compiled)
     pairs = itertools.zip_longest(
         *(_guarded_pieces(s, grid, compiled) if fast else _pieces(_joined(s), grid) for s in (x, u))
@@ -380,27 +380,17 @@ def _filtered_pair(
     return fx, fu
 
 
-@lru_cache(maxsize=1)
-def _fused_ready(compiled: Any) -> bool:
-    """Whether :func:`duetflow.audio.sample_kernels.guarded_k_pair` runs here (compiled, or
-    loaded from numba's cache); else :func:`_filtered_pair` takes its other path, the same bits."""
+@lru_cache(maxsize=4)
+def _fused_ready(compiled: Any, dtype: np.dtype[np.floating]) -> bool:
+    """Whether :func:`duetflow.audio.sample_kernels.guarded_k_pair` runs here for pieces of
+    ``dtype`` (compiled, or loaded from numba's cache); else :func:`_filtered_pair` takes its
+    other path, the same bits."""
     try:
-        for dtype in (np.float32, np.float64):
-            one = np.ones(3, dtype=dtype)
-            compiled.guarded_k_pair(
-                _sos(16_000),
-                one,
-                0,
-                np.empty(3),
-                one,
-                0,
-                np.empty(3),
-                0,
-                3,
-                np.ones(2, dtype=dtype),
-                np.zeros((2, 2)),
-                np.zeros((2, 2)),
-            )
+        one = np.ones(3, dtype=dtype)
+        z = np.zeros((2, 2))
+        compiled.guarded_k_pair(
+            _sos(16_000), one, 0, np.empty(3), one, 0, np.empty(3), 0, 3, one[:2], z, z.copy()
+        )
     except Exception:  # a numba that cannot compile it: the same numbers without it
         return False
     return True
