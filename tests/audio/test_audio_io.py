@@ -132,3 +132,41 @@ def test_pcm16_reads_are_libsndfiles_float_values(tmp_path: Path) -> None:
     assert read_frames(path, mono=True)[0].tobytes() == mono_ref.tobytes()
     one = write_audio(tmp_path / "m.flac", x[:, 0], sr)
     assert read_frames(one)[0].tobytes() == sf.read(one, dtype="float32")[0].tobytes()
+
+
+@pytest.mark.parametrize("n_channels", [1, 2, 3])
+def test_read_channels_are_the_same_without_the_kernels(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, n_channels: int
+) -> None:
+    """A 16-bit file's channels scaled by the compiled pass (one array each, straight from the
+    integers) are numpy's ``int16 * 2^-15`` of each channel, every level from -32768 to
+    32767 among them, in any order and repeated; an empty range gives empty arrays."""
+    from duetflow.audio import kernels
+
+    sr = 16000
+    levels = np.arange(-32768, 32768, dtype=np.int64)
+    rng = np.random.default_rng(5)
+    x = np.stack([rng.permutation(levels) for _ in range(n_channels)], axis=1).astype(np.int16)
+    path = tmp_path / "l.wav"
+    sf.write(path, x, sr, subtype="PCM_16")
+    orders = [[c] for c in range(n_channels)] + [
+        list(range(n_channels)),
+        list(range(n_channels))[::-1],
+        [n_channels - 1, 0, n_channels - 1, 0],
+    ]
+    ranges = [(0, None), (7, 60_001), (100, 100)]
+
+    def read() -> list[list[bytes]]:
+        out = []
+        for chans in orders:
+            for a, b in ranges:
+                got, _ = read_channels(path, a, b, chans)
+                assert all(g.dtype == np.float32 and g.flags.c_contiguous for g in got)
+                out.append([g.tobytes() for g in got])
+        return out
+
+    fast = read()
+    want = x * np.float32(2.0**-15)
+    assert fast[0][0] == np.ascontiguousarray(want[:, 0]).tobytes()
+    monkeypatch.setattr(kernels, "sample_kernels", lambda: None)
+    assert read() == fast

@@ -353,6 +353,8 @@ def _filtered_pair(
         and all(c.dtype == chunks[0].dtype and c.flags.c_contiguous for c in chunks)
         and chunks[0].dtype in (np.float32, np.float64)
     )
+    if fast and len(grid.sos) == 2 and _fused_ready(compiled, chunks[0].dtype):
+        return _fused_pair(x, u, grid, compiled)
     pairs = itertools.zip_longest(
         *(_guarded_pieces(s, grid, compiled) if fast else _pieces(_joined(s), grid) for s in (x, u))
     )
@@ -376,6 +378,92 @@ def _filtered_pair(
             v, zu = sosfilt(grid.sos, pu, zi=zu)
             fu.append(np.asarray(v, dtype=np.float64))
     return fx, fu
+
+
+@lru_cache(maxsize=4)
+def _fused_ready(compiled: Any, dtype: np.dtype[np.floating]) -> bool:
+    """Whether :func:`duetflow.audio.sample_kernels.guarded_k_pair` runs here for pieces of
+    ``dtype`` (compiled, or loaded from numba's cache); else :func:`_filtered_pair` takes its
+    other path, the same bits."""
+    try:
+        one = np.ones(3, dtype=dtype)
+        z = np.zeros((2, 2))
+        compiled.guarded_k_pair(
+            _sos(16_000), one, 0, np.empty(3), one, 0, np.empty(3), 0, 3, one[:2], z, z.copy()
+        )
+    except Exception:  # a numba that cannot compile it: the same numbers without it
+        return False
+    return True
+
+
+def _fused_pair(
+    x: Sequence[Samples], u: Sequence[Samples], grid: _HopGrid, compiled: Any
+) -> tuple[list[Floats], list[Floats]]:
+    """:func:`_filtered_pair` of two signals' pieces (one dtype, C-contiguous) through a
+    two-section filter, the same chunks with the same bits: where both signals have samples,
+    each filter input is made and filtered in one compiled pass
+    (:func:`duetflow.audio.sample_kernels.guarded_k_pair`: the guarded piece's steps, then
+    ``sections_pair``'s), a call per stretch that lies in one piece of each; the longer
+    signal's rest is made as :func:`_guarded_pieces` makes it and filtered alone in place, as
+    :func:`~duetflow.audio.kernels.sosfilt_pair_inplace` filters a lane past the other's end."""
+    guard = np.array([DENORMAL_GUARD, -DENORMAL_GUARD], dtype=x[0].dtype)
+    swapped = guard[::-1].copy()
+    sos = grid.sos
+    zs: list[npt.NDArray[np.floating]] = [np.zeros((len(sos), 2)) for _ in range(2)]
+    lengths = [_length(x), _length(u)]
+    at_piece = [[0, 0], [0, 0]]  # each signal's piece read next, and where in it
+    outs: list[list[Floats]] = [[], []]
+    none = np.empty(0, dtype=np.float64)
+    for start in range(0, max(*lengths, 1), grid.chunk):
+        sizes = [max(0, min(grid.chunk, n - start)) for n in lengths]
+        live = [start < max(n, 1) for n in lengths]  # a signal has this chunk (one if empty)
+        chunk = [
+            np.empty(m, dtype=np.float64) if ok else none for m, ok in zip(sizes, live, strict=True)
+        ]
+        done = 0
+        if all(live):
+            common = min(sizes)
+            (kx, ox), (ku, ou) = at_piece
+            while done < common:
+                px, pu = x[kx], u[ku]
+                take = min(len(px) - ox, len(pu) - ou, common - done)
+                if take > 0:
+                    compiled.guarded_k_pair(
+                        sos, px, ox, chunk[0], pu, ou, chunk[1], done, take, guard, zs[0], zs[1]
+                    )
+                    done += take
+                    ox += take
+                    ou += take
+                if ox == len(px):
+                    kx, ox = kx + 1, 0
+                if ou == len(pu):
+                    ku, ou = ku + 1, 0
+            at_piece = [[kx, ox], [ku, ou]]
+        for i, pieces in enumerate((x, u)):
+            if not live[i]:
+                continue
+            out = chunk[i]
+            if done < len(out):  # this signal's rest of the chunk, alone
+                k, off = at_piece[i]
+                at = done
+                while at < len(out):
+                    c = pieces[k]
+                    take = min(len(c) - off, len(out) - at)
+                    if take > 0:
+                        compiled.guarded(c, off, swapped if at & 1 else guard, out[at : at + take])
+                        at += take
+                        off += take
+                    if off == len(c):
+                        k, off = k + 1, 0
+                at_piece[i] = [k, off]
+                rest = out[done:]
+                if not kernels.sosfilt_pair_inplace(sos, rest, zs[i], none, _NO_STATE.copy()):
+                    rest[:], zs[i] = sosfilt(sos, rest, zi=zs[i])  # no pair kernel: the same
+            outs[i].append(out)
+    return outs[0], outs[1]
+
+
+_NO_STATE: Final = np.zeros((2, 2), dtype=np.float64)
 
 
 def _hop_energies(y: Floats, offsets: tuple[int, ...]) -> Floats:

@@ -13,13 +13,16 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import soundfile as sf
 import soxr
 
+from duetflow.audio import kernels
 from duetflow.errors import DISK_FULL_ERRNOS, DiskFullError, InputError
 
 Audio = npt.NDArray[np.float32]
@@ -43,27 +46,81 @@ class AudioInfo:
 
 def audio_info(path: str | Path) -> AudioInfo:
     """Header facts of an audio file; raises InputError for missing, empty or unreadable files."""
-    p = Path(path)
+    with AudioReader(path) as reader:
+        return reader.info
+
+
+class AudioReader:
+    """An audio file opened once: its :func:`audio_info` (the same checks, the same errors) and
+    reads of its frames from that open file, so a caller that needs the header before it reads
+    opens and parses the file once. A context manager (closes the file)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._file = _open(self.path)
+        try:
+            self.info = _header(self.path, self._file)
+        except BaseException:
+            self._file.close()
+            raise
+
+    def __enter__(self) -> AudioReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def read_channels(
+        self, start: int, stop: int | None, channels: Sequence[int]
+    ) -> tuple[list[Audio], int]:
+        """:func:`read_channels` of this file (the same checks, samples and errors)."""
+        p, info = self.path, self.info
+        start, stop = _frame_range(p, info, start, stop)
+        for c in channels:
+            _check_channel(p, info, c)
+        return _channels_of(p, self._file, info, start, stop, channels), info.sample_rate
+
+    def read_block(self, start: int, stop: int | None) -> tuple[Audio, int]:
+        """Frames ``[start, stop)``, all channels, ``(frames, channels)`` float32, checked."""
+        start, stop = _frame_range(self.path, self.info, start, stop)
+        return _read_block(self.path, self._file, self.info, start, stop), self.info.sample_rate
+
+
+def _open(p: Path) -> sf.SoundFile:
+    """``p`` opened by libsndfile; InputError for a missing, empty or unreadable file."""
     if not p.exists():
         raise InputError(p, "file not found", reason="missing_file")
     if p.stat().st_size == 0:
         raise InputError(p, "zero-byte audio file", reason="bad_audio")
     try:
-        info = sf.info(str(p))
+        return sf.SoundFile(str(p))
     except (RuntimeError, sf.LibsndfileError) as e:
         raise InputError(p, f"unreadable audio: {e}", reason="bad_audio") from None
-    if info.frames <= 0 or info.samplerate <= 0:
+
+
+def _header(p: Path, f: sf.SoundFile) -> AudioInfo:
+    """:func:`audio_info` of the open file ``f``: the facts ``sf.info`` reads from it (the same
+    libsndfile calls, less the ones it only prints), the same checks."""
+    try:
+        sample_rate, channels, frames = f.samplerate, f.channels, f.frames
+        subtype, fmt, log = f.subtype, f.format, f.extra_info
+    except (RuntimeError, sf.LibsndfileError) as e:
+        raise InputError(p, f"unreadable audio: {e}", reason="bad_audio") from None
+    if frames <= 0 or sample_rate <= 0:
         raise InputError(p, "audio has no frames", reason="bad_audio")
     # libsndfile silently shortens a WAV whose data chunk runs past the end of the file; its
     # header log says so ("data : 64000 (should be 31978)"), which is how truncation shows.
-    m = _TRUNCATED_DATA.search(info.extra_info or "")
+    m = _TRUNCATED_DATA.search(log or "")
     if m and int(m.group(2)) < int(m.group(1)):
         raise InputError(
             p,
             f"truncated: data chunk declares {m.group(1)} bytes, file holds {m.group(2)}",
             reason="truncated_audio",
         )
-    return AudioInfo(str(p), info.samplerate, info.channels, info.frames, info.subtype, info.format)
+    return AudioInfo(str(p), sample_rate, channels, frames, subtype, fmt)
 
 
 def read_frames(
@@ -79,20 +136,17 @@ def read_frames(
     ``channel`` selects one channel; ``mono`` averages all channels. Returns ``(samples, sr)``.
     A file shorter than its header claims (truncated) raises InputError.
     """
-    p = Path(path)
-    info = audio_info(p)
-    start, stop = _frame_range(p, info, start, stop)
-    if channel is not None:
-        _check_channel(p, info, channel)
-    data = _read_block(p, info, start, stop)
+    with AudioReader(path) as reader:
+        if channel is not None:
+            chans, sr = reader.read_channels(start, stop, [channel])
+            return chans[0], sr
+        data, sr = reader.read_block(start, stop)
     out: Audio
-    if channel is not None:
-        out = np.ascontiguousarray(data[:, channel])
-    elif mono or data.shape[1] == 1:
+    if mono or data.shape[1] == 1:
         out = data.mean(axis=1, dtype=np.float32) if data.shape[1] > 1 else data[:, 0].copy()
     else:
         out = data
-    return out, info.sample_rate
+    return out, sr
 
 
 def read_channels(
@@ -104,16 +158,23 @@ def read_channels(
     info: AudioInfo | None = None,
 ) -> tuple[list[Audio], int]:
     """``read_frames(path, start, stop, channel=c)`` for each of ``channels``, the same samples,
-    from one read of the frames (all channels scaled to float at once: a strided scale per
-    channel is ~1.6x slower), each one copied out. ``info``: the file's :func:`audio_info`,
-    when the caller has it already (the header is not read twice)."""
+    from one read of the frames, each channel its own C-contiguous array (:func:`_channels_of`).
+    ``info``: the file's :func:`audio_info`, when the caller has it already (the header is not
+    checked twice); without it the header is read from the file opened for the frames
+    (:class:`AudioReader`)."""
     p = Path(path)
-    info = audio_info(p) if info is None else info
+    if info is None:
+        with AudioReader(p) as reader:
+            return reader.read_channels(start, stop, channels)
     start, stop = _frame_range(p, info, start, stop)
     for c in channels:
         _check_channel(p, info, c)
-    data = _read_block(p, info, start, stop)
-    return [np.ascontiguousarray(data[:, c]) for c in channels], info.sample_rate
+    try:
+        f = sf.SoundFile(str(p))
+    except (RuntimeError, sf.LibsndfileError) as e:
+        raise InputError(p, f"unreadable audio: {e}", reason="bad_audio") from None
+    with f:
+        return _channels_of(p, f, info, start, stop, channels), info.sample_rate
 
 
 #: a 16-bit sample's value as a float: the integer times 2^-15 (libsndfile's float read)
@@ -137,17 +198,29 @@ def _check_channel(p: Path, info: AudioInfo, channel: int) -> None:
         )
 
 
-def _read_block(p: Path, info: AudioInfo, start: int, stop: int) -> Audio:
-    """Frames ``[start, stop)``, ``(frames, channels)`` float32: a 16-bit file read as integers
-    and scaled (~6x cheaper than libsndfile's float read, the same values), any other as
-    float; truncation and non-finite samples raise InputError."""
+def _read_block(p: Path, f: sf.SoundFile, info: AudioInfo, start: int, stop: int) -> Audio:
+    """Frames ``[start, stop)`` of the open file ``f``, ``(frames, channels)`` float32: a 16-bit
+    file read as integers and scaled (~6x cheaper than libsndfile's float read, the same
+    values), any other as float; truncation and non-finite samples raise InputError."""
+    data = _read_raw(p, f, info, start, stop)
+    # a 16-bit file's integers scaled: the same values as libsndfile's float read, ~6x cheaper
+    if info.subtype == "PCM_16":
+        data = data * _PCM16_SCALE
+    out: Audio = data.astype(np.float32, copy=False)  # float32 already: no copy
+    return out
+
+
+def _read_raw(
+    p: Path, f: sf.SoundFile, info: AudioInfo, start: int, stop: int
+) -> npt.NDArray[np.int16] | Audio:
+    """Frames ``[start, stop)`` of ``f`` as libsndfile reads them, ``(frames, channels)``: int16
+    of a 16-bit file, float32 (checked finite) of any other; truncation raises InputError."""
     try:
-        with sf.SoundFile(str(p)) as f:
-            f.seek(start)
-            if info.subtype == "PCM_16":  # same values as libsndfile's float read, ~6x cheaper
-                data = f.read(stop - start, dtype="int16", always_2d=True) * _PCM16_SCALE
-            else:
-                data = f.read(stop - start, dtype="float32", always_2d=True)
+        f.seek(start)
+        if info.subtype == "PCM_16":
+            data = f.read(stop - start, dtype="int16", always_2d=True)
+        else:
+            data = f.read(stop - start, dtype="float32", always_2d=True)
     except (RuntimeError, sf.LibsndfileError) as e:
         raise InputError(p, f"unreadable audio: {e}", reason="bad_audio") from None
     if data.shape[0] < stop - start:
@@ -158,8 +231,45 @@ def _read_block(p: Path, info: AudioInfo, start: int, stop: int) -> Audio:
         )
     if info.subtype != "PCM_16" and not np.isfinite(data).all():  # integers are always finite
         raise InputError(p, "audio contains NaN or infinite samples", reason="bad_audio")
-    out: Audio = data
+    out: npt.NDArray[np.int16] | Audio = data
     return out
+
+
+def _channels_of(
+    p: Path, f: sf.SoundFile, info: AudioInfo, start: int, stop: int, channels: Sequence[int]
+) -> list[Audio]:
+    """Each of ``channels`` (checked) of frames ``[start, stop)`` of ``f``, its own C-contiguous
+    float32 array. A 16-bit file's integers go straight into the channels' arrays, scaled in
+    one compiled pass (:func:`duetflow.audio.sample_kernels.pcm16_channels`) where numba is,
+    else all scaled at once and each channel copied out (a strided scale per channel is ~1.6x
+    slower): the same values either way, ``float32(int16) * 2^-15`` (exact)."""
+    data = _read_raw(p, f, info, start, stop)
+    if info.subtype == "PCM_16":
+        split = _pcm16_kernel()
+        if split is not None and channels:
+            out: Audio = np.empty((len(channels), data.shape[0]), dtype=np.float32)
+            split(data, np.array(channels, dtype=np.int64), out)
+            return list(out)
+        data = data * _PCM16_SCALE
+    return [np.ascontiguousarray(data[:, c]) for c in channels]
+
+
+def _pcm16_kernel() -> Any | None:
+    """:func:`duetflow.audio.sample_kernels.pcm16_channels`, or None (numba missing, turned
+    off, or unable to compile it here: numpy then, the same values)."""
+    compiled = kernels.sample_kernels()
+    return compiled.pcm16_channels if compiled is not None and _pcm16_ready(compiled) else None
+
+
+@lru_cache(maxsize=1)
+def _pcm16_ready(compiled: Any) -> bool:
+    try:
+        compiled.pcm16_channels(
+            np.zeros((3, 2), np.int16), np.array([1, 0, 1]), np.empty((3, 3), np.float32)
+        )
+    except Exception:  # a numba that cannot compile it: the same values without it
+        return False
+    return True
 
 
 def read_seconds(

@@ -18,7 +18,13 @@ off), each the numpy path's bits by construction:
   NaN wins, as there), one pass, no array of magnitudes;
 * :func:`fade_background`: a clip's background power taken off its fades
   (:func:`duetflow.rendering.assembly._place_background`), the samples where its envelope is
-  under 1 found and corrected in one walk, no index arrays.
+  under 1 found and corrected in one walk, no index arrays;
+* :func:`pcm16_channels`: the channels of a 16-bit file's frames (read as int16) scaled by
+  ``2^-15`` straight into one contiguous float32 array each
+  (:func:`duetflow.audio.io.read_channels`), where numpy scales the block, then copies;
+* :func:`guarded_k_pair`: :func:`guarded` and the K-weighting's two-section cascade of two
+  signals side by side (``lane_kernels.sections_pair``'s operations) in one pass, where the
+  float64 filter input is otherwise written out and filtered in place.
 
 Warmed up (compiled, or loaded from numba's cache) by :func:`warm`.
 
@@ -130,3 +136,86 @@ def warm() -> None:
     pcm16_of_written(x / np.float32(32768.0), np.empty(5, np.int16))
     block_peaks(x, 2, np.empty(3, np.float32))
     fade_background(x.copy(), x / np.float32(5.0), 1, 1, 5, np.float32(1.0), 2)
+    pcm16_channels(np.zeros((3, 2), np.int16), np.array([1, 0]), np.empty((2, 3), np.float32))
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def pcm16_channels(data: Any, channels: Any, out: Any) -> None:  # pragma: no cover - compiled
+    # duetflow.audio.io._channels_of of a 16-bit file: out[j] = float32(data[:, channels[j]])
+    # * 2^-15 (exact: numpy's int16 * float32(2^-15)), each channel written straight into its
+    # own row (numpy: the whole block scaled, then each channel copied out). A two-channel
+    # file's channels 0 and 1 (their first rows) in one pass over the frames, which the
+    # compiler vectorises (a channel index known only at run time it does not); any other
+    # row one pass each
+    n = data.shape[0]
+    k = channels.shape[0]
+    scale = np.float32(2.0**-15)
+    j0 = -1
+    j1 = -1
+    if data.shape[1] == 2:
+        for j in range(k):
+            if channels[j] == 0 and j0 < 0:
+                j0 = j
+            elif channels[j] == 1 and j1 < 0:
+                j1 = j
+        if j0 >= 0 and j1 >= 0:
+            a = out[j0]
+            b = out[j1]
+            for i in range(n):
+                a[i] = np.float32(data[i, 0]) * scale
+                b[i] = np.float32(data[i, 1]) * scale
+        else:
+            j0 = j1 = -1
+    for j in range(k):
+        if j in (j0, j1):
+            continue
+        c = channels[j]
+        row = out[j]
+        for i in range(n):
+            row[i] = np.float32(data[i, c]) * scale
+
+
+@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
+def guarded_k_pair(
+    sos: Any,
+    x: Any,
+    xo: int,
+    y: Any,
+    u: Any,
+    uo: int,
+    v: Any,
+    at: int,
+    size: int,
+    guard: Any,
+    zx: Any,
+    zu: Any,
+) -> None:  # pragma: no cover - compiled
+    # duetflow.audio.bs1770._filtered_pair's common part, made and filtered in one pass: for k
+    # in [0, size), the filter input x[xo + k] + guard[(at + k) & 1] (summed in x's dtype,
+    # widened to float64: :func:`guarded`'s steps) goes through the two-section cascade of
+    # duetflow.audio.lane_kernels.sections_pair (its operations in its order, lane x on state
+    # zx, lane u on zu, both updated) into y[at + k]; u likewise into v
+    b00, b01, b02, a01, a02 = sos[0, 0], sos[0, 1], sos[0, 2], sos[0, 4], sos[0, 5]
+    b10, b11, b12, a11, a12 = sos[1, 0], sos[1, 1], sos[1, 2], sos[1, 4], sos[1, 5]
+    p00, p01, p10, p11 = zx[0, 0], zx[0, 1], zx[1, 0], zx[1, 1]
+    q00, q01, q10, q11 = zu[0, 0], zu[0, 1], zu[1, 0], zu[1, 1]
+    for k in range(size):
+        g = guard[(at + k) & 1]
+        xc = np.float64(x[xo + k] + g)
+        uc = np.float64(u[uo + k] + g)
+        xm = b00 * xc + p00
+        um = b00 * uc + q00
+        p00 = b01 * xc - a01 * xm + p01
+        q00 = b01 * uc - a01 * um + q01
+        p01 = b02 * xc - a02 * xm
+        q01 = b02 * uc - a02 * um
+        xo_ = b10 * xm + p10
+        uo_ = b10 * um + q10
+        p10 = b11 * xm - a11 * xo_ + p11
+        q10 = b11 * um - a11 * uo_ + q11
+        p11 = b12 * xm - a12 * xo_
+        q11 = b12 * um - a12 * uo_
+        y[at + k] = xo_
+        v[at + k] = uo_
+    zx[0, 0], zx[0, 1], zx[1, 0], zx[1, 1] = p00, p01, p10, p11
+    zu[0, 0], zu[0, 1], zu[1, 0], zu[1, 1] = q00, q01, q10, q11

@@ -18,7 +18,7 @@ import numpy as np
 from duetflow.acoustics.source_bandwidth import BandwidthRecord, recording_bandwidth_hz
 from duetflow.acoustics.window import Track
 from duetflow.audio.bandlimit import energy_bandwidth_hz, lowpass
-from duetflow.audio.io import Audio, audio_info, read_channels, read_frames, resample
+from duetflow.audio.io import Audio, AudioReader, audio_info, read_frames, resample
 from duetflow.audio.mix import place
 from duetflow.errors import InputError
 from duetflow.records.dialogue import (
@@ -150,21 +150,23 @@ def load_separable(
         missing = [s for s in ids if s not in src.channels]
         if missing:
             raise InputError(src.path, f"no channel for speaker(s) {missing}", reason="bad_source")
-        info = audio_info(src.path)
-        start = int(math.floor(t_a * info.sample_rate))
-        stop = min(info.frames, int(math.ceil(t_b * info.sample_rate)))
-        for s in ids:
-            if not 0 <= src.channels[s] < info.channels:
-                raise InputError(
-                    src.path,
-                    f"speaker {s} on channel {src.channels[s]}, file has {info.channels}",
-                    reason="bad_channels",
-                )
-        _check_end(src.path, info.duration_s, turns, None)
-        # each speaker's channel made straight from the file's frames, read once
-        chans, file_sr = read_channels(
-            src.path, start, max(start, stop), [src.channels[s] for s in ids], info=info
-        )
+        # the file opened once: its header checked, then each speaker's channel made straight
+        # from its frames, read once
+        with AudioReader(src.path) as reader:
+            info = reader.info
+            start = int(math.floor(t_a * info.sample_rate))
+            stop = min(info.frames, int(math.ceil(t_b * info.sample_rate)))
+            for s in ids:
+                if not 0 <= src.channels[s] < info.channels:
+                    raise InputError(
+                        src.path,
+                        f"speaker {s} on channel {src.channels[s]}, file has {info.channels}",
+                        reason="bad_channels",
+                    )
+            _check_end(src.path, info.duration_s, turns, None)
+            chans, file_sr = reader.read_channels(
+                start, max(start, stop), [src.channels[s] for s in ids]
+            )
         for s, ch in zip(ids, chans, strict=True):
             tracks[s] = Track(
                 _fit(resample(ch, file_sr, sr), n),
