@@ -209,3 +209,28 @@ def test_long_digital_silence_inside_the_lanes(path: str) -> None:
     x[SR * 75 : SR * 75 + 7] = -0.0
     _close(edges.analyse(x, SR), _reference(x, SR, 0, len(x)), f"80 s ({path})")
     assert len(edges._chain_plan(len(x) // 40, 40, 0, SR)[0]) == 32
+
+
+@compiled
+def test_the_lanes_leave_and_rejoin_the_vector_path_with_the_same_bits(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The 32 lanes (80 s: a lane is 2.5 s) run one by one while a lane's state is subnormal
+    and side by side again once sound brings every state back: lane 0's state decays to
+    subnormal in 2.1 s of zeros and its sound returns, lane 9's decays in 2 s of zeros (while
+    lane 0's still is) and returns for its last blocks, lane 5 meets float32 subnormal input;
+    compiled and fallback give the same bits, whole and from an offset."""
+    rng = np.random.default_rng(32)
+    x = (rng.standard_normal(SR * 80) * 0.05).astype(np.float32)
+    x[SR // 5 : SR * 23 // 10] = 0.0  # lane 0: ~1.6 s of decay to subnormal, then sound
+    x[SR * 13 : SR * 14] = 1e-44  # lane 5: float32 subnormal input
+    x[SR * 23 : SR * 25] = 0.0  # lane 9: decays to subnormal, sound for its last blocks
+    x[SR * 23 + 5 : SR * 23 + 99] = -0.0
+    assert len(edges._chain_plan(len(x) // 40, 40, 0, SR)[0]) == 32
+    cases = [(0, len(x)), (SR * 3 + 17, len(x) - 11)]
+    fast = [edges.analyse(x, SR, a, b) for a, b in cases]
+    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
+    slow = [edges.analyse(x, SR, a, b) for a, b in cases]
+    for f, s in zip(fast, slow, strict=True):
+        for g, w in ((f.edge, s.edge), (f.level, s.level)):
+            assert g.db.tobytes() == w.db.tobytes() and g.blocks.tobytes() == w.blocks.tobytes()

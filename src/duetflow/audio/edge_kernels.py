@@ -541,8 +541,8 @@ def _lanes_run(
         e[j] = 0.0
         lv[j] = 0.0
     for t in range(off, off + size):
-        for j in range(LANES):  # the lanes' inputs at this step
-            xr[j] = x[pos[j] + t]
+        for j in range(LANES):  # the lanes' inputs at this step (an unsigned index: no
+            xr[j] = x[np.uint64(pos[j] + t)]  # negative-index wraparound per load)
         for j in range(LANES):
             xn = xr[j]
             yn = p[j] + b0 * xn
