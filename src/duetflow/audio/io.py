@@ -11,7 +11,8 @@ import hashlib
 import io
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -338,26 +339,15 @@ def write_audio(
     already, clipping only guards against float rounding. FLAC is written at
     :data:`FLAC_COMPRESSION_LEVEL`. No fsync: a stage makes its shard durable once, at commit.
     """
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fmt = _format(p, audio_format)
-    tmp = _tmp_path(p)
-    data = _encodable(samples, subtype)
-    try:
-        sf._ffi.errno = 0  # type: ignore[attr-defined]  # what a failed call sets is then its own
-        _encode(str(tmp), data, sample_rate, subtype, fmt)
-        os.replace(tmp, p)
-    except sf.LibsndfileError as e:
-        if _disk_full(e, tmp.parent, data.nbytes):
-            raise DiskFullError(p, "No space left on device, reported by libsndfile") from e
-        raise
-    except OSError as e:
-        full = DiskFullError.of(e, p)
-        if full is not None:
-            raise full from e
-        raise
-    finally:
-        tmp.unlink(missing_ok=True)
+    p, fmt, data = _prepared(path, samples, subtype, audio_format)
+    with _replacing(p) as tmp:
+        try:
+            sf._ffi.errno = 0  # type: ignore[attr-defined]  # what a failed call sets is then its own
+            _encode(str(tmp), data, sample_rate, subtype, fmt)
+        except sf.LibsndfileError as e:
+            if _disk_full(e, tmp.parent, data.nbytes):
+                raise DiskFullError(p, "No space left on device, reported by libsndfile") from e
+            raise
     return p
 
 
@@ -377,27 +367,42 @@ def write_audio_sha256(
     for files that fit in memory, such as a rendered dialogue; a full disk is a
     :class:`~duetflow.errors.DiskFullError` naming ``path``, nothing left behind.
     """
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fmt = _format(p, audio_format)
-    data = _encodable(samples, subtype)
+    p, fmt, data = _prepared(path, samples, subtype, audio_format)
     buf = io.BytesIO()
     _encode(buf, data, sample_rate, subtype, fmt)
-    tmp = _tmp_path(p)
     with buf.getbuffer() as encoded:
         digest = hashlib.sha256(encoded).hexdigest()
-        try:
-            with open(tmp, "wb") as f:
-                f.write(encoded)
-            os.replace(tmp, p)
-        except OSError as e:
-            full = DiskFullError.of(e, p)
-            if full is not None:
-                raise full from e
-            raise
-        finally:
-            tmp.unlink(missing_ok=True)
+        with _replacing(p) as tmp, open(tmp, "wb") as f:
+            f.write(encoded)
     return p, digest
+
+
+def _prepared(
+    path: str | Path, samples: Audio | PCM16, subtype: str, audio_format: str | None
+) -> tuple[Path, str, Audio | PCM16]:
+    """What both writers start from: the path (its folder made), the format, the samples as
+    the encoder takes them."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    return p, _format(p, audio_format), _encodable(samples, subtype)
+
+
+@contextmanager
+def _replacing(p: Path) -> Iterator[Path]:
+    """A temporary path beside ``p`` to write, renamed over ``p`` when the block ends cleanly
+    and removed whatever happens; a full disk is a :class:`~duetflow.errors.DiskFullError`
+    naming ``p``."""
+    tmp = _tmp_path(p)
+    try:
+        yield tmp
+        os.replace(tmp, p)
+    except OSError as e:
+        full = DiskFullError.of(e, p)
+        if full is not None:
+            raise full from e
+        raise
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _format(p: Path, audio_format: str | None) -> str:
