@@ -322,17 +322,33 @@ def _guarded_pieces(chunks: Sequence[Samples], grid: _HopGrid, compiled: Any) ->
     k = off = 0  # the chunk read next, and where in it
     for start in range(0, max(n, 1), grid.chunk):
         out = np.empty(min(grid.chunk, n - start), dtype=np.float64)
-        at = 0
-        while at < len(out):
-            c = chunks[k]
-            take = min(len(c) - off, len(out) - at)
-            if take > 0:
-                compiled.guarded(c, off, swapped if at & 1 else guard, out[at : at + take])
-                at += take
-                off += take
-            if off == len(c):
-                k, off = k + 1, 0
+        k, off = _fill_guarded(compiled, chunks, k, off, out, 0, guard, swapped)
         yield out
+
+
+def _fill_guarded(
+    compiled: Any,
+    chunks: Sequence[Samples],
+    k: int,
+    off: int,
+    out: Floats,
+    at: int,
+    guard: Samples,
+    swapped: Samples,
+) -> tuple[int, int]:
+    """``out[at:]`` made from ``chunks`` laid end to end, from sample ``off`` of chunk ``k``:
+    each sample plus the guard of its place in the piece (``swapped`` where a chunk's part
+    starts at an odd place), widened; returns where the next read starts (chunk, sample)."""
+    while at < len(out):
+        c = chunks[k]
+        take = min(len(c) - off, len(out) - at)
+        if take > 0:
+            compiled.guarded(c, off, swapped if at & 1 else guard, out[at : at + take])
+            at += take
+            off += take
+        if off == len(c):
+            k, off = k + 1, 0
+    return k, off
 
 
 def _filtered_pair(
@@ -445,16 +461,7 @@ def _fused_pair(
             out = chunk[i]
             if done < len(out):  # this signal's rest of the chunk, alone
                 k, off = at_piece[i]
-                at = done
-                while at < len(out):
-                    c = pieces[k]
-                    take = min(len(c) - off, len(out) - at)
-                    if take > 0:
-                        compiled.guarded(c, off, swapped if at & 1 else guard, out[at : at + take])
-                        at += take
-                        off += take
-                    if off == len(c):
-                        k, off = k + 1, 0
+                k, off = _fill_guarded(compiled, pieces, k, off, out, done, guard, swapped)
                 at_piece[i] = [k, off]
                 rest = out[done:]
                 if not kernels.sosfilt_pair_inplace(sos, rest, zs[i], none, _NO_STATE.copy()):
