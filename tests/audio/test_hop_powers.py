@@ -151,13 +151,9 @@ def test_compiled_and_fallback_give_the_same_bits(
 ) -> None:
     x = dict(_signals())[name]
     hop = edges.hop_samples(SR)
-    cases = [(0, len(x)), (hop * 3 + 7, len(x)), (SR // 3, len(x) - 5)]
-    fast = [edges.analyse(x, SR, a, b) for a, b in cases]
-    monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
-    slow = [edges.analyse(x, SR, a, b) for a, b in cases]
-    for f, s in zip(fast, slow, strict=True):
-        for g, w in ((f.edge, s.edge), (f.level, s.level)):
-            assert g.db.tobytes() == w.db.tobytes() and g.blocks.tobytes() == w.blocks.tobytes()
+    _same_without_kernels(
+        x, [(0, len(x)), (hop * 3 + 7, len(x)), (SR // 3, len(x) - 5)], monkeypatch
+    )
 
 
 @pytest.mark.parametrize("count", [0, 4, 199, 200, 203, 839, 840, 1000, 14_017])
@@ -227,7 +223,14 @@ def test_the_lanes_leave_and_rejoin_the_vector_path_with_the_same_bits(
     x[SR * 23 : SR * 25] = 0.0  # lane 9: decays to subnormal, sound for its last blocks
     x[SR * 23 + 5 : SR * 23 + 99] = -0.0
     assert len(edges._chain_plan(len(x) // 40, 40, 0, SR)[0]) == 32
-    cases = [(0, len(x)), (SR * 3 + 17, len(x) - 11)]
+    _same_without_kernels(x, [(0, len(x)), (SR * 3 + 17, len(x) - 11)], monkeypatch)
+
+
+def _same_without_kernels(
+    x: np.ndarray, cases: list[tuple[int, int]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``edges.analyse`` of each stretch ``[a, b)`` of ``x``: compiled == numpy/scipy, bit for bit
+    (both envelopes' dB and hop powers)."""
     fast = [edges.analyse(x, SR, a, b) for a, b in cases]
     monkeypatch.setattr(kernels, "edge_kernels", lambda: None)
     slow = [edges.analyse(x, SR, a, b) for a, b in cases]
