@@ -3,11 +3,16 @@
 Kept apart from :mod:`duetflow.cli` because the thread variables and Arrow's allocator must be
 in the environment before numpy, scipy, torch or pyarrow load, and importing :mod:`duetflow.cli`
 imports every subcommand (:mod:`duetflow.native_threads`).
+
+``duetflow run ...`` is first offered to the run host of a kept server
+(:mod:`duetflow.flows.run_host`), before the command-line interface is imported: the host runs
+the same command line (options checked there) and this process only waits for its exit code.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 
 
 def run() -> None:
@@ -15,6 +20,14 @@ def run() -> None:
     from duetflow.native_threads import process_defaults
 
     process_defaults(os.environ)
+    argv = sys.argv[1:]
+    if argv[:1] == ["run"] and not {"-h", "--help"} & set(argv):
+        from duetflow.flows.home import prefect_home
+        from duetflow.flows.run_host import hand_off
+
+        code = hand_off("run", argv, prefect_home())
+        if code is not None:
+            sys.exit(code)
     from duetflow.cli import run as cli_run
 
     cli_run()

@@ -19,7 +19,7 @@ import pytest
 
 from duetflow.cli.run import PREFECT_HOME_ENV, prefect_env
 from duetflow.errors import ServerError
-from duetflow.flows import local_server
+from duetflow.flows import local_server, run_host
 from flow_helpers import write_config
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
@@ -275,15 +275,39 @@ def test_runs_use_the_started_server_until_it_is_stopped(
         assert again.count(f"prefect server at {server.url}") == 1  # the same one, not a second
         assert f"export PREFECT_API_URL={server.url}" in again
         assert "UI: off" in again  # PREFECT_SERVER_UI_ENABLED=false
+        host = run_host.ping(home)
+        assert host is not None and f"run host: pid {host['pid']}" in cli("server", "status").stdout
         cfg = write_config(tmp_path / "run.yaml", flow_samples, scripts=False)
         run = cli("run", "-c", str(cfg), "--no-publish", "--no-progress")
-        # the run's flow links point at the kept server, and its database holds the run
+        # forked from the run host that `server start` started next to the server ...
+        hosted = (home / run_host.LOG_FILE).read_text()
+        assert f": run -c {cfg} --no-publish --no-progress" in hosted
+        # ... the run's flow links point at the kept server, and its database holds the run
         assert f"{server.url.removesuffix('/api')}/runs/flow-run/" in run.stdout + run.stderr
         assert _flow_runs(home / "prefect.db") >= 1
+        # the same files as the same command run in its own process (no host)
+        env[run_host.OFF_ENV] = "off"
+        alone = tmp_path / "work-alone"
+        off = cli("run", "-c", str(cfg), "--workdir", str(alone), "--no-publish", "--no-progress")
+        assert str(alone) not in (home / run_host.LOG_FILE).read_text()
+        assert _flac_digests(run.stdout) == _flac_digests(off.stdout) != {}
     finally:
         cli("server", "stop")
     assert cli("server", "status", check=False).returncode == 1
     assert not local_server.alive(server.pid)
+    assert run_host.ping(home) is None and not run_host.socket_path(home).exists()
+
+
+def _flac_digests(summary: str) -> dict[str, str]:
+    """sha256 of every FLAC under the work directory a run's summary names, by relative path."""
+    import hashlib
+
+    line = next(x for x in summary.splitlines() if x.startswith("work directory: "))
+    work = Path(line.removeprefix("work directory: "))
+    return {
+        str(f.relative_to(work)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(work.rglob("*.flac"))
+    }
 
 
 def _servers_of(home: Path) -> list[int]:
@@ -324,7 +348,7 @@ def test_two_concurrent_starts_give_one_server(tmp_path: Path) -> None:
             [DUETFLOW, "server", "stop", "--home", str(home)], env=env, timeout=120,
             capture_output=True, text=True,
         )  # fmt: skip
-    assert stopped.stdout.strip() == "stopped", stopped.stderr
+    assert stopped.stdout.strip().splitlines() == ["run host stopped", "stopped"], stopped.stderr
     assert _servers_of(home) == []
 
 

@@ -13,6 +13,7 @@ import sys
 import click
 
 from duetflow._version import __version__
+from duetflow.cli.options import Invocation
 from duetflow.errors import DiskFullError, DuetflowError
 
 COMMAND_MODULES = (
@@ -58,10 +59,12 @@ for _name in COMMAND_MODULES:
     main.add_command(_mod.command)
 
 
-def run() -> None:
-    """Entry point: turn library errors into one readable line and exit code 2."""
+def run(args: list[str] | None = None) -> None:
+    """Entry point: turn library errors into one readable line and exit code 2. ``args``: the
+    command line without the program name (default: ``sys.argv[1:]``)."""
+    argv = sys.argv[1:] if args is None else list(args)
     try:
-        main.main(standalone_mode=False)
+        main.main(args=argv, standalone_mode=False, obj=Invocation(argv))
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
     except click.ClickException as e:

@@ -20,6 +20,21 @@ import click
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class Invocation:
+    """The command line the ``duetflow`` entry point was given (``ctx.obj`` of every command it
+    runs): what a command hands to another process to run it the same way. Absent where a
+    command is invoked some other way (click's test runner)."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.argv = list(argv)
+
+
+def invocation() -> Invocation | None:
+    """The :class:`Invocation` of the running command, if the entry point made one."""
+    obj = click.get_current_context().obj
+    return obj if isinstance(obj, Invocation) else None
+
+
 def config_option(
     help: str = "Run config YAML (defaults when omitted).", *, required: bool = False
 ) -> Callable[[F], F]:

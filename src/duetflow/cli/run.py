@@ -17,6 +17,7 @@ import click
 
 from duetflow.cli.options import (
     config_option,
+    invocation,
     progress_enabled,
     progress_option,
     release_option,
@@ -27,13 +28,13 @@ from duetflow.cli.options import (
 )
 from duetflow.cli.progress import progress_bars
 from duetflow.errors import DuetflowError
-from duetflow.user_cache import user_cache_dir
+from duetflow.flows.home import PREFECT_HOME_ENV, prefect_home
+from duetflow.flows.run_host import hand_off, refresh_prefect_settings
+
+__all__ = ["PREFECT_HOME_ENV", "command", "prefect_api", "prefect_env", "prefect_home"]
 
 if TYPE_CHECKING:
     from duetflow.config import RunConfig
-
-#: A Prefect home of duetflow's own, kept between runs (see :func:`prefect_env`).
-PREFECT_HOME_ENV = "DUETFLOW_PREFECT_HOME"
 
 
 def prefect_env(home: Path | None = None) -> str:
@@ -67,7 +68,9 @@ def prefect_env(home: Path | None = None) -> str:
     server = running(chosen)
     if server is not None:  # `duetflow server start` left one running: no temporary API
         os.environ["PREFECT_API_URL"] = server.url
+        refresh_prefect_settings()
         return "server"
+    refresh_prefect_settings()
     return os.environ["PREFECT_HOME"]
 
 
@@ -89,11 +92,13 @@ def prefect_api(home: Path | None = None) -> Iterator[str]:
 
     with temporary_api() as url:
         os.environ["PREFECT_API_URL"] = url
+        refresh_prefect_settings()
         try:
             yield where
         finally:
             _drain_prefect()  # queued run logs and events reach the API before it stops
             os.environ.pop("PREFECT_API_URL", None)
+            refresh_prefect_settings()
 
 
 #: Prefect's loggers that report a failed task or flow run with the exception's traceback
@@ -130,20 +135,6 @@ def _drain_prefect(timeout: float = 5.0) -> None:
 
     APILogWorker.drain_all(timeout=timeout)
     EventsWorker.drain_all(timeout=timeout)
-
-
-def prefect_home(home: Path | None = None) -> Path:
-    """The Prefect home a command-line run uses when no API is given (see :func:`prefect_env`)."""
-    if "PREFECT_HOME" in os.environ:
-        return Path(os.environ["PREFECT_HOME"])
-    prefect_default = Path.home() / ".prefect"
-    if home is not None:
-        return home
-    if os.environ.get(PREFECT_HOME_ENV):
-        return Path(os.environ[PREFECT_HOME_ENV])
-    if (prefect_default / "profiles.toml").exists():
-        return prefect_default
-    return user_cache_dir() / "prefect"
 
 
 def echo_summary(summary: Any) -> None:
@@ -197,7 +188,16 @@ def command(
     The config is validated first (keys, values, corpora, roots, licences), before Prefect
     starts. Finished shards are reused from the work directory, so re-running after a failure
     or a config change computes only what is missing or affected.
+
+    With a server kept by ``duetflow server start`` (and no ``PREFECT_API_URL``), the run is
+    forked from the run host next to it, which has Prefect and the pipeline imported already
+    (:mod:`duetflow.flows.run_host`; the same command, files and exit code).
     """
+    called = invocation()
+    if called is not None and not os.environ.get("PREFECT_API_URL"):
+        code = hand_off("run", called.argv, prefect_home())
+        if code is not None:
+            raise SystemExit(code)
     overrides = seed_override(seed)
     cfg = check_runnable(config_path, workdir, store, runner, overrides, publish=not no_publish)
     from duetflow.pipeline.workdir_lock import workdir_lock

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from duetflow.cli.run import prefect_home
+from duetflow.errors import ServerError
 
 
 def _home(home: Path | None) -> Path:
@@ -52,12 +53,26 @@ def command() -> None:
 @command.command("start")
 @_home_option
 @click.option("--port", type=int, default=None, help="Port on 127.0.0.1 (default: a free one).")
-def start_command(home: Path | None, port: int | None) -> None:
+@click.option(
+    "--run-host/--no-run-host",
+    default=True,
+    show_default=True,
+    help="Also start a run host: a process with Prefect and the pipeline imported that each "
+    "`duetflow run` is forked from (a run then skips their import).",
+)
+def start_command(home: Path | None, port: int | None, run_host: bool) -> None:
     """Start the server in the background (or report the one already running)."""
     from duetflow.flows import local_server
+    from duetflow.flows import run_host as host
 
     server = local_server.start(_home(home), port=port)
     click.echo(f"prefect server at {server.url} (pid {server.pid}), home {_home(home)}")
+    if run_host:
+        try:
+            pid = host.start(_home(home))
+            click.echo(f"run host (pid {pid}) at {host.socket_path(_home(home))}")
+        except ServerError as e:  # runs work without it: they import Prefect themselves
+            click.echo(f"warning: no run host: {e}", err=True)
     click.echo("`duetflow run` uses it while it runs; `duetflow server stop` stops it.")
     _print_urls(server.url)
 
@@ -65,9 +80,12 @@ def start_command(home: Path | None, port: int | None) -> None:
 @command.command("stop")
 @_home_option
 def stop_command(home: Path | None) -> None:
-    """Stop the server started by ``duetflow server start``."""
+    """Stop the server started by ``duetflow server start`` (and its run host)."""
     from duetflow.flows import local_server
+    from duetflow.flows import run_host as host
 
+    if host.stop(_home(home)):
+        click.echo("run host stopped")
     if local_server.stop(_home(home)):
         click.echo("stopped")
     else:
@@ -85,4 +103,8 @@ def status_command(home: Path | None) -> None:
         click.echo(f"no server answering in {_home(home)}")
         raise SystemExit(1)
     click.echo(f"prefect server at {server.url} (pid {server.pid})")
+    from duetflow.flows import run_host as host
+
+    answer = host.ping(_home(home))
+    click.echo(f"run host: pid {answer['pid']}" if answer else "run host: none")
     _print_urls(server.url)
