@@ -14,9 +14,13 @@ part of a run. Timed, interleaved ``--repeat`` times:
   set, so :func:`duetflow.cli.run.prefect_env` picks the persistent home
   (``$XDG_CACHE_HOME/duetflow/prefect``, pointed at a folder of this benchmark), created by an
   untimed first run;
-* **kept server**: ``duetflow run`` with neither set, in a home where a server was started the
-  way ``duetflow server start`` does (:func:`duetflow.flows.local_server.start`), which
-  :func:`~duetflow.cli.run.prefect_env` finds and uses;
+* **kept server**: ``duetflow run`` with neither set, in a home where a server and its run host
+  were started the way ``duetflow server start`` does (:func:`duetflow.flows.local_server.start`,
+  :func:`duetflow.flows.run_host.start`): the run is forked from the host, which has Prefect and
+  the pipeline imported (:mod:`duetflow.flows.run_host`); the CPU counted is the command's and
+  the forked run's (the host's children, sampled the same way);
+* **kept server, in process**: the same with ``DUETFLOW_RUN_HOST=off``: the command imports
+  Prefect and runs the flow itself, :func:`~duetflow.cli.run.prefect_env` finds the server;
 * **given server**: ``duetflow run`` with ``PREFECT_API_URL`` naming a server the benchmark
   started beforehand (neither server's start-up is a run's cost).
 
@@ -33,9 +37,9 @@ given server is another process tree and is not counted). The fixed cost of a mo
 figure less *plain*'s: per round (each run less the plain run just before it, the same load),
 whose **median** is the headline, and of the best runs by wall. Each round's load average is
 printed with it. Last line: ``startup: kept server median <m> s wall over plain (paired, <n>
-runs, <k> over 3 s; range <a>-<b> s; CPU median +<c> s) [(before: ...)]; given server <m> s;
-temporary API: persistent home <m> s, fresh home <m> s; load <l> (rounds ...); plain median
-<w> s wall, CPU <c> s [(before: ...)]`` (a mode not run reads ``-``).
+runs, <k> over 3 s; range <a>-<b> s; CPU median +<c> s) [(before: ...)]; in process <m> s;
+given server <m> s; temporary API: persistent home <m> s, fresh home <m> s; load <l> (rounds
+...); plain median <w> s wall, CPU <c> s [(before: ...)]`` (a mode not run reads ``-``).
 """
 
 from __future__ import annotations
@@ -53,10 +57,14 @@ from typing import Any
 
 import yaml
 
-from duetflow.flows import local_server
+from duetflow.flows import local_server, run_host
 
 DUETFLOW = str(Path(sys.executable).with_name("duetflow"))
-ALL_MODES = ("fresh home", "persistent home", "kept server", "given server")
+ALL_MODES = (
+    "fresh home", "persistent home", "kept server", "kept server, in process", "given server"
+)  # fmt: skip
+#: processes whose children are part of a timed command (a run host forks the runs it is given)
+HOSTS: list[int] = []
 #: the modes that start a temporary API per run (slow: run in the first --temp-repeat rounds)
 TEMPORARY = ("fresh home", "persistent home")
 PLAIN = (
@@ -72,8 +80,10 @@ def _timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     t0 = time.perf_counter()
     proc = psutil.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     cpu: dict[int, float] = {}
+    hosts = [psutil.Process(pid) for pid in HOSTS]
     while proc.poll() is None:
-        for p in [proc, *proc.children(recursive=True)]:
+        forked = [c for h in hosts for c in h.children(recursive=True)]
+        for p in [proc, *proc.children(recursive=True), *forked]:
             try:
                 t = p.cpu_times()
                 # each process's own time: its reaped children's (children_user) are sampled
@@ -143,12 +153,21 @@ def main() -> None:
             given_url = local_server.start(root / "server-home", settings=quiet).url
         kept_home = root / "kept-home"
         local_server.start(kept_home, settings=quiet)  # what `duetflow server start` does
+        HOSTS.append(run_host.start(kept_home))  # ... with its run host
         try:
             modes: dict[str, tuple[list[str], Any]] = {
                 "plain": ([sys.executable, "-c", PLAIN, str(cfg)], lambda k: base),
                 "fresh home": (run, lambda k: {**base, "PREFECT_HOME": str(root / f"fresh{k}")}),
                 "persistent home": (run, lambda k: base),
                 "kept server": (run, lambda k: {**base, "DUETFLOW_PREFECT_HOME": str(kept_home)}),
+                "kept server, in process": (
+                    run,
+                    lambda k: {
+                        **base,
+                        "DUETFLOW_PREFECT_HOME": str(kept_home),
+                        run_host.OFF_ENV: "off",
+                    },
+                ),
                 "given server": (run, lambda k: {**base, "PREFECT_API_URL": given_url}),
             }
             if args.baseline:
@@ -193,6 +212,7 @@ def main() -> None:
                         best[name] = (w, c)
         finally:
             local_server.stop(root / "server-home")
+            run_host.stop(kept_home)
             local_server.stop(kept_home)
     plain_w = best["plain"][0]
     print(
@@ -244,7 +264,8 @@ def main() -> None:
         plain_before = f" (before: {plain_of('plain, before')})"
     load_s = "/".join(f"{v:.1f}" for v in os.getloadavg())
     print(
-        f"startup: kept server {over('kept server', detail=True)}{before}; given server "
+        f"startup: kept server {over('kept server', detail=True)}{before}; in process "
+        f"{over('kept server, in process')}; given server "
         f"{over('given server')}; temporary API: persistent home {over('persistent home')}, "
         f"fresh home {over('fresh home')}; load {load_s} (rounds {min(loads):.1f}-"
         f"{max(loads):.1f}); plain median {plain_of('plain')}{plain_before}"
