@@ -193,3 +193,21 @@ def test_prefect_settings_follow_the_environment_when_rebuilt(
         assert prefect.context.GLOBAL_SETTINGS_CONTEXT.settings.api.url == "http://127.0.0.1:9/api"
     finally:
         prefect.context.GLOBAL_SETTINGS_CONTEXT = saved
+
+
+def test_a_socket_left_by_a_dead_host_is_no_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.delenv(run_host.OFF_ENV, raising=False)
+    home = tmp_path / "h"
+    home.mkdir()
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(run_host.socket_path(home)))  # bound, never listening: as a killed host left it
+    dead.close()
+    started = time.monotonic()
+    assert run_host.hand_off("run", ["run"], home) is None  # the caller runs it itself
+    assert run_host.ping(home) is None and run_host.stop(home) is False
+    assert time.monotonic() - started < run_host.HANDSHAKE_S  # refused at once, not waited for

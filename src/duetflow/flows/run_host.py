@@ -167,22 +167,26 @@ def hand_off(command: str, argv: Sequence[str], home: Path) -> int | None:
     """
     if off() or command not in SERVED or os.environ.get("PREFECT_API_URL"):
         return None
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None  # signals can be passed on from the main thread only
     path = socket_path(home)
     if not path.is_socket():
         return None
-    request = {
-        "op": "run",
-        "command": command,
-        "argv": list(argv),
-        "argv0": sys.argv[0] if sys.argv else "duetflow",
-        "cwd": os.getcwd(),
-        "env": dict(os.environ),
-        "umask": _umask(),
-        "executable": sys.executable,
-        "path": list(sys.path),
-    }
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
+        request = {
+            "op": "run",
+            "command": command,
+            "argv": list(argv),
+            "argv0": sys.argv[0] if sys.argv else "duetflow",
+            "cwd": os.getcwd(),  # raises where the caller's folder is gone: it runs itself
+            "env": dict(os.environ),
+            "umask": _umask(),
+            "executable": sys.executable,
+            "path": list(sys.path),
+        }
         sock.settimeout(HANDSHAKE_S)
         sock.connect(str(path))
         _send(sock, request, fds=(0, 1, 2))
