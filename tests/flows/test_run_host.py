@@ -69,6 +69,13 @@ def _call(home: Path, argv: list[str], command: str = "run", **kw: object) -> su
     )  # fmt: skip
 
 
+def _waiting_run(home: Path, mark: Path) -> tuple[subprocess.Popen[str], int]:
+    """A caller whose run writes its pid to ``mark`` and waits; (caller, the run's pid)."""
+    proc = _call(home, ["run", "wait", str(mark)])
+    assert _wait(mark.exists)
+    return proc, int(mark.read_text())
+
+
 def test_a_run_takes_its_callers_folder_environment_and_descriptors(
     host: tuple[Path, int], tmp_path: Path
 ) -> None:
@@ -124,17 +131,12 @@ def test_signals_reach_the_run_and_a_dead_caller_ends_it(
 ) -> None:
     home, pid = host
     # Ctrl-C of the caller is the run's Ctrl-C
-    mark = tmp_path / "first"
-    proc = _call(home, ["run", "wait", str(mark)])
-    assert _wait(mark.exists)
+    proc, _ = _waiting_run(home, tmp_path / "first")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in out, err
     # a caller killed outright: the run gets SIGTERM and ends
-    mark = tmp_path / "second"
-    proc = _call(home, ["run", "wait", str(mark)])
-    assert _wait(mark.exists)
-    child = int(mark.read_text())
+    proc, child = _waiting_run(home, tmp_path / "second")
     proc.kill()
     proc.wait(30)
     assert _wait(lambda: not local_server.alive(child))
@@ -146,10 +148,7 @@ def test_stop_ends_the_host_and_its_runs_and_nothing_else(
     host: tuple[Path, int], tmp_path: Path
 ) -> None:
     home, pid = host
-    mark = tmp_path / "running"
-    proc = _call(home, ["run", "wait", str(mark)])
-    assert _wait(mark.exists)
-    child = int(mark.read_text())
+    proc, child = _waiting_run(home, tmp_path / "running")
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         assert run_host.stop(home) is True

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from duetflow.errors import ServerError
+from duetflow.flows.spawned import startup_failure
 from duetflow.pipeline.workdir_lock import open_lock_file
 
 #: where a started server is recorded, inside its Prefect home
@@ -339,11 +340,7 @@ def start(
         _write_record(home, server)
         deadline = time.monotonic() + timeout
         while not (listens(proc.pid, url) and healthy(url)):
-            failure = None
-            if proc.poll() is not None:
-                failure = f"prefect server exited with code {proc.returncode}; see {log}"
-            elif time.monotonic() > deadline:
-                failure = f"prefect server did not answer within {timeout:.0f} s; see {log}"
+            failure = startup_failure(proc, "prefect server", deadline, timeout, log)
             if failure:
                 _terminate(server)
                 _state_path(home).unlink(missing_ok=True)

@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from duetflow.errors import ServerError
+from duetflow.flows.spawned import startup_failure
 
 log = logging.getLogger(__name__)
 
@@ -338,11 +339,7 @@ def start(
         found = ping(home, timeout=1.0)
         if found is not None:
             return int(found["pid"])
-        failure = None
-        if proc.poll() is not None:
-            failure = f"run host exited with code {proc.returncode}; see {logfile}"
-        elif time.monotonic() > deadline:
-            failure = f"run host did not answer within {timeout:.0f} s; see {logfile}"
+        failure = startup_failure(proc, "run host", deadline, timeout, logfile)
         if failure:
             if proc.poll() is None:
                 proc.terminate()  # our own child, not yet reaped: its pid is still its own
