@@ -332,7 +332,7 @@ def child(args: argparse.Namespace) -> None:
         duetflow.audio.loudness.measure(np.zeros(SR, np.float32) + 0.1, SR)
     # the 10x runs are timed warm, as a worker renders window after window: one window of the
     # warm-up recording first, untimed, so each path's one-off first-call costs (numba loading
-    # its cached kernels, ~0.1-0.15 s of CPU for ours; codec and library set-up for all) are
+    # its cached kernels, ~0.15 s of CPU for ours; codec and library set-up for all) are
     # not spread over the timed windows. The 1x run of ours stays cold and shows them.
     warm_cpu = 0.0
     if args.scale > 1:
