@@ -136,6 +136,64 @@ def test_the_stretch_around_a_change_equals_the_whole(path: str) -> None:
             assert np.max(np.abs(p.db[live] - ref[live])) < TOL_DB
 
 
+@pytest.mark.parametrize("d_hops", [37, -23])
+def test_block_powers_carried_over_a_move_are_the_moved_signals(d_hops: int, path: str) -> None:
+    """A signal made of another's stretches (one unmoved, one moved by whole hops, one moved by
+    part of a hop) and new samples between them: :meth:`edges.BlockPowers.moved` gives its block
+    powers (level bit for bit, edge within float64 roundings of the definition) analysing only
+    what is not a whole-hop copy, and :meth:`edges.BlockPowers.around` is
+    :func:`edges.analyse_around` of it."""
+    rng = np.random.default_rng(7)
+    hop = edges.hop_samples(SR)
+    x = (rng.standard_normal(SR * 12) * 0.05).astype(np.float32)
+    x[SR * 2 : SR * 3] = 0.0  # digital silence inside the unmoved stretch
+    x[SR * 6 : SR * 7] *= 20.0  # a loud stretch moved with the tail
+    d, a, gap = d_hops * hop, SR * 4 + 17, SR // 5
+    y = np.concatenate(
+        (
+            x[:a],
+            (rng.standard_normal(gap) * 0.2).astype(np.float32),  # assembled anew
+            x[a + gap - d : SR * 9 - d],  # moved by whole hops
+            x[SR * 9 + 3 - d : -SR],  # moved by a part of a hop: analysed again
+        )
+    )
+    same = [(0, a, 0), (a + gap, SR * 9, d), (SR * 9, len(y), d - 3)]
+    for lo, hi, dd in same:
+        assert np.array_equal(y[lo:hi], x[lo - dd : hi - dd])
+    calls: list[int] = []
+    real = edges._hop_powers
+
+    def counted(seg, warm, count, hop_, sr):  # type: ignore[no-untyped-def]
+        calls.append(count)
+        return real(seg, warm, count, hop_, sr)
+
+    old = edges.BlockPowers.of(edges.analyse(x, SR))
+    assert old is not None
+    mp = pytest.MonkeyPatch()
+    mp.setattr(edges, "_hop_powers", counted)
+    try:
+        got = old.moved(y, same)
+    finally:
+        mp.undo()
+    whole = edges.analyse(y, SR)
+    assert len(got.edge) == len(whole.edge.blocks) == len(y) // hop
+    assert np.array_equal(got.level, whole.level.blocks)
+    # within float64 roundings of the signal's scale (the silent stretch's ringing decays far
+    # below it, where relative differences mean nothing)
+    ref = _reference(y, SR, 0, len(y)).edge.blocks
+    assert np.max(np.abs(got.edge - ref)) <= 1e-12 * float(np.max(ref))
+    # analysed again: the new samples and 0.1 s after them, and the part-hop stretch
+    moved_blocks = (SR * 9 - (a + gap)) // hop
+    assert sum(calls) < len(y) // hop - moved_blocks - a // hop + 2 * SR // 10 // hop + 4
+    for lo, hi in ((SR * 3.5, SR * 5.5), (SR * 0.01, SR * 1.0), (SR * 9.5, len(y) - 10.0)):
+        part, want = got.around(lo, hi), edges.analyse_around(y, SR, lo, hi)
+        for p_, w in ((part.edge, want.edge), (part.level, want.level)):
+            assert p_.start == w.start and len(p_.db) == len(w.db)
+            assert np.array_equal(p_.db == edges._SILENT_DB, w.db == edges._SILENT_DB)
+            live = w.db > edges._SILENT_DB
+            assert np.max(np.abs(p_.db[live] - w.db[live])) < TOL_DB
+
+
 def test_many_is_each_alone_bit_for_bit() -> None:
     sigs = [x for _, x in _signals()]
     for got, x in zip(edges.analyse_many(sigs, SR), sigs, strict=True):

@@ -251,10 +251,12 @@ def test_gaps_that_stay_off_after_every_pass_reject_the_dialogue(
 def test_correction_passes_measure_locally_as_the_whole_file_would(
     monkeypatch: pytest.MonkeyPatch, seed: int, kind: str, floor_db: float
 ) -> None:
-    """Passes after the first analyse only the moved changes' two items; the same mixdown with
-    the whole file analysed in every pass moves the same samples and measures the same gaps,
-    and a reader measuring the written file from the rows' edges (whole-file analysis, as the
-    schema checks do) finds every gap within the hold of the mixdown's."""
+    """Passes after the first analyse only where they assembled anew (the file's block powers
+    carried over the copied stretches, :class:`edges.BlockPowers`) and measure only the moved
+    changes' two items; the same mixdown with the whole file analysed in every pass moves the
+    same samples and measures the same gaps, and a reader measuring the written file from the
+    rows' edges (whole-file analysis, as the schema checks do) finds every gap within the hold
+    of the mixdown's."""
     import duetflow.rendering.mixdown as mixdown_mod
     from duetflow.rendering.gaps import rows_at_changes
 
@@ -262,17 +264,26 @@ def test_correction_passes_measure_locally_as_the_whole_file_would(
     gaps = [0.2, 0.19, 0.225, 0.21]
     bed, own = Bed(tone, 10 ** (floor_db / 10)), 10 ** (floor_db / 10)
     misplace = {2: int(0.015 * SR), 4: -int(0.012 * SR)}
-    real = edges.analyse_around
+    real_moved, real_around = edges.BlockPowers.moved, edges.BlockPowers.around
+    analysed: list[int] = []  # samples each pass analysed anew
     local_calls = 0
 
-    def counted(samples, sr, a, b):  # type: ignore[no-untyped-def]
+    def moved(self, samples, same):  # type: ignore[no-untyped-def]
+        copied = sum(b - a for a, b, _ in same)
+        analysed.append(len(samples) - copied)
+        return real_moved(self, samples, same)
+
+    def around(self, a, b):  # type: ignore[no-untyped-def]
         nonlocal local_calls
         local_calls += 1
-        return real(samples, sr, a, b)
+        return real_around(self, a, b)
 
-    monkeypatch.setattr(edges, "analyse_around", counted)
+    monkeypatch.setattr(edges.BlockPowers, "moved", moved)
+    monkeypatch.setattr(edges.BlockPowers, "around", around)
     local, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
     assert local.corrected >= 2 and local_calls >= 2  # the passes after the first ran locally
+    assert analysed and all(0 < k < 0.25 * len(local.out) for k in analysed)
+    monkeypatch.setattr(edges.BlockPowers, "of", classmethod(lambda cls, an: None))
     monkeypatch.setattr(
         edges, "analyse_around", lambda samples, sr, a, b: edges.analyse(samples, sr)
     )

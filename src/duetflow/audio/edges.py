@@ -276,15 +276,26 @@ def _hop_powers(
     pl = np.empty(count)
     if count == 0:
         return pe, pl
+    _chain_powers(x, warm, hop, sr, _chain_plan(count, hop, warm, sr), pe, pl)
+    return pe, pl
+
+
+def _chain_powers(
+    x: npt.NDArray[np.float32], warm: int, hop: int, sr: int, plan: ChainPlan,
+    pe: FloatArray, pl: FloatArray,
+) -> None:  # fmt: skip
+    """:func:`_hop_powers`' chains (``plan``, as :func:`_chain_plan` lays them) of the float32
+    signal ``x``, each written to ``pe``/``pl`` at its first block: compiled in one call where
+    numba is, else scipy and numpy chain by chain (the same bits)."""
     b32, a32 = _highpass_ba(sr)
     b, a = b32.astype(np.float64), a32.astype(np.float64)
-    pos, pre, blocks, first = _chain_plan(count, hop, warm, sr)
+    pos, pre, blocks, first = plan
     compiled = kernels.edge_kernels()
     if compiled is not None:
         c = np.concatenate((b / a[0], a[1:] / a[0]))  # as lfilter normalises
         st = np.zeros((len(pos), 2))
         compiled.hop_powers(c, x, warm, hop, pos, pre, blocks, first, st, pe, pl)
-        return pe, pl
+        return
     for j in range(len(pos)):
         seg = x[int(pos[j]) : int(pos[j]) + warm + int(pre[j] + blocks[j]) * hop]
         s0 = warm + int(pre[j]) * hop
@@ -293,7 +304,6 @@ def _hop_powers(
         y = np.asarray(kernels.lfilter(b, a, wide), dtype=np.float64)
         pe[lo:hi] = _block_powers(y[s0:].reshape(-1, hop))
         pl[lo:hi] = _block_powers(wide[s0:].reshape(-1, hop))
-    return pe, pl
 
 
 @functools.lru_cache(maxsize=16)
@@ -403,6 +413,92 @@ def analyse_around(samples: Audio, sample_rate: int, a: float, b: float) -> Anal
     start = max(0, int(math.floor((a - reach) / hop)) * hop)
     stop = min(len(x), int(math.ceil(b + reach)))
     return analyse(x, sample_rate, start, stop)
+
+
+@dataclass(frozen=True)
+class BlockPowers:
+    """The hop blocks' mean powers of a whole signal (block ``j`` at sample ``j * hop``): of its
+    100 Hz high-pass (``edge``) and of itself (``level``), as :func:`analyse` computes them.
+
+    What the envelopes of any stretch are made of: :meth:`around` gives
+    :func:`analyse_around`'s analysis from them, and :meth:`moved` those of a signal that
+    copies stretches of this one by whole hops (a correction pass of the mixdown, which moves
+    items by whole hops and assembles anew only around the moves) without analysing the
+    copied stretches again."""
+
+    edge: FloatArray
+    level: FloatArray
+    hop: int
+    sr: int
+
+    @classmethod
+    def of(cls, an: Analysis) -> BlockPowers | None:
+        """The block powers of a whole-signal :func:`analyse` (None: too short to have any)."""
+        if an.edge.start != 0 or len(an.edge.blocks) == 0:
+            return None
+        return cls(an.edge.blocks, an.level.blocks, an.edge.hop, an.edge.sr)
+
+    def around(self, a: float, b: float) -> Analysis:
+        """:func:`analyse_around` of ``[a, b)``: the same stretch and frame grid, its envelopes
+        made from these blocks."""
+        hop, sr = self.hop, self.sr
+        reach = READ_REACH_S * sr
+        start = max(0, int(math.floor((a - reach) / hop)) * hop)
+        stop = min(len(self.edge) * hop, int(math.ceil(b + reach)))
+        count = max(0, (stop - start) // hop)
+        if count < WINDOW_HOPS:
+            none = Envelope(np.zeros(0), hop, sr, start, np.zeros(0))
+            return Analysis(none, none)
+        k = start // hop
+        return Analysis(
+            _envelope(self.edge[k : k + count], sr, start, hop),
+            _envelope(self.level[k : k + count], sr, start, hop),
+        )
+
+    def moved(self, samples: Audio, same: Sequence[tuple[int, int, int]]) -> BlockPowers:
+        """The block powers of ``samples`` (a whole signal, mono), where each ``(lo, hi, d)`` of
+        ``same`` says ``samples[lo:hi]`` equals this signal's ``[lo - d, hi - d)``.
+
+        A block is taken over (from block ``j - d / hop``) when ``d`` is whole hops and the
+        block and the high-pass's :data:`_WARMUP_S` of settling before it lie in the copied
+        stretch (or the stretch starts the signal, unmoved): its filter state then differs from
+        the one the samples give by less than float64 resolution of their scale, as between
+        :func:`analyse_around` and :func:`analyse`. The other blocks are analysed, each run of
+        them from :data:`_WARMUP_S` before it, as :func:`analyse` would."""
+        x = to_mono(samples)
+        hop, sr = self.hop, self.sr
+        n = len(x) // hop
+        pe, pl = np.empty(n), np.empty(n)
+        todo = np.ones(n, dtype=bool)
+        warm = int(_WARMUP_S * sr)
+        for lo, hi, d in same:
+            if d % hop:
+                continue
+            dk = d // hop
+            j0 = max(-(-(lo + (0 if lo == 0 and d == 0 else warm)) // hop), dk)
+            j1 = min(hi // hop, n, len(self.edge) + dk)
+            if j1 > j0:
+                pe[j0:j1] = self.edge[j0 - dk : j1 - dk]
+                pl[j0:j1] = self.level[j0 - dk : j1 - dk]
+                todo[j0:j1] = False
+        cut = np.flatnonzero(np.diff(np.concatenate(([False], todo, [False])).astype(np.int8)))
+        runs = cut.reshape(-1, 2)
+        starts, stops = runs[:, 0].copy(), runs[:, 1].copy()  # contiguous, as the kernel's
+        if len(runs):
+            # each run one chain from a zero state, ``warm`` samples before it (as analysing it
+            # alone would), all in one call; a run that starts within that of the signal's
+            # start warms up from the start alone
+            x32 = np.ascontiguousarray(x, dtype=np.float32)
+            early = starts * hop < warm  # the first run at most
+            groups = [(starts[~early], stops[~early], warm)] + [
+                (starts[k : k + 1], stops[k : k + 1], int(starts[k]) * hop)
+                for k in np.flatnonzero(early)
+            ]
+            for j0, j1, w in groups:
+                if len(j0):
+                    plan: ChainPlan = (j0 * hop - w, np.zeros(len(j0), np.int64), j1 - j0, j0)
+                    _chain_powers(x32, w, hop, sr, plan, pe, pl)
+        return BlockPowers(pe, pl, hop, sr)
 
 
 @dataclass(frozen=True)

@@ -184,7 +184,7 @@ def _subtract(
     return out
 
 
-def _unchanged(clips: Sequence[Clip], old: Layout, new: Layout) -> list[tuple[int, int, int]]:
+def unchanged(clips: Sequence[Clip], old: Layout, new: Layout) -> list[tuple[int, int, int]]:
     """Stretches ``(lo, hi, d)`` of the new assembly equal, sample for sample, to the old one's
     ``[lo - d, hi - d)``: every clip covering them moved by ``d`` and covered them before too,
     and the room tone under them is the same item's, moved by ``d``. Sorted, disjoint."""
@@ -216,6 +216,18 @@ def _unchanged(clips: Sequence[Clip], old: Layout, new: Layout) -> list[tuple[in
     return sorted(found)
 
 
+def anew(same: Sequence[tuple[int, int, int]], n: int) -> list[tuple[int, int]]:
+    """The stretches of ``[0, n)`` outside ``same`` (:func:`unchanged`): what :func:`reassemble`
+    assembles anew, and all it reads of the room tone."""
+    out: list[tuple[int, int]] = []
+    lo = 0
+    for a, b, _ in [*same, (n, n, 0)]:
+        if a > lo:
+            out.append((lo, a))
+        lo = max(lo, b)
+    return out
+
+
 def reassemble(
     clips: Sequence[Clip],
     old: Layout,
@@ -225,11 +237,13 @@ def reassemble(
     floor_power: float,
     n_stems: int = 0,
     stem_noise: Sequence[Audio] | None = None,
+    same: list[tuple[int, int, int]] | None = None,
 ) -> tuple[Audio, Audio | None, list[tuple[int, int, int]]]:
     """:func:`assemble` at the ``new`` layout, given the assembly ``done`` at the ``old`` one:
     what only moved is copied from it, the rest (around the moves) assembled anew. Equal to
-    assembling whole. Also returns the copied stretches (:func:`_unchanged`)."""
-    same = _unchanged(clips, old, new)
+    assembling whole. Also returns the copied stretches (:func:`unchanged`; ``same``: those
+    already found). ``noise`` and ``stem_noise`` are read only outside them."""
+    same = unchanged(clips, old, new) if same is None else same
     out = np.empty(new.n, dtype=np.float32)
     stems = np.empty((new.n, n_stems), dtype=np.float32) if n_stems else None
     lo = 0
@@ -296,24 +310,40 @@ def bed_cuts(spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int) ->
     return cuts
 
 
-def shift_bed(bed: Audio, spans: Sequence[tuple[int, int]], shifts: Sequence[int], n: int) -> Audio:
+def shift_bed(
+    bed: Audio,
+    spans: Sequence[tuple[int, int]],
+    shifts: Sequence[int],
+    n: int,
+    within: Sequence[tuple[int, int]] | None = None,
+) -> Audio:
     """The bed cut at mid-gap and moved with the items, so the room tone under and around every
     turn is the very noise its edges were measured against (only mid-gap length changes).
 
     Where the items on a cut's two sides moved apart, the two stretches of noise are joined by
     a crossfade of ``2 * CUT_FADE_HALF`` samples centred on the cut, not butted: its gains keep
     the power of the sum at the bed's whatever the two stretches' correlation there (the same
-    noise a few milliseconds apart), so the join is neither a click nor a dip."""
+    noise a few milliseconds apart), so the join is neither a click nor a dip.
+
+    ``within`` (sorted, disjoint ``[lo, hi)`` stretches): only those samples are wanted (a
+    correction pass assembles only around its moves, :func:`reassemble`); they hold the values
+    of the whole bed, the rest is left unset (never read: zeroing it cost as much as copying)."""
+    whole = [(0, n)] if within is None else within
     out = np.empty(n, dtype=np.float32)
     lo = 0
     cuts = bed_cuts(spans, shifts, n)
     for sh, hi in zip(shifts, cuts, strict=True):
-        _copy_clamped(out, lo, hi, bed, lo - sh)
+        for w0, w1 in whole:
+            w0, w1 = max(w0, lo), min(w1, hi)
+            if w1 > w0:
+                _copy_clamped(out, w0, w1, bed, w0 - sh)
         lo = hi
     h = CUT_FADE_HALF
     for k in range(len(shifts) - 1):
         c = cuts[k]
         if h <= 0 or shifts[k] == shifts[k + 1] or c - h < 0 or c + h > n:
+            continue
+        if not any(w0 < c + h and c - h < w1 for w0, w1 in whole):
             continue
         a = np.empty(2 * h, dtype=np.float32)
         b = np.empty(2 * h, dtype=np.float32)

@@ -56,11 +56,13 @@ from duetflow.rendering.assembly import (
     Bed,
     Clip,
     Layout,
+    anew,
     assemble,
     bed_cuts,
     reassemble,
     shift_bed,
     stem_beds,
+    unchanged,
     unit_noise,
 )
 
@@ -243,6 +245,7 @@ def mixdown(
     ceiling = min(0.0, ceiling_dbtp - peak - 0.05) if math.isfinite(peak) else 0.0
 
     analysed: list[Any] = [None, None]
+    powers: list[edges.BlockPowers | None] = [None]  # the written file's, in a correction pass
 
     def measure(
         c: Change, written: Audio, found: edges.GapMeasure | None = None
@@ -265,8 +268,14 @@ def mixdown(
         else:
             if prev[0] < found.offset and found.onset < nxt[1]:
                 prev, nxt = (prev[0], found.offset), (found.onset, nxt[1])
-            # only the moved change's two items, analysed as the whole file would be
-            an = edges.analyse_around(written, sr, prev[0], nxt[1])
+            # only the moved change's two items, analysed as the whole file would be (from
+            # the file's block powers, analysed only where the pass assembled anew)
+            bp = powers[0]
+            an = (
+                edges.analyse_around(written, sr, prev[0], nxt[1])
+                if bp is None
+                else bp.around(prev[0], nxt[1])
+            )
         return measure_change(written, sr, prev, nxt, level, an)
 
     written = as_written(out, ceiling) if changes else out
@@ -298,6 +307,8 @@ def mixdown(
 
     corrected: set[int] = set()
     todo = {i: d for i, c in enumerate(changes) if (d := off(c, measures[i]))}
+    if todo and analysed[1] is not None:
+        powers[0] = edges.BlockPowers.of(analysed[1])
     for _ in range(MAX_CORRECTIONS):
         if not todo:
             break
@@ -309,14 +320,19 @@ def mixdown(
         shifts = [a + b for a, b in zip(shifts, step, strict=True)]
         n1 = n0 + shifts[-1]
         assert noise is None or len(noise) >= n0
-        noise1 = shift_bed(noise, spans, shifts, n1) if noise is not None else None
+        # only the stretches around the moves are assembled anew, the rest copied: the room
+        # tone is moved only there
+        moved = Layout(shifts, n1, bed_cuts(spans, shifts, n1))
+        same = unchanged(clips, layout, moved)
+        fresh = anew(same, n1)
+        noise1 = shift_bed(noise, spans, shifts, n1, fresh) if noise is not None else None
         stem1 = None
         if noise1 is not None and stem_noise is not None:  # a stem over the mix's: noise1
-            stem1 = [noise1 if x is noise else shift_bed(x, spans, shifts, n1) for x in stem_noise]
-        # only the stretches around the moves are assembled anew, the rest copied
-        moved = Layout(shifts, n1, bed_cuts(spans, shifts, n1))
+            stem1 = [
+                noise1 if x is noise else shift_bed(x, spans, shifts, n1, fresh) for x in stem_noise
+            ]
         out, stems, same = reassemble(
-            clips, layout, moved, (out, stems), noise1, power, n_stems, stem1
+            clips, layout, moved, (out, stems), noise1, power, n_stems, stem1, same
         )
         layout = moved
         # the clips moved whole: only the pauses around the moves hold new sums (room tone cut
@@ -334,8 +350,12 @@ def mixdown(
             log.info("true peak moved after re-timing: %.3f dB more reduction", extra)
             ceiling += extra
             written = as_written(out, ceiling)
+            # every written sample changed: the whole file analysed once for all its changes
+            powers[0] = edges.BlockPowers.of(edges.analyse(written, sr))
         else:
             written = _rewrite(out, ceiling, written, same)
+            if powers[0] is not None:
+                powers[0] = powers[0].moved(written, same)
         # measured again: the moved changes, and every change when the gain (so every written
         # sample) changed; the rest moved whole hops with their two items: measured as before
         again = set(range(len(changes))) if regained else set(todo)
