@@ -60,7 +60,9 @@ def xfade_concat(pieces: Sequence[Audio], fade_n: int) -> Audio:
         return np.zeros(0, dtype=np.float32)
     fade_n = max(0, min([fade_n, *(len(p) // 2 for p in parts)]))
     total = sum(len(p) for p in parts) - fade_n * (len(parts) - 1)
-    out = np.zeros(total, dtype=np.float32)
+    # every sample is written: a piece's own samples, or a fade's sum (the fade-out written,
+    # the next piece's fade-in added to it): the values of adding both into zeros
+    out = np.empty(total, dtype=np.float32)
     fout, fin = _xfade_curves(fade_n) if fade_n else (None, None)
     pos = 0
     last = len(parts) - 1
@@ -75,7 +77,7 @@ def xfade_concat(pieces: Sequence[Audio], fade_n: int) -> Audio:
                 out[pos : pos + head] += p[:head] * fin
             out[pos + head : pos + n - tail] = p[head : n - tail]
             if tail:
-                out[pos + n - tail : pos + n] += p[n - tail :] * fout
+                np.multiply(p[n - tail :], fout, out=out[pos + n - tail : pos + n])
         pos += n - fade_n
     return out
 
