@@ -494,9 +494,10 @@ class BlockPowers:
                 (starts[k : k + 1], stops[k : k + 1], int(starts[k]) * hop)
                 for k in np.flatnonzero(early)
             ]
-            for j0, j1, w in groups:
-                if len(j0):
-                    plan: ChainPlan = (j0 * hop - w, np.zeros(len(j0), np.int64), j1 - j0, j0)
+            for first, last, w in groups:
+                if len(first):
+                    zero = np.zeros(len(first), np.int64)
+                    plan: ChainPlan = (first * hop - w, zero, last - first, first)
                     _chain_powers(x32, w, hop, sr, plan, pe, pl)
         return BlockPowers(pe, pl, hop, sr)
 
