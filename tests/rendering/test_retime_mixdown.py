@@ -307,6 +307,56 @@ def test_correction_passes_measure_locally_as_the_whole_file_would(
         assert abs(r.gap - m.gap) < mixdown_mod._HOLD * SR, k
 
 
+def test_a_pass_that_lowers_the_ceiling_measures_every_change_on_the_whole_file(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A correction pass whose new sums raise the true peak lowers the ceiling: every written
+    sample changes, so nothing is carried over: the file is analysed whole once and every
+    change measured again on it, as with the whole file analysed in every pass."""
+    from duetflow.audio import bs1770
+
+    x, truth, seen, tone = _utterance_clips(11, -62.0, n=5)
+    gaps = [0.2, 0.19, 0.225, 0.21]
+    bed, own = Bed(tone, 10 ** (-62.0 / 10)), 10 ** (-62.0 / 10)
+    misplace = {2: int(0.015 * SR), 4: -int(0.012 * SR)}
+    real_under, real_tp = bs1770.true_peak_under, bs1770.true_peak_dbtp
+    whole_n: list[int] = []
+
+    def under(y, sr, limit):  # type: ignore[no-untyped-def]
+        if not whole_n:  # the first call: the whole assembled file
+            whole_n.append(len(y))
+        return real_under(y, sr, limit) if len(y) >= whole_n[0] else False
+
+    def peak(y, sr):  # type: ignore[no-untyped-def]
+        # a pause's new sums read over the -1 dBTP ceiling: the pass must lower it
+        return real_tp(y, sr) if len(y) >= whole_n[0] else -0.5
+
+    monkeypatch.setattr(bs1770, "true_peak_under", under)
+    monkeypatch.setattr(bs1770, "true_peak_dbtp", peak)
+    real_of = edges.BlockPowers.of.__func__  # type: ignore[attr-defined]
+    carried: list[int] = []
+
+    def of(cls, an):  # type: ignore[no-untyped-def]
+        carried.append(len(an.edge.db))
+        return real_of(cls, an)
+
+    monkeypatch.setattr(edges.BlockPowers, "of", classmethod(of))
+    local, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
+    assert local.corrected >= 2 and local.ceiling_db < -0.5
+    assert len(carried) >= 2  # the first pass's whole analysis, then the lowered ceiling's
+    whole_n.clear()
+    monkeypatch.setattr(edges.BlockPowers, "of", classmethod(lambda cls, an: None))
+    monkeypatch.setattr(
+        edges, "analyse_around", lambda samples, sr, a, b: edges.analyse(samples, sr)
+    )
+    whole, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
+    assert local.shifts == whole.shifts and local.ceiling_db == whole.ceiling_db
+    for a, b in zip(local.measures, whole.measures, strict=True):
+        assert a is not None and b is not None
+        assert a.offset == pytest.approx(b.offset, abs=1e-5 * SR)
+        assert a.onset == pytest.approx(b.onset, abs=1e-5 * SR)
+
+
 def _spans_of(
     seen: list[tuple[int, int]], gaps: list[float], misplace: dict[int, int]
 ) -> list[tuple[int, int]]:
