@@ -22,10 +22,13 @@ dialogue's floor power.
    (:func:`duetflow.audio.edges.hop_samples`); the room tone moves with them (cut at mid-gap,
    so every edge keeps the background it was measured against). A correction pass assembles
    anew only around the moves (:func:`duetflow.rendering.assembly.reassemble`; what merely
-   moved is copied, the same samples as assembling whole) and only the moved changes are
-   measured again, from the edges found before, on the envelopes of their two items alone
-   (:func:`duetflow.audio.edges.analyse_around`, equal there to the whole file's); every change
-   is measured again when the pass lowered the ceiling gain (every written sample changed).
+   moved is copied, the same samples as assembling whole; the room tone is moved only there)
+   and only the moved changes are measured again, from the edges found before, on the
+   envelopes of their two items alone (:meth:`duetflow.audio.edges.BlockPowers.around`:
+   :func:`~duetflow.audio.edges.analyse_around`'s analysis, equal there to the whole file's,
+   made from the file's hop-block powers, which each pass carries over what it copied and
+   analyses only where it assembled anew); every change is measured again, on the file
+   analysed whole once, when the pass lowered the ceiling gain (every written sample changed).
    The changes after a move keep their measures, moved with them: a reader analyses the file
    on a hop grid fixed to its first sample, and items moved by whole hops sit on it as before,
    so it reads them as they were read (moved by part of a hop, a soft edge is read at another
