@@ -246,6 +246,26 @@ def test_gaps_that_stay_off_after_every_pass_reject_the_dialogue(
     assert calls == 3 * (1 + mixdown_mod.MAX_CORRECTIONS)  # first measure, then every pass
 
 
+def _whole_file_mix(monkeypatch: pytest.MonkeyPatch, x, truth, seen, gaps, bed, misplace, own):  # type: ignore[no-untyped-def]
+    """:func:`_mix` with every correction pass measuring on the whole written file's analysis
+    (no block powers carried, no local analysis): what a reader computes."""
+    monkeypatch.setattr(edges.BlockPowers, "of", classmethod(lambda cls, an: None))
+    monkeypatch.setattr(
+        edges, "analyse_around", lambda samples, sr, a, b: edges.analyse(samples, sr)
+    )
+    whole, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
+    return whole
+
+
+def _same_as_whole(local, whole) -> None:  # type: ignore[no-untyped-def]
+    """The same moves and ceiling, every gap's edges within 1e-5 of a sample."""
+    assert local.shifts == whole.shifts and local.ceiling_db == whole.ceiling_db
+    for a, b in zip(local.measures, whole.measures, strict=True):
+        assert a is not None and b is not None
+        assert a.offset == pytest.approx(b.offset, abs=1e-5 * SR)
+        assert a.onset == pytest.approx(b.onset, abs=1e-5 * SR)
+
+
 @pytest.mark.parametrize(("seed", "kind", "floor_db"), [(11, "pink", -62.0), (21, "brown", -58.0),
                                                         (22, "hum50", -60.0)])  # fmt: skip
 def test_correction_passes_measure_locally_as_the_whole_file_would(
@@ -283,16 +303,8 @@ def test_correction_passes_measure_locally_as_the_whole_file_would(
     local, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
     assert local.corrected >= 2 and local_calls >= 2  # the passes after the first ran locally
     assert analysed and all(0 < k < 0.25 * len(local.out) for k in analysed)
-    monkeypatch.setattr(edges.BlockPowers, "of", classmethod(lambda cls, an: None))
-    monkeypatch.setattr(
-        edges, "analyse_around", lambda samples, sr, a, b: edges.analyse(samples, sr)
-    )
-    whole, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
-    assert local.shifts == whole.shifts and local.ceiling_db == whole.ceiling_db
-    for a, b in zip(local.measures, whole.measures, strict=True):
-        assert a is not None and b is not None
-        assert a.offset == pytest.approx(b.offset, abs=1e-5 * SR)
-        assert a.onset == pytest.approx(b.onset, abs=1e-5 * SR)
+    whole = _whole_file_mix(monkeypatch, x, truth, seen, gaps, bed, misplace, own)
+    _same_as_whole(local, whole)
     # the reader's measure: the written file, whole, from the rows' edges
     y = mixdown_mod.as_written(local.out, local.ceiling_db)
     rows = rows_at_changes(
@@ -345,16 +357,8 @@ def test_a_pass_that_lowers_the_ceiling_measures_every_change_on_the_whole_file(
     assert local.corrected >= 2 and local.ceiling_db < -0.5
     assert len(carried) >= 2  # the first pass's whole analysis, then the lowered ceiling's
     whole_n.clear()
-    monkeypatch.setattr(edges.BlockPowers, "of", classmethod(lambda cls, an: None))
-    monkeypatch.setattr(
-        edges, "analyse_around", lambda samples, sr, a, b: edges.analyse(samples, sr)
-    )
-    whole, _ = _mix(x, truth, seen, gaps, bed, misplace=misplace, floor_power=own, positions=False)
-    assert local.shifts == whole.shifts and local.ceiling_db == whole.ceiling_db
-    for a, b in zip(local.measures, whole.measures, strict=True):
-        assert a is not None and b is not None
-        assert a.offset == pytest.approx(b.offset, abs=1e-5 * SR)
-        assert a.onset == pytest.approx(b.onset, abs=1e-5 * SR)
+    whole = _whole_file_mix(monkeypatch, x, truth, seen, gaps, bed, misplace, own)
+    _same_as_whole(local, whole)
 
 
 def _spans_of(
