@@ -1,29 +1,28 @@
 """The compiled IIR kernels (:mod:`duetflow.audio.kernels`) against scipy, on the same signals.
 
 One command: ``.venv/bin/python bench/kernels.py`` (``--repeat N``). The edge measure's 100 Hz
-high-pass (float32, ``lfilter``) and BS.1770's K-weighting (float64, ``sosfilt``) at 16 kHz, on a
-45 s window and on 1 s stretches (the local measurements around each speaker change), scipy and
-kernel interleaved call by call, timed by the process's CPU clock; each pair's outputs are
-compared bit for bit on the way; and the high-pass on a window that falls silent (digital
-zeros). Then the kernels of issue 30's second round, each against the path it replaced, bit
-for bit on the way: two 45 s tracks' high-passes side by side (``lfilter_pair``) against two
-single kernels, two speakers' K-weighting side by side (``sosfilt_pair``) against two single
-kernels, and the flicker's running median on a pause-long stretch (100 envelope frames) against
-``scipy.ndimage.median_filter``. Then the fourth round's: the Welch periodogram of a
-clip-per-turn track (half digital silence) with its silent segments skipped against the same
-kernels on every segment. Then the fifth round's (not the same bits, so the largest difference
-is printed, relative to the output's peak): the band-limit's low-pass of a 45 s track (float32
-transforms on 4,096-sample blocks) against its former exact path (scipy's float64 overlap-add
-blocks of 2,200), and a room tone bed's colour (a 70,480-sample bed: 2^4·5·881) split around
-its largest prime factor against numpy's ``rfft``/``irfft``. The eighth round's
-fused analysis (``edges._hop_powers``: the high-pass with a float64 state in four chains side
-by side and both envelopes' hop powers summed in float64, in one pass) against the float32
-``lfilter`` and the two ``einsum`` hop powers it replaced, on a 35 s window (not the same bits:
-the largest relative difference of a hop power is printed). Last line: ``kernels: highpass
-<r>x (45 s) <r>x (1 s); highpass on silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); highpass
-pair <p>x; k-weighting pair <q>x; median <m>x; welch half silent <w>x; hop powers <h>x (fused, off
-<d>); identical True; lowpass <l>x (off <d> of peak); bed colour
-<c>x (off <e>); load <1-minute load average>``.
+high-pass (float32, ``lfilter``) and BS.1770's K-weighting (float64, ``sosfilt``) at 16 kHz, on a 45
+s window and on 1 s stretches (the local measurements around each speaker change), scipy and kernel
+interleaved call by call, timed by the process's CPU clock; each pair's outputs are compared bit for
+bit on the way; and the high-pass on a window that falls silent (digital zeros). Then the second
+round's flicker's running median on a pause-long stretch (100 envelope frames) against
+``scipy.ndimage.median_filter``, bit for bit. Then the fourth round's: the Welch periodogram of a
+clip-per-turn track (half digital silence) with its silent segments skipped against the same kernels
+on every segment. Then the fifth round's (not the same bits, so the largest difference is printed,
+relative to the output's peak): the band-limit's low-pass of a 45 s track (float32 transforms on
+4,096-sample blocks) against its former exact path (scipy's float64 overlap-add blocks of 2,200),
+and a room tone bed's colour (a 70,480-sample bed: 2^4·5·881) split around its largest prime factor
+against numpy's ``rfft``/``irfft``. The eighth round's fused analysis (``edges._hop_powers``: the
+high-pass with a float64 state in four chains side by side and both envelopes' hop powers summed in
+float64, in one pass) against the float32 ``lfilter`` and the two ``einsum`` hop powers it replaced,
+on a 35 s window (not the same bits: the largest relative difference of a hop power is printed). The
+thirteenth round's: two speakers' K-weighted hop energies (18 s and 14 s of speech) in chains side
+by side (``bs1770.k_weighted_energies``) against one unbroken recursion each (the compiled
+``sosfilt``) and its hops' sums (not the same bits: the largest difference, relative to the loudest
+hop's energy, is printed). Last line: ``kernels: highpass <r>x (45 s) <r>x (1 s); highpass on
+silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); k-weighting chains <k>x (off <d>); median <m>x;
+welch half silent <w>x; hop powers <h>x (fused, off <d>); identical True; lowpass <l>x (off <d> of
+peak); bed colour <c>x (off <e>); load <1-minute load average>``.
 """
 
 from __future__ import annotations
@@ -39,7 +38,7 @@ import scipy.fft as sp_fft
 from scipy.ndimage import median_filter
 from scipy.signal import butter, lfilter, sosfilt
 
-from duetflow.audio import edges, kernels
+from duetflow.audio import bs1770, edges, kernels
 from duetflow.audio.bandlimit import _taps, _welch_plan, lowpass, welch_density
 from duetflow.audio.bs1770 import k_weighting_sos
 from duetflow.audio.tone_colour import _zero_phase
@@ -175,23 +174,10 @@ def main() -> None:
             )
             ratios.append((name, seconds, cpu[0] / cpu[1]))
     r = {(n, s): v for n, s, v in ratios}
-    # issue 30, second round: two recursions side by side, and the running median
-    x1, x2 = (rng.standard_normal((2, SR * 45)) * 0.1).astype(np.float32)
-    s1, s2 = (rng.standard_normal((2, SR * 20)) * 0.1).astype(np.float64)
-    z = np.zeros((len(sos), 2))
+    # issue 30, second round: the running median
     env = rng.normal(-55.0, 4.0, 100)
     env[40:60] += 30.0  # a pause's stretch: floor, a tail, floor
     rounds = {
-        "highpass pair": (
-            lambda: (kernels.lfilter(b, a, x1), kernels.lfilter(b, a, x2)),
-            lambda: kernels.lfilter_pair(b, a, x1, x2),
-            args.repeat,
-        ),
-        "k-weighting pair": (
-            lambda: (kernels.sosfilt(sos, s1, z), kernels.sosfilt(sos, s2, z)),
-            lambda: kernels.sosfilt_pair(sos, s1, z, s2, z),
-            args.repeat,
-        ),
         "median": (
             lambda: median_filter(env, size=21, mode="nearest"),
             lambda: edges.running_median(env),
@@ -200,8 +186,6 @@ def main() -> None:
     }
     for name, (ref, fast, reps) in rounds.items():
         want, got = ref(), fast()
-        if name == "k-weighting pair":  # (y, zf), (v, zf) against (y, zf, v, zf)
-            want = (*want[0], *want[1])
         if name == "median":
             want, got = (want,), (got,)
         same &= all(np.array_equal(w, g) for w, g in zip(want, got, strict=True))
@@ -275,12 +259,41 @@ def main() -> None:
             f"off {off[name]:.1e} of the peak"
         )
         r[name, 0] = cpu[0] / cpu[1]
+    # issue 30, thirteenth round: two speakers' K-weighted hop energies in chains side by side
+    # (bs1770.k_weighted_energies) against each one unbroken recursion (the compiled sosfilt)
+    # and its hops' sums; not the same bits: the largest difference of a hop's energy, relative
+    # to the loudest hop's, is printed
+    s1, s2 = (rng.standard_normal((2, SR * 18)) * 0.05).astype(np.float32)
+    s2 = s2[: SR * 14]
+
+    def unbroken() -> list[Any]:
+        out = []
+        for s in (s1, s2):
+            g = np.empty(len(s), np.float32)
+            g[0::2], g[1::2] = bs1770.DENORMAL_GUARD, -bs1770.DENORMAL_GUARD
+            y = np.asarray(kernels.sosfilt(sos, (s + g).astype(np.float64)))
+            m = len(s) // (SR // 10) * (SR // 10)
+            out.append(np.einsum("ij,ij->i", *(y[:m].reshape(-1, SR // 10),) * 2))
+        return out
+
+    def chained() -> list[Any]:
+        return [e.hops for e in bs1770.k_weighted_energies([s1, s2], SR)]
+
+    want, got = unbroken(), chained()
+    k_off = max(float(np.max(np.abs(g - w)) / np.max(w)) for g, w in zip(got, want, strict=True))
+    cpu = _interleaved((unbroken, chained), args.repeat)
+    per = [c / args.repeat * 1e3 for c in cpu]
+    print(
+        f"k-weighting, two speakers (18 s, 14 s): unbroken {per[0]:.3f} ms, chains {per[1]:.3f} "
+        f"ms, {cpu[0] / cpu[1]:.2f}x, off {k_off:.1e} of the loudest hop"
+    )
+    r["k-weighting chains", 0] = cpu[0] / cpu[1]
     print(
         f"kernels: highpass {r['highpass', 45]:.2f}x (45 s) {r['highpass', 1]:.2f}x (1 s); "
         f"highpass on silence {silence:.1f}x; "
         f"k-weighting {r['k-weighting', 45]:.2f}x (45 s) {r['k-weighting', 1]:.2f}x (1 s); "
-        f"highpass pair {r['highpass pair', 0]:.2f}x; k-weighting pair "
-        f"{r['k-weighting pair', 0]:.2f}x; median {r['median', 0]:.2f}x; "
+        f"k-weighting chains {r['k-weighting chains', 0]:.2f}x (off {k_off:.1e}); "
+        f"median {r['median', 0]:.2f}x; "
         f"welch half silent {r['welch', 0]:.2f}x; "
         f"hop powers {r['hop powers', 0]:.2f}x (fused, off {deviation:.1e}); "
         f"identical {same}; lowpass {r['lowpass', 0]:.2f}x (off {off['lowpass']:.1e} of peak); "
@@ -294,8 +307,7 @@ def _mixdown_round(rng: np.random.Generator, repeat: int) -> None:
     extents and the written form, each compiled path against the numpy path it replaced
     (``kernels.edge_kernels`` / ``kernels.sample_kernels`` turned off), bit for bit on the way;
     one line: ``mixdown round: floor track <r>x; floor pause <r>x; extent <r>x; written
-    <r>x; k-weighting pair <r>x; identical <bool>``."""
-    from duetflow.audio import bs1770
+    <r>x; k-weighting <r>x; identical <bool>``."""
     from duetflow.rendering.mixdown import as_written
 
     t = np.arange(SR * 45) / SR
@@ -316,14 +328,14 @@ def _mixdown_round(rng: np.random.Generator, repeat: int) -> None:
             400,
         ),
         "written": (lambda: as_written(x, -0.7), 20),
-        "k-weighting pair": (lambda: bs1770.k_weighted_energies([u, u[: SR * 17]], SR), 10),
+        "k-weighting": (lambda: bs1770.k_weighted_energies([u, u[: SR * 17]], SR), 10),
     }
     switch = {
         "floor track": "edge_kernels",
         "floor pause": "edge_kernels",
         "extent": "edge_kernels",
         "written": "sample_kernels",
-        "k-weighting pair": "sample_kernels",
+        "k-weighting": "sample_kernels",
     }
     same = True
     line = []

@@ -158,26 +158,6 @@ def test_the_envelope_without_kernels_is_the_running_sum_definition(without_kern
     assert np.array_equal(an.level.db, np.maximum(want, edges._SILENT_DB))
 
 
-def test_paired_filters_without_lanes_are_each_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    # where numba is missing (or cannot compile) the pair functions filter one after the other
-    monkeypatch.setattr(kernels, "_lanes", lambda: None)
-    from scipy.signal import butter, lfilter, sosfilt
-
-    from duetflow.audio import bs1770
-
-    rng = np.random.default_rng(2)
-    x, u = (rng.standard_normal((2, 9000)) * 0.1).astype(np.float32)
-    b, a = (np.asarray(c, np.float32) for c in butter(2, 100.0, "highpass", fs=SR))
-    y, v = kernels.lfilter_pair(b, a, x, u[:5000])
-    assert np.array_equal(y, lfilter(b, a, x)) and np.array_equal(v, lfilter(b, a, u[:5000]))
-    sos = bs1770.k_weighting_sos(SR)
-    z = np.zeros((2, 2))
-    got = kernels.sosfilt_pair(sos, x, z, u, z)
-    assert np.array_equal(got[0], sosfilt(sos, x, zi=z)[0])
-    assert np.array_equal(got[2], sosfilt(sos, u, zi=z)[0])
-    assert bs1770.measure_each([x, u], SR) == [bs1770.measure(x, SR), bs1770.measure(u, SR)]
-
-
 @compiled
 def test_the_longest_zero_run_is_the_numpy_count(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(4)

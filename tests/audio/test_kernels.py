@@ -215,51 +215,6 @@ def test_measures_equal_with_the_scipy_fallback(tmp_path: Path) -> None:
         _same(results["compiled"][key], want)
 
 
-def _pairs(
-    dtype: type[np.floating],
-) -> Iterator[tuple[str, npt.NDArray[np.floating], npt.NDArray[np.floating]]]:
-    rng = np.random.default_rng(31)
-    sigs = dict(_signals(dtype))
-    yield "white, white", sigs["white"], (rng.standard_normal(48_000) * 0.1).astype(dtype)
-    yield "short, long", sigs["impulse"], sigs["white"]
-    yield "long, short", sigs["white"], sigs["two samples"]
-    yield "empty, white", sigs["empty"], sigs["white"]
-    # one lane falls into digital silence (a fixed point the single kernel skips) while the
-    # other goes on; then both, with -0.0
-    yield "silence tail, white", sigs["speech then digital silence"], sigs["white"]
-    yield "white, silence -0.0", sigs["white"], sigs["silence, speech, silence, -0.0"]
-    yield "constants, decay", sigs["constant then tiny steps"], sigs["denormal tail"]
-    yield "strided, hum", sigs["strided"], sigs["hum + speechlike"]
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_two_highpasses_side_by_side_equal_each_alone(dtype: type[np.floating]) -> None:
-    for sr in (16_000, 48_000):
-        b64, a64 = butter(2, 100.0, "highpass", fs=sr)
-        b, a = np.asarray(b64, dtype), np.asarray(a64, dtype)
-        for name, x, u in _pairs(dtype):
-            y, v = kernels.lfilter_pair(b, a, x, u)
-            assert y.dtype == v.dtype == dtype, name
-            _same(y, lfilter(b, a, x))
-            _same(v, lfilter(b, a, u))
-
-
-def test_two_k_weightings_side_by_side_equal_each_alone() -> None:
-    rng = np.random.default_rng(5)
-    sos = k_weighting_sos(44_100)
-    for dtype in (np.float32, np.float64):
-        for name, x, u in _pairs(dtype):
-            if len(x) == 0 or len(u) == 0:
-                continue
-            zx, zu = rng.standard_normal((2, 2)), rng.standard_normal((2, 2))
-            y, sy, v, sv = kernels.sosfilt_pair(sos, x, zx, u, zu)
-            wy, wsy = sosfilt(sos, x, zi=zx)
-            wv, wsv = sosfilt(sos, u, zi=zu)
-            for got, want in ((y, wy), (sy, wsy), (v, wv), (sv, wsv)):
-                _same(np.asarray(got), np.asarray(want))
-            assert name
-
-
 def test_paired_measures_equal_the_single_ones() -> None:
     from duetflow.audio import bs1770, edges
 

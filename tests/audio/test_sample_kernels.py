@@ -225,32 +225,3 @@ def test_a_faded_clip_is_the_samples_times_envelope_times_gain() -> None:
             assert env.tobytes() == want_env.tobytes()
             assert data.dtype == np.float32
             assert data.tobytes() == (x * (want_env * gain)).tobytes(), (n, fade_n)
-
-
-@compiled
-def test_the_fused_filter_input_gives_the_unfused_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two signals' pieces made into the filter input and K-weighted in one compiled pass
-    (:func:`duetflow.audio.sample_kernels.guarded_k_pair`, the longer one's rest alone) give
-    the chunks of the input made first and filtered in place, bit for bit."""
-    rng = np.random.default_rng(34)
-    grid = bs1770._grid(16_000)
-    chunk = grid.chunk
-    lengths = ((0, 5), (5, 0), (1, 1), (chunk, chunk), (chunk + 1, chunk - 1), (2 * chunk + 3, 5))
-    cases = []
-    for n, m in (*lengths, (7, 2 * chunk), (40_000, 3 * chunk + 17)):
-        for dtype in (np.float32, np.float64):
-            x = rng.normal(0, 0.1, n).astype(dtype)
-            u = rng.normal(0, 0.01, m).astype(dtype)
-            u[: m // 2] = 0.0
-            cases.append((_split(x, rng) or [x], _split(u, rng) or [u]))
-
-    def run() -> list[list[bytes]]:
-        out = []
-        for x, u in cases:
-            fx, fu = bs1770._filtered_pair(x, u, grid)
-            out.append([c.tobytes() for c in fx] + [b"|"] + [c.tobytes() for c in fu])
-        return out
-
-    fused = run()
-    monkeypatch.setattr(bs1770, "_fused_ready", lambda compiled, dtype: False)
-    assert run() == fused

@@ -12,13 +12,15 @@ tabulated filter (a 0 dBFS 997 Hz sine reads -3.05 LKFS at 48 kHz, not the Recom
 purpose: lhotse and NeMo Curator measure with pyloudnorm, so our figures stay comparable with
 theirs, and the tests hold this module to pyloudnorm within 0.001 LU.
 
-**Gating blocks** are built from 100 ms hop energies. The signal is filtered in chunks (the
-filter state carried across), each chunk squared and summed per hop, so memory stays at one
-chunk whatever the signal's length. Hop ``k`` spans samples ``[floor(k*fs/10),
-floor((k+1)*fs/10))`` (integer arithmetic, so 11.025 and 22.05 kHz hops alternate between two
-lengths) and the 400 ms block ``j`` is hops ``j .. j+3``: 75 % overlap, as BS.1770 specifies.
-Its mean square is its energy over its length in samples. A ±1e-30 guard tone added to the
-input (:data:`DENORMAL_GUARD`) keeps the filter out of subnormal floats on digital silence.
+**Gating blocks** are built from 100 ms hop energies (:func:`k_weighted_energy`): a long
+signal is filtered in chains side by side, each from a zero state 0.3 s before its stretch,
+the same energies as one unbroken recursion to float64 roundings, and nothing but the hops'
+energies is kept, so memory does not grow with the filtered signal. Hop ``k`` spans samples
+``[floor(k*fs/10), floor((k+1)*fs/10))`` (integer arithmetic, so 11.025 and 22.05 kHz hops
+alternate between two lengths) and the 400 ms block ``j`` is hops ``j .. j+3``: 75 % overlap,
+as BS.1770 specifies. Its mean square is its energy over its length in samples. A ±1e-30
+guard tone added to the input (:data:`DENORMAL_GUARD`) keeps the filter out of subnormal
+floats on digital silence.
 
 **Lengths that are not a whole number of hops**: BS.1770-4 (Annex 1) indexes the gating
 blocks ``j = 0, 1, ..., (T - T_g) / (T_g * step)``, i.e. only *complete* 400 ms blocks, which
@@ -43,9 +45,8 @@ is under the absolute gate (very sparse speech); one filtering pass serves both.
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, Literal
@@ -55,7 +56,7 @@ import numpy.typing as npt
 
 from duetflow.audio import kernels
 from duetflow.audio.io import resample
-from duetflow.audio.kernels import sosfilt, sosfilt_pair
+from duetflow.audio.kernels import sosfilt
 from duetflow.audio.mix import any_sample, compiled_kernels
 
 Samples = npt.NDArray[np.floating]
@@ -208,45 +209,155 @@ def _reference_block_count(n_samples: int, sample_rate: int) -> int:
 
 
 def k_weighted_energy(samples: Samples, sample_rate: int) -> KWeightedEnergy:
-    """K-weight a mono signal and sum its squares per 100 ms hop, one chunk at a time.
+    """K-weight a mono signal and sum its squares per 100 ms hop.
 
-    A chunk of whole hop periods reshapes to rows of one period, and each hop of the period is
-    one column slice (one ``einsum`` per hop of the period); the few hops of a final partial
-    period are summed one by one. The filter state is carried from chunk to chunk, so the
-    result is that of one filter run over the whole signal.
+    The filter runs in chains (:func:`_k_plan`): a long signal is cut at hop boundaries into
+    :data:`K_CHAINS` stretches, each filtered from a zero state :data:`K_WARMUP_S` before it
+    (the first from the signal's start, as one unbroken recursion); by then the state a chain
+    missed has decayed below float64 resolution of the signal's scale, so every hop's energy
+    is the unbroken recursion's to float64 roundings (~1e-13 relative, tested against scipy's
+    ``sosfilt`` of the whole signal). A hop's energy is the float64 sum of its outputs' squares
+    in sample order; ``total`` is the hops' sum plus the tail after the last complete hop.
+    Compiled where numba is (:func:`duetflow.audio.sample_kernels.k_hop_energies`: the chains
+    side by side, vectorised, nothing stored but the hops), else scipy and numpy chain by chain,
+    a bounded chunk at a time: the same bits either way.
     """
-    grid = _grid(sample_rate)
     x = _mono(samples)
-    return _energy(_filtered(x, grid), len(x), grid, sample_rate)
+    if x.dtype not in (np.float32, np.float64):
+        x = x.astype(np.float64)
+    x = np.ascontiguousarray(x)
+    grid = _grid(sample_rate)
+    n = len(x)
+    n_hops = HOPS_PER_S * n // sample_rate
+    bounds = hop_bounds(n_hops, sample_rate)
+    first, per, warm = _k_plan(n_hops, sample_rate, grid.period)
+    guard = np.array([DENORMAL_GUARD, -DENORMAL_GUARD], dtype=x.dtype)
+    hops = np.empty(n_hops, dtype=np.float64)
+    compiled = kernels.sample_kernels()
+    if compiled is not None and _k_ready(compiled, x.dtype):
+        tail = float(compiled.k_hop_energies(grid.sos, x, guard, bounds, first, per, warm, hops))
+    else:
+        tail = _chain_energies(x, grid, guard, bounds, first, per, warm, hops)
+    return KWeightedEnergy(sample_rate, n, hops, float(hops.sum()) + tail)
 
 
 def k_weighted_energies(signals: Sequence[Samples], sample_rate: int) -> list[KWeightedEnergy]:
-    """:func:`k_weighted_energy` of each signal, bit for bit, two at a time side by side
-    (:func:`duetflow.audio.kernels.sosfilt_pair`: two independent recursions in one loop cost
-    nearly one)."""
-    return _joined_energies([[_mono(x)] for x in signals], sample_rate)
+    """:func:`k_weighted_energy` of each signal."""
+    return [k_weighted_energy(x, sample_rate) for x in signals]
 
 
-def _joined_energies(
-    signals: Sequence[Sequence[Samples]], sample_rate: int
-) -> list[KWeightedEnergy]:
-    """:func:`k_weighted_energies` of each signal given as its pieces (mono, one dtype), the
-    numbers of the pieces joined, without joining them where the compiled kernels are."""
-    grid = _grid(sample_rate)
-    out: list[KWeightedEnergy] = []
-    for i in range(0, len(signals) - 1, 2):
-        x, u = signals[i], signals[i + 1]
-        fx, fu = _filtered_pair(x, u, grid)
-        out.append(_energy(iter(fx), _length(x), grid, sample_rate))
-        out.append(_energy(iter(fu), _length(u), grid, sample_rate))
-    if len(signals) % 2:
-        last = _joined(signals[-1])
-        out.append(_energy(_filtered(last, grid), len(last), grid, sample_rate))
-    return out
+#: Chains a long signal's K-weighting runs in (:func:`_k_plan`), side by side where compiled.
+K_CHAINS: Final = 16
+#: Zero-state warm-up of each chain after the first (s). The filter's slowest mode, the RLB
+#: high pass's double pole at 38 Hz, decays by ``n * r**n``: below 1e-20 after ~0.22 s at any
+#: rate, so a chain's missed state is under float64 resolution of the signal's scale by then.
+K_WARMUP_S: Final = 0.3
+#: Complete hops from which a signal is cut into chains (6.4 s: each chain 0.4 s or more).
+K_CHAINS_FROM: Final = 64
 
 
-def _length(pieces: Sequence[Samples]) -> int:
-    return sum(len(p) for p in pieces)
+def _k_plan(n_hops: int, sample_rate: int, period: int) -> tuple[npt.NDArray[np.int64], int, int]:
+    """How a signal of ``n_hops`` complete hops is cut into chains: each chain's first hop,
+    the hops every chain runs (``per``, whole hop periods, so that all chains' hops have the
+    same lengths step by step; the last chain then runs on through the rest and the tail), and
+    the warm-up in samples. A function of the length and rate alone. One chain (``per`` 0)
+    for a signal under :data:`K_CHAINS_FROM` hops or too short for a chain to hold its
+    warm-up."""
+    warm = int(math.ceil(K_WARMUP_S * sample_rate))
+    per = (n_hops // K_CHAINS) // period * period
+    one = np.zeros(1, dtype=np.int64)
+    if n_hops < K_CHAINS_FROM or per == 0:
+        return one, 0, warm
+    if int(hop_bounds(per, sample_rate)[-1]) < warm:  # chain 1 would start before the signal
+        return one, 0, warm
+    return np.arange(K_CHAINS, dtype=np.int64) * per, per, warm
+
+
+@lru_cache(maxsize=4)
+def _k_ready(compiled: Any, dtype: np.dtype[np.floating]) -> bool:
+    """Whether :func:`duetflow.audio.sample_kernels.k_hop_energies` runs here for ``dtype``
+    (compiled, or loaded from numba's cache); else :func:`_chain_energies`, the same bits."""
+    try:
+        x = np.ones(3, dtype=dtype)
+        compiled.k_hop_energies(
+            _sos(16_000), x, x[:2], np.zeros(1, np.int64), np.zeros(1, np.int64), 0, 1,
+            np.empty(0),
+        )  # fmt: skip
+    except Exception:  # a numba that cannot compile it: the same numbers without it
+        return False
+    return True
+
+
+def _chain_energies(
+    x: Samples,
+    grid: _HopGrid,
+    guard: Samples,
+    bounds: npt.NDArray[np.int64],
+    first: npt.NDArray[np.int64],
+    per: int,
+    warm: int,
+    hops: Floats,
+) -> float:
+    """:func:`duetflow.audio.sample_kernels.k_hop_energies` in scipy and numpy, the same
+    operations: each chain filtered (``sosfilt``, its state carried) a chunk of at most
+    ``grid.chunk`` samples at a time, a hop's squares summed in sample order (``cumsum``);
+    writes ``hops``, returns the tail's energy."""
+    n_hops, n = len(bounds) - 1, len(x)
+    tail = 0.0
+    for j, h0 in enumerate(first.tolist()):
+        last = j == len(first) - 1
+        h1 = n_hops if last else h0 + per
+        zi: Samples = np.zeros((len(grid.sos), 2), dtype=np.float64)
+        a = int(bounds[h0])
+        if j > 0:  # the warm-up from a zero state (chain 0 starts at the signal's start)
+            _, zi = sosfilt(grid.sos, _guarded(x, a - warm, a, guard), zi=zi)
+        h = h0
+        while h < h1:  # whole hops, about a chunk at a time
+            k = int(np.searchsorted(bounds, int(bounds[h]) + grid.chunk, side="right")) - 1
+            k = min(h1, max(k, h + 1))
+            lo, hi = int(bounds[h]), int(bounds[k])
+            y, zi = sosfilt(grid.sos, _guarded(x, lo, hi, guard), zi=zi)
+            sq = np.asarray(y, dtype=np.float64) ** 2
+            _hop_sums(sq, bounds[h : k + 1] - lo, hops[h:k])
+            h = k
+        if last and n > int(bounds[n_hops]):
+            y, zi = sosfilt(grid.sos, _guarded(x, int(bounds[n_hops]), n, guard), zi=zi)
+            tail = _sum_in_order(np.asarray(y, dtype=np.float64) ** 2)
+    return tail
+
+
+def _guarded(x: Samples, lo: int, hi: int, guard: Samples) -> Floats:
+    """The filter input of samples ``[lo, hi)``: each plus the guard of its index's parity,
+    in ``x``'s dtype, widened to float64."""
+    g = np.empty(hi - lo, dtype=guard.dtype)
+    g[0::2], g[1::2] = (guard[1], guard[0]) if lo & 1 else (guard[0], guard[1])
+    return np.asarray(x[lo:hi] + g, dtype=np.float64)
+
+
+def _hop_sums(sq: Floats, starts: npt.NDArray[np.int64], out: Floats) -> None:
+    """Each hop's (``sq[starts[m]:starts[m + 1]]``) squares summed in sample order into
+    ``out[m]``: ``cumsum`` along the rows of equal hops at once (it adds in order)."""
+    sizes = np.diff(starts)
+    if len(sizes) and bool(np.all(sizes == sizes[0])) and sizes[0] > 0:
+        rows = sq[int(starts[0]) : int(starts[-1])].reshape(len(sizes), int(sizes[0]))
+        out[:] = np.cumsum(rows, axis=1)[:, -1]
+        return
+    for m in range(len(sizes)):
+        out[m] = _sum_in_order(sq[int(starts[m]) : int(starts[m + 1])])
+
+
+def _sum_in_order(v: Floats) -> float:
+    """The float64 sum of ``v`` added in order (``cumsum`` is sequential): 0 when empty."""
+    return float(np.cumsum(v)[-1]) if len(v) else 0.0
+
+
+#: Added to every sample with alternating sign (a tone at the Nyquist frequency, which the
+#: K-weighting passes). On digital silence the filter's output decays into the subnormal range,
+#: where x86 arithmetic is tens of times slower (a track of synthesised turns between stretches
+#: of zeros measured ~7x slower per sample). The guard keeps the state above it, yet is too small
+#: to change any float32 sample of real audio (those of magnitude >= 2e-23 round back to
+#: themselves) or any measured energy (its own mean square is ~1e-60).
+DENORMAL_GUARD: Final = 1e-30
 
 
 def _joined(pieces: Sequence[Samples]) -> Samples:
@@ -261,237 +372,6 @@ def _mono(samples: Samples) -> Samples:
     if x.ndim != 1:
         raise ValueError(f"BS.1770 measures one channel at a time: got shape {x.shape}")
     return x
-
-
-def _energy(
-    chunks: Iterator[Floats], n_samples: int, grid: _HopGrid, sample_rate: int
-) -> KWeightedEnergy:
-    parts: list[Floats] = []
-    total = 0.0
-    for y in chunks:  # chunks are whole periods: only the last one has a tail
-        hops = _hop_energies(y, grid.offsets)
-        parts.append(hops)
-        done = (len(hops) // grid.period) * grid.offsets[-1] + grid.offsets[len(hops) % grid.period]
-        total += float(hops.sum()) + float(np.dot(y[done:], y[done:]))
-    hops = np.concatenate(parts) if len(parts) != 1 else parts[0]
-    return KWeightedEnergy(sample_rate, n_samples, hops, total)
-
-
-#: Added to every sample with alternating sign (a tone at the Nyquist frequency, which the
-#: K-weighting passes). On digital silence the filter's output decays into the subnormal range,
-#: where x86 arithmetic is tens of times slower (a track of synthesised turns between stretches
-#: of zeros measured ~7x slower per sample). The guard keeps the state above it, yet is too small
-#: to change any float32 sample of real audio (those of magnitude >= 2e-23 round back to
-#: themselves) or any measured energy (its own mean square is ~1e-60).
-DENORMAL_GUARD: Final = 1e-30
-
-
-@lru_cache(maxsize=4)
-def _guard(n: int, dtype: np.dtype[np.floating]) -> npt.NDArray[np.floating]:
-    pattern = np.full(n, DENORMAL_GUARD, dtype=dtype)
-    pattern[1::2] = -DENORMAL_GUARD
-    return pattern
-
-
-def _pieces(x: Samples, grid: _HopGrid) -> Iterator[Samples]:
-    """The input of each filter call: ``grid.chunk`` samples plus the guard tone."""
-    if x.dtype not in (np.float32, np.float64):
-        x = x.astype(np.float64)
-    guard = _guard(grid.chunk, x.dtype)
-    for start in range(0, max(len(x), 1), grid.chunk):
-        piece = x[start : start + grid.chunk]
-        yield piece + guard[: len(piece)]
-
-
-def _filtered(x: Samples, grid: _HopGrid) -> Iterator[Floats]:
-    """The K-weighted signal in chunks of ``grid.chunk`` samples (the state carried across)."""
-    zi: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
-    for piece in _pieces(x, grid):
-        y, zi = sosfilt(grid.sos, piece, zi=zi)
-        yield np.asarray(y, dtype=np.float64)
-
-
-def _guarded_pieces(chunks: Sequence[Samples], grid: _HopGrid, compiled: Any) -> Iterator[Floats]:
-    """:func:`_pieces` of ``chunks`` laid end to end (one dtype), widened to float64, each
-    made in compiled passes (the same sums in the chunks' dtype, the same widening) straight
-    from the chunks, never joined first: the guard's sign follows the sample's place in the
-    piece, whichever chunk it comes from."""
-    guard = np.array([DENORMAL_GUARD, -DENORMAL_GUARD], dtype=chunks[0].dtype)
-    swapped = guard[::-1].copy()  # for a chunk's part that starts at an odd place in the piece
-    n = _length(chunks)
-    k = off = 0  # the chunk read next, and where in it
-    for start in range(0, max(n, 1), grid.chunk):
-        out = np.empty(min(grid.chunk, n - start), dtype=np.float64)
-        k, off = _fill_guarded(compiled, chunks, k, off, out, 0, guard, swapped)
-        yield out
-
-
-def _fill_guarded(
-    compiled: Any,
-    chunks: Sequence[Samples],
-    k: int,
-    off: int,
-    out: Floats,
-    at: int,
-    guard: Samples,
-    swapped: Samples,
-) -> tuple[int, int]:
-    """``out[at:]`` made from ``chunks`` laid end to end, from sample ``off`` of chunk ``k``:
-    each sample plus the guard of its place in the piece (``swapped`` where a chunk's part
-    starts at an odd place), widened; returns where the next read starts (chunk, sample)."""
-    while at < len(out):
-        c = chunks[k]
-        take = min(len(c) - off, len(out) - at)
-        if take > 0:
-            compiled.guarded(c, off, swapped if at & 1 else guard, out[at : at + take])
-            at += take
-            off += take
-        if off == len(c):
-            k, off = k + 1, 0
-    return k, off
-
-
-def _filtered_pair(
-    x: Sequence[Samples], u: Sequence[Samples], grid: _HopGrid
-) -> tuple[list[Floats], list[Floats]]:
-    """:func:`_filtered` of two signals (each given as its pieces, mono), their chunks filtered
-    side by side while both last.
-
-    Where the compiled kernels are, each float64 filter input is made straight from the
-    pieces (:func:`_guarded_pieces`) and filtered in place, no copies; else the pieces are
-    joined and filtered through :func:`~duetflow.audio.kernels.sosfilt_pair` (the same bits)."""
-    compiled = kernels.sample_kernels()
-    chunks = [*x, *u]
-    fast = (
-        compiled is not None
-        and bool(x)
-        and bool(u)
-        and all(c.dtype == chunks[0].dtype and c.flags.c_contiguous for c in chunks)
-        and chunks[0].dtype in (np.float32, np.float64)
-    )
-    if fast and len(grid.sos) == 2 and _fused_ready(compiled, chunks[0].dtype):
-        return _fused_pair(x, u, grid, compiled)
-    pairs = itertools.zip_longest(
-        *(_guarded_pieces(s, grid, compiled) if fast else _pieces(_joined(s), grid) for s in (x, u))
-    )
-    zx: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
-    zu: npt.NDArray[np.floating] = np.zeros((len(grid.sos), 2), dtype=np.float64)
-    fx: list[Floats] = []
-    fu: list[Floats] = []
-    for px, pu in pairs:
-        if px is not None and pu is not None:
-            if fast and kernels.sosfilt_pair_inplace(grid.sos, px, zx, pu, zu):
-                fx.append(np.asarray(px, dtype=np.float64))  # they are: no copies
-                fu.append(np.asarray(pu, dtype=np.float64))
-                continue
-            y, zx, v, zu = sosfilt_pair(grid.sos, px, zx, pu, zu)
-            fx.append(np.asarray(y, dtype=np.float64))
-            fu.append(np.asarray(v, dtype=np.float64))
-        elif px is not None:
-            y, zx = sosfilt(grid.sos, px, zi=zx)
-            fx.append(np.asarray(y, dtype=np.float64))
-        else:
-            v, zu = sosfilt(grid.sos, pu, zi=zu)
-            fu.append(np.asarray(v, dtype=np.float64))
-    return fx, fu
-
-
-@lru_cache(maxsize=4)
-def _fused_ready(compiled: Any, dtype: np.dtype[np.floating]) -> bool:
-    """Whether :func:`duetflow.audio.sample_kernels.guarded_k_pair` runs here for pieces of
-    ``dtype`` (compiled, or loaded from numba's cache); else :func:`_filtered_pair` takes its
-    other path, the same bits."""
-    try:
-        one = np.ones(3, dtype=dtype)
-        z = np.zeros((2, 2))
-        compiled.guarded_k_pair(
-            _sos(16_000), one, 0, np.empty(3), one, 0, np.empty(3), 0, 3, one[:2], z, z.copy()
-        )
-    except Exception:  # a numba that cannot compile it: the same numbers without it
-        return False
-    return True
-
-
-def _fused_pair(
-    x: Sequence[Samples], u: Sequence[Samples], grid: _HopGrid, compiled: Any
-) -> tuple[list[Floats], list[Floats]]:
-    """:func:`_filtered_pair` of two signals' pieces (one dtype, C-contiguous) through a
-    two-section filter, the same chunks with the same bits: where both signals have samples,
-    each filter input is made and filtered in one compiled pass
-    (:func:`duetflow.audio.sample_kernels.guarded_k_pair`: the guarded piece's steps, then
-    ``sections_pair``'s), a call per stretch that lies in one piece of each; the longer
-    signal's rest is made as :func:`_guarded_pieces` makes it and filtered alone in place, as
-    :func:`~duetflow.audio.kernels.sosfilt_pair_inplace` filters a lane past the other's end."""
-    guard = np.array([DENORMAL_GUARD, -DENORMAL_GUARD], dtype=x[0].dtype)
-    swapped = guard[::-1].copy()
-    sos = grid.sos
-    zs: list[npt.NDArray[np.floating]] = [np.zeros((len(sos), 2)) for _ in range(2)]
-    lengths = [_length(x), _length(u)]
-    at_piece = [[0, 0], [0, 0]]  # each signal's piece read next, and where in it
-    outs: list[list[Floats]] = [[], []]
-    none = np.empty(0, dtype=np.float64)
-    for start in range(0, max(*lengths, 1), grid.chunk):
-        sizes = [max(0, min(grid.chunk, n - start)) for n in lengths]
-        live = [start < max(n, 1) for n in lengths]  # a signal has this chunk (one if empty)
-        chunk = [
-            np.empty(m, dtype=np.float64) if ok else none for m, ok in zip(sizes, live, strict=True)
-        ]
-        done = 0
-        if all(live):
-            common = min(sizes)
-            (kx, ox), (ku, ou) = at_piece
-            while done < common:
-                px, pu = x[kx], u[ku]
-                take = min(len(px) - ox, len(pu) - ou, common - done)
-                if take > 0:
-                    compiled.guarded_k_pair(
-                        sos, px, ox, chunk[0], pu, ou, chunk[1], done, take, guard, zs[0], zs[1]
-                    )
-                    done += take
-                    ox += take
-                    ou += take
-                if ox == len(px):
-                    kx, ox = kx + 1, 0
-                if ou == len(pu):
-                    ku, ou = ku + 1, 0
-            at_piece = [[kx, ox], [ku, ou]]
-        for i, pieces in enumerate((x, u)):
-            if not live[i]:
-                continue
-            out = chunk[i]
-            if done < len(out):  # this signal's rest of the chunk, alone
-                k, off = at_piece[i]
-                k, off = _fill_guarded(compiled, pieces, k, off, out, done, guard, swapped)
-                at_piece[i] = [k, off]
-                rest = out[done:]
-                if not kernels.sosfilt_pair_inplace(sos, rest, zs[i], none, _NO_STATE.copy()):
-                    rest[:], zs[i] = sosfilt(sos, rest, zi=zs[i])  # no pair kernel: the same
-            outs[i].append(out)
-    return outs[0], outs[1]
-
-
-_NO_STATE: Final = np.zeros((2, 2), dtype=np.float64)
-
-
-def _hop_energies(y: Floats, offsets: tuple[int, ...]) -> Floats:
-    """Energy of every complete hop of ``y``, which starts on a period boundary."""
-    period, span = len(offsets) - 1, offsets[-1]
-    rows = len(y) // span
-    grid = y[: rows * span].reshape(rows, span)
-    if period == 1:
-        per_hop = np.einsum("ij,ij->i", grid, grid)
-    else:
-        per_hop = np.empty((rows, period), dtype=np.float64)
-        for p in range(period):
-            cols = grid[:, offsets[p] : offsets[p + 1]]
-            np.einsum("ij,ij->i", cols, cols, out=per_hop[:, p])
-    rest = y[rows * span :]
-    tail = [
-        float(np.dot(rest[a:b], rest[a:b]))
-        for a, b in itertools.pairwise(offsets)
-        if b <= len(rest)
-    ]
-    return np.concatenate([per_hop.ravel(), tail]) if tail else per_hop.ravel()
 
 
 def _lufs(mean_square: float) -> float:
@@ -564,19 +444,12 @@ def measure_each(signals: Sequence[Samples], sample_rate: int) -> list[Loudness]
 
 def measure_each_joined(signals: Sequence[Sequence[Samples]], sample_rate: int) -> list[Loudness]:
     """:func:`measure_each` of each signal given as its pieces (a speaker's trimmed speech):
-    the numbers of the pieces joined (``np.concatenate``), without joining them where the
-    compiled kernels are (the filter input is made from the pieces)."""
-    xs = [[np.asarray(p) for p in pieces] for pieces in signals]
-    if any(len({p.dtype for p in pieces}) > 1 for pieces in xs):  # joining would cast
-        xs = [[_joined(pieces)] for pieces in xs]
-    heard = [i for i, x in enumerate(xs) if any(p.size and any_sample(p) for p in x)]
+    the numbers of the pieces joined (``np.concatenate``)."""
+    xs = [_joined([_mono(p) for p in pieces]) for pieces in signals]
     out = [Loudness(SILENCE_LUFS, "silent")] * len(xs)
-    for i, energy in zip(
-        heard,
-        _joined_energies([[_mono(p) for p in xs[i]] for i in heard], sample_rate),
-        strict=True,
-    ):
-        out[i] = _loudness(energy)
+    for i, x in enumerate(xs):
+        if x.size and any_sample(x):
+            out[i] = _loudness(k_weighted_energy(x, sample_rate))
     return out
 
 

@@ -28,13 +28,11 @@ call, never at import, so commands that filter nothing do not pay for it.
 The Welch periodogram of :func:`duetflow.audio.bandlimit.welch_density` has four loops
 compiled too (:func:`welch_kernels`, in :mod:`duetflow.audio.welch_kernels`), each numpy's own
 arithmetic in its own order, and segments of digital silence are not transformed (their power
-is +0.0 exactly); the FFT between them stays scipy's. Two independent signals are
-filtered side by side by :func:`lfilter_pair` and :func:`sosfilt_pair` (the same recursions in
-one loop, :mod:`duetflow.audio.lane_kernels`: nearly the cost of one), and the edge measure's
+is +0.0 exactly); the FFT between them stays scipy's. The edge measure's
 small loops (running median, quiet-run walk, envelope window sums, zero runs, a pause's floor
 and its quietest stretch, a turn's core frames, a pause's half medians and quietest 20 ms) are
 :func:`edge_kernels` (:mod:`duetflow.audio.edge_kernels`), the mixdown's per-sample passes (the
-16-bit written form, the bed under the clips, BS.1770's guarded filter input) are
+16-bit written form, the bed under the clips, BS.1770's K-weighted hop energies) are
 :func:`sample_kernels` (:mod:`duetflow.audio.sample_kernels`); each has a numpy/scipy path with
 the same bits where numba is missing.
 
@@ -304,7 +302,7 @@ def edge_kernels() -> Any | None:
 @functools.lru_cache(maxsize=1)
 def sample_kernels() -> Any | None:
     """The mixdown's per-sample loops (:mod:`duetflow.audio.sample_kernels`: the 16-bit written
-    form, BS.1770's guarded filter input), or None (numba missing or turned off): numpy then,
+    form, BS.1770's K-weighted hop energies), or None (numba missing or turned off): numpy then,
     the same bits."""
     if _compiled() is None:
         return None
@@ -313,148 +311,7 @@ def sample_kernels() -> Any | None:
 
         x = np.arange(5, dtype=np.float32)
         sk.written16(x, np.float32(0.5), True, np.empty(5, np.float32))
-        for dtype in (np.float32, np.float64):
-            sk.guarded(x.astype(dtype), 1, np.ones(2, dtype), np.empty(3))
         sk.top_up(x.copy(), x, x, np.float32(1.0))
     except Exception:  # a numba that cannot compile here: the same output without it
         return None
     return sk
-
-
-@functools.lru_cache(maxsize=1)
-def _lanes() -> Any | None:
-    """:mod:`duetflow.audio.lane_kernels`, or None (numba missing or turned off)."""
-    if _compiled() is None:
-        return None
-    try:
-        from duetflow.audio import lane_kernels as lk
-
-        for dtype in (np.float32, np.float64):
-            one = np.ones(3, dtype=dtype)
-            z = np.zeros(2, dtype=dtype)
-            lk.df2t_pair(one, one, one, z, np.empty(3, dtype), one, z.copy(), np.empty(3, dtype))
-        lk.sections_pair(
-            np.ones((1, 6)), np.ones(3), np.zeros((1, 2)), np.ones(3), np.zeros((1, 2))
-        )
-    except Exception:  # a numba that cannot compile here: one signal at a time, the same output
-        return None
-    return lk
-
-
-def lfilter_pair(
-    b: npt.ArrayLike, a: npt.ArrayLike, x: FloatArray, u: FloatArray
-) -> tuple[FloatArray, FloatArray]:
-    """``(lfilter(b, a, x), lfilter(b, a, u))`` bit for bit, the two second-order recursions
-    run side by side (:mod:`duetflow.audio.lane_kernels`: nearly the cost of one); anything
-    else, or without numba, one after the other."""
-    kernels, lanes = _compiled(), _lanes()
-    xa, ua = np.asarray(x), np.asarray(u)
-    bb = np.atleast_1d(np.asarray(b))
-    aa = np.atleast_1d(np.asarray(a))
-    dtype = np.result_type(bb, aa, xa)
-    if (
-        kernels is None
-        or lanes is None
-        or xa.ndim != 1
-        or ua.ndim != 1
-        or np.result_type(bb, aa, ua) != dtype
-        or dtype not in (np.float32, np.float64)
-        or bb.shape != (3,)
-        or aa.shape != (3,)
-        or aa[0] == 0
-    ):
-        return lfilter(b, a, x), lfilter(b, a, u)
-    bn = bb.astype(dtype)
-    an = aa.astype(dtype)
-    a0 = an[0]
-    bn /= a0  # as lfilter: normalised once, in the signal's dtype
-    an /= a0
-    xs = np.ascontiguousarray(xa, dtype=dtype)
-    us = np.ascontiguousarray(ua, dtype=dtype)
-    y, v = np.empty_like(xs), np.empty_like(us)
-    zx, zu = np.zeros(2, dtype=dtype), np.zeros(2, dtype=dtype)
-    common = min(len(xs), len(us))
-    done = int(lanes.df2t_pair(bn, an, xs, zx, y, us, zu, v))
-    # the rest of each (the longer one's tail, or both after a fixed point) alone, from the
-    # state reached: the same steps a single run takes there
-    if done < len(xs):
-        kernels[0](bn, an, xs[done:], zx, y[done:])
-    if done < len(us):
-        kernels[0](bn, an, us[done:], zu, v[done:])
-    assert done <= common
-    return y, v
-
-
-def sosfilt_pair_inplace(
-    sos: FloatArray, y: FloatArray, zy: FloatArray, v: FloatArray, zv: FloatArray
-) -> bool:
-    """:func:`sosfilt_pair` of float64 C-contiguous ``y`` and ``v`` in place, the float64
-    states ``zy`` and ``zv`` updated (no copies: the caller made the arrays); False, with
-    nothing done, where the compiled kernels are missing or an argument is not of that form."""
-    kernels, lanes = _compiled(), _lanes()
-    ok = (
-        kernels is not None
-        and lanes is not None
-        and all(
-            a.dtype == np.float64 and a.flags.c_contiguous and a.flags.writeable
-            for a in (y, zy, v, zv)
-        )
-        and y.ndim == 1
-        and v.ndim == 1
-        and sos.dtype == np.float64
-        and sos.ndim == 2
-        and sos.shape[1] == 6
-        and bool(np.all(sos[:, 3] == 1))
-        and zy.shape == (sos.shape[0], 2)
-        and zv.shape == (sos.shape[0], 2)
-    )
-    if not ok:
-        return False
-    assert kernels is not None and lanes is not None
-    sc = np.ascontiguousarray(sos)
-    done = int(lanes.sections_pair(sc, y, zy, v, zv))
-    if done < len(y):
-        kernels[1](sc, y[done:], zy)
-    if done < len(v):
-        kernels[1](sc, v[done:], zv)
-    return True
-
-
-def sosfilt_pair(
-    sos: FloatArray, x: FloatArray, zx: FloatArray, u: FloatArray, zu: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """``sosfilt(sos, x, zi=zx)`` and ``sosfilt(sos, u, zi=zu)`` bit for bit (outputs, final
-    states), the two cascades run side by side where numba is (float64, 1-D), else one after
-    the other."""
-    kernels, lanes = _compiled(), _lanes()
-    s = np.asarray(sos)
-    xa, ua = np.asarray(x), np.asarray(u)
-    ok = (
-        kernels is not None
-        and lanes is not None
-        and xa.ndim == 1
-        and ua.ndim == 1
-        and np.result_type(s, xa, np.asarray(zx)) == np.float64
-        and np.result_type(s, ua, np.asarray(zu)) == np.float64
-        and s.ndim == 2
-        and s.shape[1] == 6
-        and bool(np.all(s[:, 3] == 1))
-        and np.shape(zx) == (s.shape[0], 2)
-        and np.shape(zu) == (s.shape[0], 2)
-    )
-    if not ok:
-        y, zy = sosfilt(sos, x, zx)
-        v, zv = sosfilt(sos, u, zu)
-        return y, zy, v, zv
-    assert kernels is not None and lanes is not None
-    y = np.array(xa, dtype=np.float64, order="C")  # filtered in place, as scipy does
-    v = np.array(ua, dtype=np.float64, order="C")
-    sx = np.array(zx, dtype=np.float64, order="C")
-    su = np.array(zu, dtype=np.float64, order="C")
-    sc = np.ascontiguousarray(s, dtype=np.float64)
-    done = int(lanes.sections_pair(sc, y, sx, v, su))
-    if done < len(y):
-        kernels[1](sc, y[done:], sx)
-    if done < len(v):
-        kernels[1](sc, v[done:], su)
-    return y, sx, v, su

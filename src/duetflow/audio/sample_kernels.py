@@ -6,9 +6,6 @@ off), each the numpy path's bits by construction:
   gain (one float32 product), the clip to ``[-1, 1 - 2^-15]`` (a NaN passes, as ``np.clip``),
   times ``2^15``, rounded half to even (``np.rint``), times ``2^-15``: one pass, float32 all
   the way, where numpy makes four;
-* :func:`guarded`: BS.1770's filter input, a piece of the signal plus the guard tone
-  (:data:`duetflow.audio.bs1770.DENORMAL_GUARD`, alternating sign) added in the signal's dtype
-  and widened to float64 in one pass, where numpy makes the sum and then its float64 copy;
 * :func:`top_up`: the assembly's bed under the clips, ``sqrt(max(floor - have, 0)) * tone``
   added to the mix in one pass (numpy: five);
 * :func:`pcm16_of_written`: the int16 of :func:`written16`'s output (times ``2^15``, exact
@@ -22,9 +19,10 @@ off), each the numpy path's bits by construction:
 * :func:`pcm16_channels`: the channels of a 16-bit file's frames (read as int16) scaled by
   ``2^-15`` straight into one contiguous float32 array each
   (:func:`duetflow.audio.io.read_channels`), where numpy scales the block, then copies;
-* :func:`guarded_k_pair`: :func:`guarded` and the K-weighting's two-section cascade of two
-  signals side by side (``lane_kernels.sections_pair``'s operations) in one pass, where the
-  float64 filter input is otherwise written out and filtered in place.
+* :func:`k_hop_energies`: BS.1770's K-weighted hop energies
+  (:func:`duetflow.audio.bs1770.k_weighted_energy`): the guarded filter input made on the
+  fly, the two-section cascade in ``sosfilt``'s operation order, sixteen chains side by side,
+  vectorised, only the hops' energies stored.
 
 Warmed up (compiled, or loaded from numba's cache) by :func:`warm`.
 
@@ -55,15 +53,6 @@ def written16(x: Any, gain: Any, scaled: bool, out: Any) -> None:  # pragma: no 
         elif v > hi:
             v = hi
         out[i] = np.rint(v * up) * down
-
-
-@numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def guarded(x: Any, start: int, guard: Any, out: Any) -> None:  # pragma: no cover - compiled
-    # out[k] = x[start + k] + guard[k % 2] in x's dtype, as float64: BS.1770's filter input
-    # (duetflow.audio.bs1770._pieces: the piece plus the alternating guard tone) made and
-    # widened in one pass
-    for k in range(out.shape[0]):
-        out[k] = x[start + k] + guard[k & 1]
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
@@ -131,7 +120,8 @@ def warm() -> None:
     x = np.arange(5, dtype=np.float32)
     written16(x, np.float32(0.5), True, np.empty(5, np.float32))
     for dtype in (np.float32, np.float64):
-        guarded(x.astype(dtype), 1, np.ones(2, dtype), np.empty(3))
+        one, none = np.ones(2, dtype), np.zeros(1, np.int64)
+        k_hop_energies(np.ones((2, 6)), x.astype(dtype), one, none, none, 0, 1, np.empty(0))
     top_up(x.copy(), x, x, np.float32(1.0))
     pcm16_of_written(x / np.float32(32768.0), np.empty(5, np.int16))
     block_peaks(x, 2, np.empty(3, np.float32))
@@ -176,46 +166,86 @@ def pcm16_channels(data: Any, channels: Any, out: Any) -> None:  # pragma: no co
 
 
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
-def guarded_k_pair(
-    sos: Any,
-    x: Any,
-    xo: int,
-    y: Any,
-    u: Any,
-    uo: int,
-    v: Any,
-    at: int,
-    size: int,
-    guard: Any,
-    zx: Any,
-    zu: Any,
-) -> None:  # pragma: no cover - compiled
-    # duetflow.audio.bs1770._filtered_pair's common part, made and filtered in one pass: for k
-    # in [0, size), the filter input x[xo + k] + guard[(at + k) & 1] (summed in x's dtype,
-    # widened to float64: :func:`guarded`'s steps) goes through the two-section cascade of
-    # duetflow.audio.lane_kernels.sections_pair (its operations in its order, lane x on state
-    # zx, lane u on zu, both updated) into y[at + k]; u likewise into v
+def k_hop_energies(
+    sos: Any, x: Any, guard: Any, bounds: Any, first: Any, per: int, warm: int, hops: Any
+) -> float:  # pragma: no cover - compiled
+    # BS.1770's K-weighted hop energies of x in chains (duetflow.audio.bs1770._chain_energies,
+    # whose numpy path does the same operations): the filter input at sample i is
+    # x[i] + guard[i & 1] in x's dtype, widened to float64; the two-section cascade in
+    # sosfilt's operation order (kernels.sosfilt's); a hop's energy the float64 sum
+    # of its outputs' squares in sample order. Chain j starts from a zero state ``warm``
+    # samples before hop first[j] (chain 0 at sample 0: its warm-up reads zeros, which keep
+    # the zero state), then runs ``per`` hops, the chains side by side, vectorised; the last
+    # chain then runs on alone through the remaining hops and the tail after the last
+    # complete hop, whose energy is returned.
+    nc = first.shape[0]
+    nh = bounds.shape[0] - 1
     b00, b01, b02, a01, a02 = sos[0, 0], sos[0, 1], sos[0, 2], sos[0, 4], sos[0, 5]
     b10, b11, b12, a11, a12 = sos[1, 0], sos[1, 1], sos[1, 2], sos[1, 4], sos[1, 5]
-    p00, p01, p10, p11 = zx[0, 0], zx[0, 1], zx[1, 0], zx[1, 1]
-    q00, q01, q10, q11 = zu[0, 0], zu[0, 1], zu[1, 0], zu[1, 1]
-    for k in range(size):
-        g = guard[(at + k) & 1]
-        xc = np.float64(x[xo + k] + g)
-        uc = np.float64(u[uo + k] + g)
-        xm = b00 * xc + p00
-        um = b00 * uc + q00
-        p00 = b01 * xc - a01 * xm + p01
-        q00 = b01 * uc - a01 * um + q01
-        p01 = b02 * xc - a02 * xm
-        q01 = b02 * uc - a02 * um
-        xo_ = b10 * xm + p10
-        uo_ = b10 * um + q10
-        p10 = b11 * xm - a11 * xo_ + p11
-        q10 = b11 * um - a11 * uo_ + q11
-        p11 = b12 * xm - a12 * xo_
-        q11 = b12 * um - a12 * uo_
-        y[at + k] = xo_
-        v[at + k] = uo_
-    zx[0, 0], zx[0, 1], zx[1, 0], zx[1, 1] = p00, p01, p10, p11
-    zu[0, 0], zu[0, 1], zu[1, 0], zu[1, 1] = q00, q01, q10, q11
+    p00 = np.zeros(nc)
+    p01 = np.zeros(nc)
+    p10 = np.zeros(nc)
+    p11 = np.zeros(nc)
+    if nc > 1 and per > 0:
+        xr = np.zeros(nc)
+        e = np.zeros(nc)
+        at = np.empty(nc, np.int64)
+        for j in range(nc):
+            at[j] = bounds[first[j]] - warm
+        for t in range(warm):
+            for j in range(nc):
+                i = at[j] + t
+                xr[j] = np.float64(x[i] + guard[i & 1]) if i >= 0 else 0.0
+            for j in range(nc):
+                xc = xr[j]
+                xm = b00 * xc + p00[j]
+                p00[j] = b01 * xc - a01 * xm + p01[j]
+                p01[j] = b02 * xc - a02 * xm
+                yo = b10 * xm + p10[j]
+                p10[j] = b11 * xm - a11 * yo + p11[j]
+                p11[j] = b12 * xm - a12 * yo
+        for h in range(per):
+            size = bounds[h + 1] - bounds[h]  # the same in every chain: they start on periods
+            for j in range(nc):
+                at[j] = bounds[first[j] + h]
+                e[j] = 0.0
+            for t in range(size):
+                for j in range(nc):
+                    i = at[j] + t
+                    xr[j] = np.float64(x[np.uint64(i)] + guard[i & 1])
+                for j in range(nc):
+                    xc = xr[j]
+                    xm = b00 * xc + p00[j]
+                    p00[j] = b01 * xc - a01 * xm + p01[j]
+                    p01[j] = b02 * xc - a02 * xm
+                    yo = b10 * xm + p10[j]
+                    p10[j] = b11 * xm - a11 * yo + p11[j]
+                    p11[j] = b12 * xm - a12 * yo
+                    e[j] += yo * yo
+            for j in range(nc):
+                hops[first[j] + h] = e[j]
+        done = first[nc - 1] + per
+    else:
+        done = 0
+    # the last chain alone: its remaining hops, then the tail
+    j = nc - 1
+    s00, s01, s10, s11 = p00[j], p01[j], p10[j], p11[j]
+    tail = 0.0
+    for h in range(done, nh + 1):
+        a = bounds[h]
+        b = bounds[h + 1] if h < nh else x.shape[0]
+        acc = 0.0
+        for i in range(a, b):
+            xc = np.float64(x[i] + guard[i & 1])
+            xm = b00 * xc + s00
+            s00 = b01 * xc - a01 * xm + s01
+            s01 = b02 * xc - a02 * xm
+            yo = b10 * xm + s10
+            s10 = b11 * xm - a11 * yo + s11
+            s11 = b12 * xm - a12 * yo
+            acc += yo * yo
+        if h < nh:
+            hops[h] = acc
+        else:
+            tail = acc
+    return tail
