@@ -165,6 +165,19 @@ def pcm16_channels(data: Any, channels: Any, out: Any) -> None:  # pragma: no co
             row[i] = np.float32(data[i, c]) * scale
 
 
+@numba.njit(inline="always")  # type: ignore[misc]
+def _k_step(c: Any, xc: float, s: Any, j: int) -> Any:  # pragma: no cover - compiled
+    # one step of the K-weighting's two sections (c: b00, b01, b02, a01, a02, b10, b11, b12,
+    # a11, a12) on lane j's state s[:, j], in sosfilt's operation order; returns the output
+    xm = c[0] * xc + s[0, j]
+    s[0, j] = c[1] * xc - c[3] * xm + s[1, j]
+    s[1, j] = c[2] * xc - c[4] * xm
+    yo = c[5] * xm + s[2, j]
+    s[2, j] = c[6] * xm - c[8] * yo + s[3, j]
+    s[3, j] = c[7] * xm - c[9] * yo
+    return yo
+
+
 @numba.njit(cache=True, nogil=True)  # type: ignore[misc]
 def k_hop_energies(
     sos: Any, x: Any, guard: Any, bounds: Any, first: Any, per: int, warm: int, hops: Any
@@ -172,20 +185,19 @@ def k_hop_energies(
     # BS.1770's K-weighted hop energies of x in chains (duetflow.audio.bs1770._chain_energies,
     # whose numpy path does the same operations): the filter input at sample i is
     # x[i] + guard[i & 1] in x's dtype, widened to float64; the two-section cascade in
-    # sosfilt's operation order (kernels.sosfilt's); a hop's energy the float64 sum
-    # of its outputs' squares in sample order. Chain j starts from a zero state ``warm``
-    # samples before hop first[j] (chain 0 at sample 0: its warm-up reads zeros, which keep
-    # the zero state), then runs ``per`` hops, the chains side by side, vectorised; the last
-    # chain then runs on alone through the remaining hops and the tail after the last
-    # complete hop, whose energy is returned.
+    # sosfilt's operation order (_k_step); a hop's energy the float64 sum of its outputs'
+    # squares in sample order. Chain j starts from a zero state ``warm`` samples before hop
+    # first[j] (chain 0 at sample 0: its warm-up reads zeros, which keep the zero state), then
+    # runs ``per`` hops, the chains side by side, vectorised; the last chain then runs on alone
+    # through the remaining hops and the tail after the last complete hop, whose energy is
+    # returned.
     nc = first.shape[0]
     nh = bounds.shape[0] - 1
-    b00, b01, b02, a01, a02 = sos[0, 0], sos[0, 1], sos[0, 2], sos[0, 4], sos[0, 5]
-    b10, b11, b12, a11, a12 = sos[1, 0], sos[1, 1], sos[1, 2], sos[1, 4], sos[1, 5]
-    p00 = np.zeros(nc)
-    p01 = np.zeros(nc)
-    p10 = np.zeros(nc)
-    p11 = np.zeros(nc)
+    c = (
+        sos[0, 0], sos[0, 1], sos[0, 2], sos[0, 4], sos[0, 5],
+        sos[1, 0], sos[1, 1], sos[1, 2], sos[1, 4], sos[1, 5],
+    )  # fmt: skip
+    s = np.zeros((4, nc))
     if nc > 1 and per > 0:
         xr = np.zeros(nc)
         e = np.zeros(nc)
@@ -197,13 +209,7 @@ def k_hop_energies(
                 i = at[j] + t
                 xr[j] = np.float64(x[i] + guard[i & 1]) if i >= 0 else 0.0
             for j in range(nc):
-                xc = xr[j]
-                xm = b00 * xc + p00[j]
-                p00[j] = b01 * xc - a01 * xm + p01[j]
-                p01[j] = b02 * xc - a02 * xm
-                yo = b10 * xm + p10[j]
-                p10[j] = b11 * xm - a11 * yo + p11[j]
-                p11[j] = b12 * xm - a12 * yo
+                _k_step(c, xr[j], s, j)
         for h in range(per):
             size = bounds[h + 1] - bounds[h]  # the same in every chain: they start on periods
             for j in range(nc):
@@ -214,13 +220,7 @@ def k_hop_energies(
                     i = at[j] + t
                     xr[j] = np.float64(x[np.uint64(i)] + guard[i & 1])
                 for j in range(nc):
-                    xc = xr[j]
-                    xm = b00 * xc + p00[j]
-                    p00[j] = b01 * xc - a01 * xm + p01[j]
-                    p01[j] = b02 * xc - a02 * xm
-                    yo = b10 * xm + p10[j]
-                    p10[j] = b11 * xm - a11 * yo + p11[j]
-                    p11[j] = b12 * xm - a12 * yo
+                    yo = _k_step(c, xr[j], s, j)
                     e[j] += yo * yo
             for j in range(nc):
                 hops[first[j] + h] = e[j]
@@ -228,21 +228,13 @@ def k_hop_energies(
     else:
         done = 0
     # the last chain alone: its remaining hops, then the tail
-    j = nc - 1
-    s00, s01, s10, s11 = p00[j], p01[j], p10[j], p11[j]
+    last = nc - 1
     tail = 0.0
     for h in range(done, nh + 1):
-        a = bounds[h]
         b = bounds[h + 1] if h < nh else x.shape[0]
         acc = 0.0
-        for i in range(a, b):
-            xc = np.float64(x[i] + guard[i & 1])
-            xm = b00 * xc + s00
-            s00 = b01 * xc - a01 * xm + s01
-            s01 = b02 * xc - a02 * xm
-            yo = b10 * xm + s10
-            s10 = b11 * xm - a11 * yo + s11
-            s11 = b12 * xm - a12 * yo
+        for i in range(bounds[h], b):
+            yo = _k_step(c, np.float64(x[i] + guard[i & 1]), s, last)
             acc += yo * yo
         if h < nh:
             hops[h] = acc
