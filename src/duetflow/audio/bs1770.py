@@ -215,9 +215,10 @@ def k_weighted_energy(samples: Samples, sample_rate: int) -> KWeightedEnergy:
     :data:`K_CHAINS` stretches, each filtered from a zero state :data:`K_WARMUP_S` before it
     (the first from the signal's start, as one unbroken recursion); by then the state a chain
     missed has decayed below float64 resolution of the signal's scale, so every hop's energy
-    is the unbroken recursion's to float64 roundings (~1e-13 relative, tested against scipy's
-    ``sosfilt`` of the whole signal). A hop's energy is the float64 sum of its outputs' squares
-    in sample order; ``total`` is the hops' sum plus the tail after the last complete hop.
+    is the unbroken recursion's to float64 roundings (within 1e-13 of the loudest hop's
+    energy, tested against scipy's ``sosfilt`` of the whole signal). A hop's energy is the
+    float64 sum of its outputs' squares in sample order; ``total`` is the hops' sum plus the
+    tail after the last complete hop.
     Compiled where numba is (:func:`duetflow.audio.sample_kernels.k_hop_energies`: the chains
     side by side, vectorised, nothing stored but the hops), else scipy and numpy chain by chain,
     a bounded chunk at a time: the same bits either way.
