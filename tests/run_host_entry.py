@@ -25,8 +25,11 @@ def entry(argv: list[str]) -> int:
         print(json.dumps(shown))
         print("to stderr", file=sys.stderr)
         return int(rest[0])
-    if what == "wait":  # say so, then wait for a signal
-        Path(rest[0]).write_text(str(os.getpid()))
+    if what == "wait":  # say so (whole: the mark appears with the pid in it), then wait
+        mark = Path(rest[0])
+        part = mark.with_name(mark.name + ".part")
+        part.write_text(str(os.getpid()))
+        os.replace(part, mark)
         try:
             time.sleep(120)
         except KeyboardInterrupt:
