@@ -1,6 +1,6 @@
-"""The ``duetflow`` command starts with one native compute thread per library and Arrow on the
-system allocator unless told otherwise, set before numpy and pyarrow load; the deployments' work
-pool says the same."""
+"""The ``duetflow`` command starts with one native compute thread per library, Arrow on the
+system allocator and glibc malloc keeping freed buffers for reuse unless told otherwise, set before
+numpy and pyarrow load; the deployments' work pool says the same."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from duetflow.native_threads import (
     ARROW_POOL,
     ARROW_POOL_VAR,
     DEFAULT_THREADS,
+    MALLOC_VARS,
     THREAD_VARS,
     default_threads,
     process_defaults,
@@ -56,7 +58,8 @@ def _probe(env: dict[str, str]) -> dict[str, str | None]:
 
 
 def _clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in (*THREAD_VARS, ARROW_POOL_VAR)}
+    drop = (*THREAD_VARS, ARROW_POOL_VAR, *MALLOC_VARS)
+    return {k: v for k, v in os.environ.items() if k not in drop}
 
 
 # The backend of Arrow's default pool in a fresh ``duetflow`` command (pyarrow loaded after it).
@@ -95,12 +98,15 @@ def test_process_defaults_add_arrows_pool_only_where_unset() -> None:
     added = process_defaults(env)
     assert added == {
         "OPENBLAS_NUM_THREADS": DEFAULT_THREADS, "MKL_NUM_THREADS": DEFAULT_THREADS,
-        ARROW_POOL_VAR: ARROW_POOL,
+        ARROW_POOL_VAR: ARROW_POOL, **MALLOC_VARS,
     }  # fmt: skip
     assert env["OMP_NUM_THREADS"] == "8"
     assert process_defaults(env) == {}
-    mine = {ARROW_POOL_VAR: "jemalloc"}
-    assert ARROW_POOL_VAR not in process_defaults(mine) and mine[ARROW_POOL_VAR] == "jemalloc"
+    mine = {ARROW_POOL_VAR: "jemalloc", "MALLOC_TRIM_THRESHOLD_": "131072"}
+    added = process_defaults(mine)
+    assert ARROW_POOL_VAR not in added and mine[ARROW_POOL_VAR] == "jemalloc"
+    assert "MALLOC_TRIM_THRESHOLD_" not in added and mine["MALLOC_TRIM_THRESHOLD_"] == "131072"
+    assert added["MALLOC_MMAP_THRESHOLD_"] == MALLOC_VARS["MALLOC_MMAP_THRESHOLD_"]
 
 
 def test_the_command_runs_arrow_on_the_system_allocator() -> None:
@@ -123,14 +129,15 @@ def test_the_command_keeps_a_thread_count_the_user_set() -> None:
 
 
 def test_importing_the_library_changes_no_environment() -> None:
+    names = [*THREAD_VARS, ARROW_POOL_VAR, *MALLOC_VARS]
     code = (
         "import json, os; import duetflow, duetflow.cli, duetflow.pipeline.driver; "
-        f"print(json.dumps([os.environ.get(k) for k in {[*THREAD_VARS, ARROW_POOL_VAR]!r}]))"
+        f"print(json.dumps([os.environ.get(k) for k in {names!r}]))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True, check=True
     )
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == [None] * (len(THREAD_VARS) + 1)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [None] * len(names)
 
 
 def test_the_deployments_work_pool_runs_one_thread_per_library() -> None:
@@ -138,3 +145,72 @@ def test_the_deployments_work_pool_runs_one_thread_per_library() -> None:
     env = doc["definitions"]["work_pools"]["process_pool"]["job_variables"]["env"]
     assert {k: env.get(k) for k in THREAD_VARS} == dict.fromkeys(THREAD_VARS, DEFAULT_THREADS)
     assert env.get(ARROW_POOL_VAR) == ARROW_POOL
+    assert {k: env.get(k) for k in MALLOC_VARS} == MALLOC_VARS
+
+
+_GLIBC = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc")
+
+# A window's pattern, in a fresh ``duetflow`` command (or a bare interpreter): two whole-length
+# float32 buffers (3 MB each) filled, then both freed, window after window; the minor page faults
+# of the last 20 windows (every page a freshly mapped or re-grown buffer touches is one).
+FAULT_PROBE = r"""
+import json, resource, sys
+if sys.argv[1] == "command":
+    sys.argv = ["duetflow", "process", "--help"]
+    from duetflow.console import run
+    try:
+        run()
+    except SystemExit:
+        pass
+import numpy as np
+src = np.ones(3 << 18, np.float32)
+def window():
+    a = np.empty_like(src); a[:] = src
+    b = np.empty_like(src); b[:] = a
+    return float(b[-1])
+for _ in range(5):
+    window()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    window()
+print(json.dumps(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before))
+"""
+
+
+def _faults(how: str, env: dict[str, str]) -> int:
+    out = subprocess.run(
+        [sys.executable, "-c", FAULT_PROBE, how], env=env, capture_output=True, text=True,
+        check=True, cwd=ROOT,
+    )  # fmt: skip
+    n: int = json.loads(out.stdout.strip().splitlines()[-1])
+    return n
+
+
+@pytest.mark.skipif(not _GLIBC, reason="glibc's malloc tunables (another C library ignores them)")
+def test_the_command_keeps_freed_buffers_for_the_next_window() -> None:
+    # glibc's own thresholds, as a user may export them: each window's buffers fault in afresh
+    # (2 x 768 pages a window, 20 windows); a bare interpreter under glibc's dynamic thresholds
+    # does nearly the same
+    pages = 2 * (3 << 20) // 4096
+    glibc = {"MALLOC_MMAP_THRESHOLD_": "131072", "MALLOC_TRIM_THRESHOLD_": "131072"}
+    assert _faults("command", {**_clean_env(), **glibc}) >= 10 * pages
+    assert _faults("bare", _clean_env()) >= 10 * pages
+    # the command's defaults, applied to its own process: the heap keeps them, no fault
+    assert _faults("command", _clean_env()) < pages
+
+
+@pytest.mark.skipif(not _GLIBC, reason="glibc's mallopt")
+def test_tune_malloc_applies_whole_numbers_glibc_accepts() -> None:
+    # run in a child: mallopt changes the process it runs in
+    code = (
+        "import json; from duetflow.native_threads import tune_malloc; print(json.dumps(["
+        "tune_malloc({'MALLOC_MMAP_THRESHOLD_': '33554432', 'MALLOC_TRIM_THRESHOLD_': 'lots'}),"
+        "tune_malloc({'MALLOC_TRIM_THRESHOLD_': str(1 << 40)}), tune_malloc({})]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=_clean_env(), capture_output=True, text=True, check=True
+    )
+    applied, no_int, none = json.loads(out.stdout.strip().splitlines()[-1])
+    assert applied == {"MALLOC_MMAP_THRESHOLD_": 33554432}  # 'lots' is not a number
+    assert no_int == {}  # mallopt takes a C int: not passed on wrapped
+    assert none == {}

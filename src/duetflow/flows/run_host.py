@@ -822,9 +822,10 @@ def main(args: Sequence[str] | None = None) -> int:
         "--any-server", action="store_true", help="serve whether or not a server is recorded"
     )
     ns = ap.parse_args(args)
-    from duetflow.native_threads import process_defaults
+    from duetflow.native_threads import process_defaults, tune_malloc
 
     process_defaults(os.environ)  # as the console script does, before the libraries load
+    tune_malloc(os.environ)
     import importlib
 
     for name in ns.preload:
