@@ -30,8 +30,8 @@ rendered window allocates and frees a handful of whole-length float32 buffers (2
 45 s at 16 kHz). Under glibc's own thresholds each was mapped afresh or the heap's top trimmed
 back after it, so the next window's buffers page-faulted in again: ~770 faults per window at
 ~2.9 µs each on this project's machine. With allocations up to 32 MB served from the heap and
-up to 128 MB of free heap kept, those faults are gone: the render 1.08x faster (best run and
-per-window best) and 1.15x at the median, the same bits; the job's peak RSS ~5 % higher
+up to 64 MB of free heap kept (a 16 kHz window's buffers need ~32), those faults are gone: the
+render ~1.1x faster, the same bits; a process's peak RSS up to that much higher
 (docs/performance.md, *Round fourteen*). glibc reads these variables once, as a process starts,
 so the command applies them to its own process with ``mallopt`` (:func:`tune_malloc`) and its
 children inherit them. Export either variable (e.g. ``MALLOC_TRIM_THRESHOLD_=131072``, glibc's
@@ -56,10 +56,10 @@ ARROW_POOL = "system"
 
 #: glibc malloc's tunables, as the environment holds them, and duetflow's values: requests up to
 #: 32 MB (the ceiling of glibc's own sliding threshold on 64-bit) served from the heap, up to
-#: 128 MB of free heap kept before trimming
+#: 64 MB of free heap kept before trimming
 MALLOC_VARS: dict[str, str] = {
     "MALLOC_MMAP_THRESHOLD_": str(32 << 20),
-    "MALLOC_TRIM_THRESHOLD_": str(128 << 20),
+    "MALLOC_TRIM_THRESHOLD_": str(64 << 20),
 }
 #: ``mallopt`` parameter numbers (glibc's ``malloc.h``)
 _MALLOPT = {"MALLOC_TRIM_THRESHOLD_": -1, "MALLOC_MMAP_THRESHOLD_": -3}
