@@ -6,6 +6,8 @@ PIP := $(PY) -m pip
 # torch's CPU build must be installed before anything that depends on torch: an unpinned torch
 # pulls a multi-GB CUDA build. Override TORCH_SPEC for other machines.
 TORCH_SPEC ?= torch==2.13.0
+# pytest-xdist workers for `make test` (auto: one per core; 0: in this process)
+PYTEST_WORKERS ?= auto
 
 .PHONY: demo test lint typecheck pytest install install-dev bench clean browser
 
@@ -41,7 +43,7 @@ browser:
 	  || echo "warning: could not install chromium; the browser test will fail"; }
 
 pytest: $(VENV)/.dev browser
-	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/pytest -q
+	PREFECT_SERVER_ANALYTICS_ENABLED=false $(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --durations=15
 
 test: lint typecheck pytest
 

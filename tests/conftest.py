@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 #: fixtures kept in their own modules (tests/ is on sys.path: this conftest has no package)
 pytest_plugins = ["s3_fixtures"]
@@ -17,14 +18,41 @@ pytest_plugins = ["s3_fixtures"]
 # --- Prefect (tests/flows) ----------------------------------------------------------------------
 # Before anything imports prefect: never write runs into the developer's ~/.prefect, never send
 # telemetry from a sandbox.
-if "PREFECT_HOME" not in os.environ:
-    os.environ["PREFECT_HOME"] = _home = tempfile.mkdtemp(prefix="duetflow-test-prefect-")
-    atexit.register(shutil.rmtree, _home, True)
+#: the folders this file made, so that a pytest-xdist worker (which inherits the controller's
+#: environment) makes its own instead of sharing the controller's
+_MADE = "DUETFLOW_TEST_MADE_DIRS"
+
+
+def _session_dir(var: str, prefix: str) -> None:
+    made = [d for d in os.environ.get(_MADE, "").split(os.pathsep) if d]
+    inherited = os.environ.get(var) in made and "PYTEST_XDIST_WORKER" in os.environ
+    if var not in os.environ or inherited:
+        os.environ[var] = path = tempfile.mkdtemp(prefix=prefix)
+        atexit.register(shutil.rmtree, path, True)
+        os.environ[_MADE] = os.pathsep.join([*made, path])
+
+
+_session_dir("PREFECT_HOME", "duetflow-test-prefect-")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # duetflow's per-user cache (duetflow.user_cache) in a folder of this session, never the user's
-if "DUETFLOW_CACHE" not in os.environ:
-    os.environ["DUETFLOW_CACHE"] = _cache = tempfile.mkdtemp(prefix="duetflow-test-cache-")
-    atexit.register(shutil.rmtree, _cache, True)
+_session_dir("DUETFLOW_CACHE", "duetflow-test-cache-")
+
+# no test asserts wall-clock time (bench/ measures it): property tests have no deadline either,
+# so a loaded machine (two pytest-xdist workers on two cores) cannot fail them
+settings.register_profile("duetflow", deadline=None)
+settings.load_profile("duetflow")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests of the one Prefect API server per run (``prefect_server``) and those that start
+    Prefect servers and workers of their own (``prefect``) run on one pytest-xdist worker, one
+    after another (``--dist loadgroup``): one server per run, and never two heavy end-to-end
+    runs competing for the same cores."""
+    for item in items:
+        if item.get_closest_marker("prefect") or "prefect_server" in getattr(
+            item, "fixturenames", ()
+        ):
+            item.add_marker(pytest.mark.xdist_group("prefect"))
 
 
 @pytest.fixture(scope="session")
