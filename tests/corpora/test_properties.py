@@ -35,6 +35,7 @@ KNOWN = {
     "speaker_mismatch",
     "bad_name",
     "no_turns",
+    "overlapping_turns",  # one speaker's turns overlapping past segmentation slack
 }
 SETTINGS = settings(
     max_examples=25,
