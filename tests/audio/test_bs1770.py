@@ -311,7 +311,7 @@ def test_rejects_what_it_cannot_measure() -> None:
 @pytest.mark.parametrize("sr", [16000, 24000])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_true_peak_matches_the_full_oversampling(sr: int, seed: int) -> None:
-    """Oversampling only the blocks within 6 dB of the sample peak gives the full value."""
+    """Oversampling only the blocks that can hold the true peak gives the full value."""
     rng = np.random.default_rng(seed)
     parts = [speech(float(rng.uniform(0.5, 2.0)), sr, FEMALE, rng, -20.0) for _ in range(6)]
     x = np.concatenate([p * np.float32(rng.uniform(0.1, 1.0)) for p in parts])
