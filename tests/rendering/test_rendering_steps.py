@@ -33,6 +33,7 @@ from duetflow.records.dialogue import (
     Dialogue,
     MixedMonoSource,
     MultichannelSource,
+    PerSpeakerSource,
     PerTurnSource,
     Speaker,
     Turn,
@@ -47,6 +48,7 @@ from duetflow.rendering.roomtone import (
     find_tone,
 )
 from duetflow.rendering.rows import Rendering, dialogue_record, ordered_turn_rows, turn_row
+from duetflow.rendering.source_rate import source_rate
 from duetflow.rendering.sources import load_mixed, load_separable, source_turns
 
 SR = 8000
@@ -109,7 +111,7 @@ def test_a_channel_per_speaker_reads_only_the_window_plus_context(tmp_path: Path
     src = MultichannelSource(str(path), {"A": 1, "B": 0})
     d = _dialogue(turns, src, window=(1.0, 2.0), duration_s=4.0)
     tracks, files = load_separable(d, turns, SR, 0.5)
-    assert files == [str(path)]
+    assert files == {str(path): SR}
     a, b = tracks["A"], tracks["B"]
     assert a.t0 == b.t0 == pytest.approx(0.5)
     assert a.n == b.n == SR * 2  # 0.5 .. 2.5 s, nothing more
@@ -140,7 +142,7 @@ def test_clips_land_on_their_speakers_tracks_with_gaps_between(tmp_path: Path) -
     turns = (Turn("A", 0.0, 0.5), Turn("B", 0.5, 1.0), Turn("A", 1.0, 1.5))
     src = PerTurnSource(tuple(paths))
     tracks, files = load_separable(_dialogue(turns, src, duration_s=1.5), turns, SR, 0.0)
-    assert files == paths
+    assert files == {p: SR for p in paths}
     a, b = tracks["A"], tracks["B"]
     _close(a.pieces, [(0.0, 0.5), (1.0, 1.5)])
     _close(b.pieces, [(0.5, 1.0)])
@@ -331,7 +333,7 @@ def test_the_dialogue_record_reports_levels_after_gain_and_ceiling(tmp_path: Pat
         gains={"A": 3.0, "B": -2.0}, tone={"used": False}, dropped=[], ceiling_db=-1.5,
     )  # fmt: skip
     row = dialogue_record(
-        d, RunConfig(), res, [str(wav)], audio_path="audio/d1.flac", audio_sha256="ab",
+        d, RunConfig(), res, {str(wav): 44100}, audio_path="audio/d1.flac", audio_sha256="ab",
         duration_s=4.0, stems_path=None, n_turns=2,
     )  # fmt: skip
     assert row.loudness_lufs_a == pytest.approx(-26.0 + 3.0 - 1.5)
@@ -349,3 +351,22 @@ def test_the_dialogue_record_reports_levels_after_gain_and_ceiling(tmp_path: Pat
     assert (
         prov["resampling"]["from_hz"] == [44100] and prov["resampling"]["to_hz"] == row.sample_rate
     )
+
+
+def test_the_source_rate_comes_from_the_headers_the_render_read(tmp_path: Path) -> None:
+    """The render hands the rates it read to the row (no header read twice); a file it did
+    not read is read for its header."""
+    a, b = tmp_path / "a.wav", tmp_path / "b.wav"
+    sf.write(a, np.zeros(800, dtype=np.float32), 8000)
+    sf.write(b, np.zeros(4410, dtype=np.float32), 44100)
+    src = PerSpeakerSource({"A": str(a), "B": str(b)})
+    read = source_rate(src, SR)
+    assert (read.sample_rate, read.rates) == (44100, (8000, 44100))
+    assert source_rate(src, SR, {str(a): 8000, str(b): 44100}) == read
+    given = source_rate(src, SR, {str(b): 48000})  # the render's word wins over the header
+    assert (given.sample_rate, given.rates) == (48000, (8000, 48000))
+    _, files = load_separable(
+        _dialogue((Turn("A", 0.0, 0.05), Turn("B", 0.05, 0.1)), src, duration_s=0.1),
+        (Turn("A", 0.0, 0.05), Turn("B", 0.05, 0.1)), SR, 0.0,
+    )  # fmt: skip
+    assert files == {str(a): 8000, str(b): 44100}

@@ -48,14 +48,15 @@ log = logging.getLogger(__name__)
 
 def render_mixed(
     d: Dialogue, turns: Sequence[Turn], config: RunConfig, rng: np.random.Generator
-) -> tuple[Rendering, list[str]]:
-    """Render a mixed mono window; returns the result and the file read."""
+) -> tuple[Rendering, dict[str, int]]:
+    """Render a mixed mono window; returns the result and the file read (with its sample
+    rate)."""
     cfg, sr = config.render, config.sample_rate
     src = d.source
     assert isinstance(src, MixedMonoSource)
     pad_n = int(round(cfg.trim_pad_ms / 1000.0 * sr))
     fade_n = max(1, int(round(cfg.fade_ms / 1000.0 * sr)))
-    track = load_mixed(d, src, turns, sr, CONTEXT_S)
+    track, file_sr = load_mixed(d, src, turns, sr, CONTEXT_S)
     limit = cfg.bandwidth_for(d.language)  # one effective bandwidth per language
     bandwidth = bandwidth_record([track], sr, limit)
     track = band_limited(track, sr, limit)
@@ -199,4 +200,4 @@ def render_mixed(
         mix.out, None, rows, gaps, measured_gaps_ms(mix, sr), mix.corrected, loud, gains, tone_meta,
         dropped, mix.ceiling_db, mix.written, bandwidth,
     )  # fmt: skip
-    return res, [src.path]
+    return res, {src.path: file_sr}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -88,7 +88,7 @@ def dialogue_record(
     d: Dialogue,
     config: RunConfig,
     res: Rendering,
-    files: Sequence[str],
+    files: Mapping[str, int],
     *,
     audio_path: str,
     audio_sha256: str,
@@ -106,7 +106,8 @@ def dialogue_record(
         s: (res.loud[s].lufs + total[s] if res.loud[s].lufs > ld.SILENCE_LUFS else ld.SILENCE_LUFS)
         for s in (a, b)
     }
-    src_rate = source_rate(d.source, sr)  # trainers (issue 16): source rate + resampling
+    # trainers (issue 16): source rate + resampling, from the headers the render read
+    src_rate = source_rate(d.source, sr, files)
     provenance = {
         "source_kind": d.source.kind,
         "source_files": [relative_path(f, dialogue_roots(d)) for f in files],

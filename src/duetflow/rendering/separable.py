@@ -46,8 +46,9 @@ from duetflow.turntaking.retime import edge_silence_s, layout_turns
 
 def render_separable(
     d: Dialogue, turns: Sequence[Turn], config: RunConfig, rng: np.random.Generator
-) -> tuple[Rendering, list[str]]:
-    """Render a separable window; returns the result and the files read."""
+) -> tuple[Rendering, dict[str, int]]:
+    """Render a separable window; returns the result and the source's files (with their sample
+    rates)."""
     cfg, sr = config.render, config.sample_rate
     pad_n = int(round(cfg.trim_pad_ms / 1000.0 * sr))
     fade_n = max(1, int(round(cfg.fade_ms / 1000.0 * sr)))

@@ -45,9 +45,20 @@ def resampling_record(rates: tuple[int, ...], out_rate: int) -> dict[str, Any] |
     return {"from_hz": list(rates), "to_hz": out_rate, "method": RESAMPLER}
 
 
-def source_rate(source: AudioSource, out_rate: int) -> SourceRate:
-    """Rates of the source files (header reads) and the resampling to ``out_rate``."""
-    rates = tuple(sorted({audio_info(p).sample_rate for p in dict.fromkeys(source_paths(source))}))
+def source_rate(
+    source: AudioSource, out_rate: int, known: Mapping[str, int] | None = None
+) -> SourceRate:
+    """Rates of the source files and the resampling to ``out_rate``: each file's rate from
+    ``known`` (file -> rate, e.g. the render's, which read the headers), else its header."""
+    known = known or {}
+    rates = tuple(
+        sorted(
+            {
+                known[p] if p in known else audio_info(p).sample_rate
+                for p in dict.fromkeys(source_paths(source))
+            }
+        )
+    )
     return SourceRate(max(rates), rates, resampling_record(rates, out_rate))
 
 

@@ -139,8 +139,10 @@ def _check_end(path: str, file_end: float, turns: Sequence[Turn], who: str | Non
 
 def load_separable(
     d: Dialogue, turns: Sequence[Turn], sr: int, pad_s: float
-) -> tuple[dict[str, Track], list[str]]:
-    """One track per speaker covering the window (plus pad)."""
+) -> tuple[dict[str, Track], dict[str, int]]:
+    """One track per speaker covering the window (plus pad), and the source's files with the
+    sample rate of each (their headers, read here: the row's source rate needs no second
+    read)."""
     t_a, t_b = _source_range(d, turns, pad_s)
     n = int(round((t_b - t_a) * sr))
     ids = [s.id for s in d.speakers]
@@ -173,27 +175,30 @@ def load_separable(
                 start / file_sr,
                 recording=(src.path, src.channels[s]),
             )
-        return tracks, [src.path]
+        return tracks, {src.path: info.sample_rate}
     if isinstance(src, PerSpeakerSource):
         missing = [s for s in ids if s not in src.paths]
         if missing:
             raise InputError(d.id, f"no file for speaker(s) {missing}", reason="bad_source")
+        rates: dict[str, int] = {}
         for s in ids:
             path = src.paths[s]
             x, file_sr, end = _read_range(path, t_a, t_b, sr, channel=src.channels.get(s))
             _check_end(path, end, turns, s)
             t0 = math.floor(t_a * file_sr) / file_sr
             tracks[s] = Track(_fit(x, n), t0, recording=(path, src.channels.get(s)))
-        return tracks, [src.paths[s] for s in ids]
+            rates[path] = file_sr
+        return tracks, rates
     if isinstance(src, PerTurnSource):
-        return _load_per_turn(d, src, turns, sr, t_a, n), list(src.paths)
+        return _load_per_turn(d, src, turns, sr, t_a, n)
     raise InputError(d.id, f"source kind {src.kind} is not separable", reason="bad_source")
 
 
 def _load_per_turn(
     d: Dialogue, src: PerTurnSource, turns: Sequence[Turn], sr: int, t_a: float, n: int
-) -> dict[str, Track]:
-    """Per-speaker virtual tracks: each clip on its turn's speaker's track, silence elsewhere."""
+) -> tuple[dict[str, Track], dict[str, int]]:
+    """Per-speaker virtual tracks: each clip on its turn's speaker's track, silence elsewhere;
+    and every clip's sample rate (each header read once)."""
     infos = [audio_info(p) for p in src.paths]
     if len(src.paths) == len(turns):
         # one clip per turn: the turn's annotation says where it lies (acoustic timing may
@@ -244,15 +249,16 @@ def _load_per_turn(
         if pos < t_b:
             gaps.append((pos, t_b))
         tracks[s] = Track(buf[s], t_a, tuple(gaps), tuple(spans))
-    return tracks
+    return tracks, {p: inf.sample_rate for p, inf in zip(src.paths, infos, strict=True)}
 
 
 def load_mixed(
     d: Dialogue, src: MixedMonoSource, turns: Sequence[Turn], sr: int, pad_s: float
-) -> Track:
-    """The mixed recording's track covering the window (plus ``pad_s``)."""
+) -> tuple[Track, int]:
+    """The mixed recording's track covering the window (plus ``pad_s``), and the file's sample
+    rate."""
     t_a, t_b = _source_range(d, turns, pad_s)
     x, file_sr, end = _read_range(src.path, t_a, t_b, sr, channel=src.channel)
     _check_end(src.path, end, turns, None)
     t0 = math.floor(t_a * file_sr) / file_sr
-    return Track(x, t0, recording=(src.path, src.channel))
+    return Track(x, t0, recording=(src.path, src.channel)), file_sr
