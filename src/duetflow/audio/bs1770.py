@@ -490,7 +490,7 @@ class MeterBound:
     Every oversampled value is a weighted sum of the input samples within ``reach`` of it, so
     its magnitude is at most ``gain`` (the largest sum of absolute weights of the filter's four
     phases, ~2.85: +9.1 dB) times the largest magnitude among them. Split the signal as
-    ``x = s + r`` (``s``: ``x`` smoothed by :data:`_TP_SMOOTH`, ``r = x - s``, its top octave):
+    ``x = s + r`` (``s``: ``x`` smoothed by :data:`_TP_SMOOTH`, ``r = x - s``, its upper band):
     the meter is linear, so a value is the meter's reading of ``s`` plus that of ``r``, at
     most ``smooth_gain`` (the weights of the meter after the smoothing, ~1.06) times the
     largest ``|x|`` around (``|s|`` is never more) plus ``gain`` times the largest ``|r|``
