@@ -142,3 +142,56 @@ def test_the_rough_part_compiled_is_numpys() -> None:
         r[-1] = max(r[-1], np.float32(0.25) * abs(x[-1]))
         want = np.array([r[k * block : (k + 1) * block].max() for k in which], np.float32)
         assert np.array_equal(compiled, want), n
+
+
+def _louder_beside_its_samples(sr: int, block: int) -> np.ndarray:
+    """A signal silent up to sample ``block`` and free over the next 160, chosen (a linear
+    programme) so that the meter's value between samples ``block - 1`` and ``block`` is 1 and
+    every sample and every value of the next block is as small as can be: the peak lies in a
+    block of zeros, carried there from its neighbour within the filter's reach."""
+    from scipy.optimize import linprog
+
+    n = 4096
+    x = np.zeros(n, np.float32)
+    x[n // 2] = 1.0
+    y = soxr.resample(x, sr, 4 * sr, quality="VHQ").astype(np.float64)
+
+    def weight(out: int, j: int) -> float:  # input j's weight in output ``out`` (4x index)
+        i = out - 4 * (j - n // 2)
+        return float(y[i]) if 0 <= i < len(y) else 0.0
+
+    free = range(block, block + 160)
+    p = 4 * (block - 1) + 2
+    rows, rhs = [[*(-weight(p, j) for j in free), 0.0]], [-1.0]  # the value at p >= 1
+    for q in range(4 * block, 8 * block):  # |each value of the next block| <= t
+        w = [weight(q, j) for j in free]
+        rows += [[*w, -1.0], [*(-v for v in w), -1.0]]
+        rhs += [0.0, 0.0]
+    for i in range(len(free)):  # |each sample| <= t
+        for sign in (1.0, -1.0):
+            r = [0.0] * (len(free) + 1)
+            r[i], r[-1] = sign, -1.0
+            rows.append(r)
+            rhs.append(0.0)
+    cost = np.zeros(len(free) + 1)
+    cost[-1] = 1.0
+    sol = linprog(cost, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=(None, None))
+    assert sol.status == 0 and sol.fun < 0.8  # the next block reads < 0.8 of the peak
+    out = np.zeros(6 * block, np.float32)
+    out[block : block + 160] = sol.x[:-1]
+    return out
+
+
+def test_a_peak_carried_into_a_silent_block_is_found() -> None:
+    """The bound of a block counts its neighbours' samples within the filter's reach: a value
+    1.5 dB over every sample and every value of the block that holds them, lying in the block
+    of zeros beside it, is not waved through (a rule reading each block's own samples was)."""
+    block = int(bs1770._TP_UNDER_BLOCK_S * SR)
+    x = _louder_beside_its_samples(SR, block) * np.float32(0.5)
+    up = np.abs(soxr.resample(x, SR, 4 * SR, quality="VHQ").astype(np.float64))
+    ref = ld.true_peak_dbtp(x, SR)
+    inside = 20 * math.log10(max(float(up[4 * block : 8 * block].max()), float(np.abs(x).max())))
+    assert ref > inside + 1.5  # the peak lies in the silent block
+    limit = (ref + inside) / 2
+    assert not bs1770.true_peak_under(x, SR, limit)
+    assert bs1770.true_peak_dbtp(x, SR) == pytest.approx(ref, abs=1e-9)
