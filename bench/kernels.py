@@ -1,5 +1,4 @@
 """The compiled IIR kernels (:mod:`duetflow.audio.kernels`) against scipy, on the same signals.
-
 One command: ``.venv/bin/python bench/kernels.py`` (``--repeat N``). The edge measure's 100 Hz
 high-pass (float32, ``lfilter``) and BS.1770's K-weighting (float64, ``sosfilt``) at 16 kHz, on a 45
 s window and on 1 s stretches (the local measurements around each speaker change), scipy and kernel
@@ -11,18 +10,20 @@ clip-per-turn track (half digital silence) with its silent segments skipped agai
 on every segment. Then the fifth round's (not the same bits, so the largest difference is printed,
 relative to the output's peak): the band-limit's low-pass of a 45 s track (float32 transforms on
 4,096-sample blocks) against its former exact path (scipy's float64 overlap-add blocks of 2,200),
-and a room tone bed's colour (a 70,480-sample bed: 2^4·5·881) split around its largest prime factor
-against numpy's ``rfft``/``irfft``. The eighth round's fused analysis (``edges._hop_powers``: the
-high-pass with a float64 state in four chains side by side and both envelopes' hop powers summed in
-float64, in one pass) against the float32 ``lfilter`` and the two ``einsum`` hop powers it replaced,
-on a 35 s window (not the same bits: the largest relative difference of a hop power is printed). The
-thirteenth round's: two speakers' K-weighted hop energies (18 s and 14 s of speech) in chains side
-by side (``bs1770.k_weighted_energies``) against one unbroken recursion each (the compiled
-``sosfilt``) and its hops' sums (not the same bits: the largest difference, relative to the loudest
-hop's energy, is printed). Last line: ``kernels: highpass <r>x (45 s) <r>x (1 s); highpass on
-silence <s>x; k-weighting <r>x (45 s) <r>x (1 s); k-weighting chains <k>x (off <d>); median <m>x;
-welch half silent <w>x; hop powers <h>x (fused, off <d>); identical True; lowpass <l>x (off <d> of
-peak); bed colour <c>x (off <e>); load <1-minute load average>``.
+and (the seventeenth round's) a room tone bed's colour on its fast length (a 70,480-sample bed,
+2^4·5·881, shaped on its first 70,400 = 2^8·5^2·11) against numpy's ``rfft``/``irfft`` of the whole
+bed (not the same samples: the shaped beds' tilts are printed). The eighth round's fused analysis
+(``edges._hop_powers``: the high-pass with a float64 state in four chains side by side and both
+envelopes' hop powers summed in float64, in one pass) against the float32 ``lfilter`` and the two
+``einsum`` hop powers it replaced, on a 35 s window (not the same bits: the largest relative
+difference of a hop power is printed). The thirteenth round's: two speakers' K-weighted hop energies
+(18 s and 14 s of speech) in chains side by side (``bs1770.k_weighted_energies``) against one
+unbroken recursion each (the compiled ``sosfilt``) and its hops' sums (not the same bits: the
+largest difference, relative to the loudest hop's energy, is printed). Last line: ``kernels:
+highpass <r>x (45 s) <r>x (1 s); highpass on silence <s>x; k-weighting <r>x (45 s) <r>x (1 s);
+k-weighting chains <k>x (off <d>); median <m>x; welch half silent <w>x; hop powers <h>x (fused, off
+<d>); identical True; lowpass <l>x (off <d> of peak); bed colour <c>x (tilt off <t> dB/oct); load
+<1-minute load average>``.
 """
 
 from __future__ import annotations
@@ -38,10 +39,9 @@ import scipy.fft as sp_fft
 from scipy.ndimage import median_filter
 from scipy.signal import butter, lfilter, sosfilt
 
-from duetflow.audio import bs1770, edges, kernels
+from duetflow.audio import bs1770, edges, kernels, tone_colour
 from duetflow.audio.bandlimit import _taps, _welch_plan, lowpass, welch_density
 from duetflow.audio.bs1770 import k_weighting_sos
-from duetflow.audio.tone_colour import _zero_phase
 
 SR = 16_000
 
@@ -232,33 +232,48 @@ def main() -> None:
     )
     r["hop powers", 0] = cpu[0] / cpu[1]
     _mixdown_round(rng, args.repeat)
-    # issue 30, fifth round: the low-pass's float32 transforms on power-of-two blocks, and a
-    # bed's colour split around its largest prime factor, each against the path it replaced
+    # issue 30, fifth round: the low-pass's float32 transforms on power-of-two blocks, against
+    # the path it replaced
     track = (rng.standard_normal(SR * 45) * 0.1).astype(np.float32)
     taps = _taps(SR, 4000.0)
-    bed = rng.standard_normal(70_480) * 0.01
-    gain = 10 ** (np.linspace(-6.0, 6.0, bed.size // 2 + 1) / 20)
-    near = {
-        "lowpass": (
-            lambda: _lowpass_scipy_blocks(track, taps),
-            lambda: lowpass(track, SR, 4000.0),
-        ),
-        "bed colour": (
-            lambda: np.fft.irfft(np.fft.rfft(bed) * gain, n=bed.size),
-            lambda: _zero_phase(bed, gain),
-        ),
-    }
-    off = {}
-    for name, (ref, fast) in near.items():
-        want, got = ref(), fast()
-        off[name] = float(np.max(np.abs(got - want)) / np.max(np.abs(want)))
-        cpu = _interleaved((ref, fast), args.repeat)
-        per = [c / args.repeat * 1e3 for c in cpu]
-        print(
-            f"{name:<16} before {per[0]:.3f} ms, now {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x, "
-            f"off {off[name]:.1e} of the peak"
-        )
-        r[name, 0] = cpu[0] / cpu[1]
+    want, got = _lowpass_scipy_blocks(track, taps), lowpass(track, SR, 4000.0)
+    off = {"lowpass": float(np.max(np.abs(got - want)) / np.max(np.abs(want)))}
+    cpu = _interleaved(
+        (lambda: _lowpass_scipy_blocks(track, taps), lambda: lowpass(track, SR, 4000.0)),
+        args.repeat,
+    )
+    per = [c / args.repeat * 1e3 for c in cpu]
+    print(
+        f"{'lowpass':<16} before {per[0]:.3f} ms, now {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x, "
+        f"off {off['lowpass']:.1e} of the peak"
+    )
+    r["lowpass", 0] = cpu[0] / cpu[1]
+    # issue 30, seventeenth round: a bed's colour on its fast length (70,480 = 2^4·5·881 ->
+    # 70,400 = 2^8·5^2·11) against numpy's transforms of the whole bed; not the same samples:
+    # the shaped beds' tilts (the cue audit's instrument) are compared
+    bed = _room_bed(rng, 70_480)
+    fast = tone_colour.fast_length(bed.size)
+
+    def whole_bed() -> Any:
+        keep = tone_colour.fast_length
+        tone_colour.fast_length = lambda n: n  # type: ignore[assignment]
+        try:
+            return tone_colour.to_envelope(bed, SR, -3.9, hi_hz=3750.0)[0]
+        finally:
+            tone_colour.fast_length = keep  # type: ignore[assignment]
+
+    def fast_bed() -> Any:
+        return tone_colour.to_envelope(bed, SR, -3.9, hi_hz=3750.0)[0]
+
+    tilts = [tone_colour.tilt_db_oct(b(), SR, 3750.0) for b in (whole_bed, fast_bed)]
+    off["bed colour"] = abs(tilts[1] - tilts[0])
+    cpu = _interleaved((whole_bed, fast_bed), args.repeat)
+    per = [c / args.repeat * 1e3 for c in cpu]
+    print(
+        f"{'bed colour':<16} whole {per[0]:.3f} ms, fast length ({bed.size - fast} samples cut) "
+        f"{per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x, tilts {tilts[0]:.3f} / {tilts[1]:.3f} dB/oct"
+    )
+    r["bed colour", 0] = cpu[0] / cpu[1]
     # issue 30, thirteenth round: two speakers' K-weighted hop energies in chains side by side
     # (bs1770.k_weighted_energies) against each one unbroken recursion (the compiled sosfilt)
     # and its hops' sums; not the same bits: the largest difference of a hop's energy, relative
@@ -297,9 +312,22 @@ def main() -> None:
         f"welch half silent {r['welch', 0]:.2f}x; "
         f"hop powers {r['hop powers', 0]:.2f}x (fused, off {deviation:.1e}); "
         f"identical {same}; lowpass {r['lowpass', 0]:.2f}x (off {off['lowpass']:.1e} of peak); "
-        f"bed colour {r['bed colour', 0]:.2f}x (off {off['bed colour']:.1e}); "
+        f"bed colour {r['bed colour', 0]:.2f}x (tilt off {off['bed colour']:.3f} dB/oct); "
         f"load {os.getloadavg()[0]:.1f}"
     )
+
+
+def _room_bed(rng: np.random.Generator, n: int) -> Any:
+    """``n`` samples of room-like noise: white noise tilted ~-4 dB/octave, -50 dBFS, float32."""
+    white = rng.standard_normal(n + SR)
+    pink = np.asarray(
+        lfilter(
+            [0.049922035, -0.095993537, 0.050612699, -0.004408786],
+            [1, -2.494956002, 2.017265875, -0.522189400],
+            white,
+        )
+    )[SR:]
+    return (pink / np.std(pink) * 10 ** (-50 / 20)).astype(np.float32)
 
 
 def _mixdown_round(rng: np.random.Generator, repeat: int) -> None:

@@ -15,10 +15,12 @@ Deterministic: no draws, FFTs only.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 
 import numpy as np
+from scipy import fft as sp_fft
 
 from duetflow.audio.bandlimit import TRANSITION_HZ
 from duetflow.audio.io import Audio
@@ -164,12 +166,19 @@ def to_envelope(
     its own. The gain is the target over the bed's envelope (read from a spectrum of
     :data:`LONG_FRAME`-sample frames where the bed is long enough, smoothed over
     :data:`ENVELOPE_SMOOTH_OCT`, bounded by :data:`MAX_ENVELOPE_DB`), held beyond the matched
-    range's ends, zero phase, applied to the whole bed at once. Returned with the bed's own
-    tilt before (dB/oct in the band; NaN, bed unchanged, when it is too short or silent to
-    measure)."""
-    x64 = np.asarray(x, dtype=np.float64)  # once, for both spectra and the gain
-    scratch = _Scratch()  # the two spectra's work arrays, then the zero-phase gain's
-    scratch.take((4, x64.size // 2 + 1), np.complex128)  # its size: the spectra's fit in it
+    range's ends, zero phase, applied to the whole bed at once (``rfft``, times the gain,
+    ``irfft``, in float32: within 2e-6 of the bed's peak of the same steps in float64, where a
+    16-bit step is 3e-5 of full scale). Returned with the bed's own tilt before (dB/oct in the
+    band; NaN, bed unchanged, when it is too short or silent to measure).
+
+    The bed is shaped on its first :func:`fast_length` samples, and the shaped bed is that
+    long: a bed is joined from pauses, so its length is arbitrary, and at most lengths the
+    transforms take Bluestein's route (~10x the time of a fast length's); dropping its last
+    samples (2 % at most, 0.2-0.5 % on average) costs a bed nothing it is used for (it is laid
+    as random excerpts joined with crossfades, :func:`duetflow.audio.roomtone.fill`)."""
+    part = np.asarray(x[: fast_length(x.size)], dtype=np.float32)
+    x64 = part.astype(np.float64)  # once, for both spectra and the power
+    scratch = _Scratch()  # the two spectra's work arrays
     psd = _power_spectrum(x64, FRAME, scratch)
     if psd.size == 0 or not np.any(psd > 0):
         return x, math.nan
@@ -183,11 +192,13 @@ def to_envelope(
     gain_db = target_db(grid, sr, target_db_oct, hi_hz) - env
     gain_db = np.clip(gain_db - np.median(gain_db), -MAX_ENVELOPE_DB, MAX_ENVELOPE_DB)
     g = _gain(np.fft.rfftfreq(x64.size, 1.0 / sr), low, hi, grid, gain_db)
-    y = _zero_phase(x64, g, scratch)
-    p0, p1 = float(np.mean(x64 * x64)), float(np.mean(y * y))
+    spec = sp_fft.rfft(part)
+    spec *= g.astype(np.float32)
+    y = sp_fft.irfft(spec, n=part.size)
+    p0, p1 = float(np.mean(x64 * x64)), float(np.mean(np.square(y, dtype=np.float64)))
     if p1 > 0:
-        y *= math.sqrt(p0 / p1)
-    return y.astype(np.float32), before
+        y *= np.float32(math.sqrt(p0 / p1))
+    return y, before
 
 
 def _gain(
@@ -209,129 +220,36 @@ def _gain(
     return g
 
 
-#: A bed's length whose largest prime factor is above this (and even) is transformed by
-#: :func:`_zero_phase`'s own route; numpy's transforms of such a length take Bluestein's route
-#: on the whole length, building its plan anew for each of the two transforms.
-OWN_MIN_PRIME = 256
-#: ... and at least this long (shorter beds: numpy's plans are cheap).
-OWN_MIN_LENGTH = 4096
-#: ... whose half-length has at least this many columns besides its largest prime factor
-#: (:class:`_Split`); a bed's runs are whole hops, so its length is a multiple of 40 at 16 kHz.
-SPLIT_MIN_COLUMNS = 4
+#: Beds at least this long are shaped on their fast length (:func:`fast_length`); shorter
+#: ones whole (numpy's transforms of a few thousand samples are cheap at any length).
+FAST_MIN_LENGTH = 4096
+#: The prime factors of a fast length: pocketfft's own radices (numpy's ``rfft``/``irfft``
+#: take Bluestein's route, ~10x slower, on a length with any other, as most beds' are).
+FAST_PRIMES = (2, 3, 5, 7, 11)
 
 
-def _largest_prime_factor(n: int) -> int:
-    p, f = 1, 2
-    while f * f <= n:
-        while n % f == 0:
-            p, n = f, n // f
-        f += 1 if f == 2 else 2
-    return max(p, n)
+def fast_length(n: int) -> int:
+    """The longest even length ``<= n`` whose prime factors are all :data:`FAST_PRIMES`
+    (``n`` itself under :data:`FAST_MIN_LENGTH`): the part of an ``n``-sample bed
+    :func:`to_envelope` shapes. At most 2 % shorter than ``n`` (at 4,096-8,192 samples, 1 % from
+    32,768 up; 0.2-0.5 % on average: ``tests/audio/test_tone_colour.py``)."""
+    if n < FAST_MIN_LENGTH:
+        return n
+    lengths = _fast_lengths(n.bit_length())
+    return lengths[bisect.bisect_right(lengths, n) - 1]
 
 
-def _zero_phase(x: np.ndarray, g: np.ndarray, work: _Scratch | None = None) -> np.ndarray:
-    """``np.fft.irfft(np.fft.rfft(x) * g, n=x.size)`` for a float64 ``x`` and a real gain ``g``.
-
-    Where numpy's transforms are fast (a length of small prime factors: 48,000), numpy's own;
-    likewise for an odd length or one whose half is near a prime. An even length with a large
-    prime factor (the renderer's beds are cut from pauses: 70,480 = 2^4·5·881) is numpy's slow
-    case (Bluestein's algorithm on the whole length, its plan, a chirp and a transform of
-    twice the length, built for each of the two transforms): here the bed's samples are
-    paired into a complex signal of half the length (even samples real, odd ones imaginary)
-    whose DFT is split around the large prime factor (:class:`_Split`: numpy's transforms of
-    that prime's length down the columns, twiddles, then of the small factors' length), its
-    twiddles serving the forward and the inverse transform: ~3x faster than numpy's pair on
-    70,480 samples, no plan kept. The values are the same to ~1e-15 of the bed's peak (float64
-    rounding in another order), so the float32 bed written is numpy's in every sample but one
-    whose float64 value lies within that of a float32 rounding boundary
-    (``tests/audio/test_tone_colour.py``). Its steps are written into four work arrays of the
-    half-length (``work``'s, the bed's spectra's, where given), not fresh ones: the same
-    operations in the same order, the same bits, without a fresh array's page faults for each
-    (half a megabyte at 70,480 samples)."""
-    n = x.size
-    half = n // 2
-    if n % 2 or n < OWN_MIN_LENGTH or _largest_prime_factor(n) <= OWN_MIN_PRIME:
-        return np.fft.irfft(np.fft.rfft(x) * g, n=n)
-    prime = _largest_prime_factor(half)
-    cols = half // prime
-    if cols < SPLIT_MIN_COLUMNS or _largest_prime_factor(cols) >= prime:
-        return np.fft.irfft(np.fft.rfft(x) * g, n=n)
-    plan = _Split(half, prime)
-    # four work arrays of half + 1 (``work``'s where given: the spectra's, their pages already
-    # touched), each step written into one (the same loops as fresh arrays: the same bits)
-    h1 = half + 1
-    if work is None:
-        work = _Scratch()
-    w1, w2, w3, tw = work.take((4, h1), np.complex128)
-    # z = dft(x[0::2] + 1j * x[1::2]): numpy's multiply(1j, odd), then add(even, that)
-    zin = np.multiply(1j, x[1::2], out=w1[:half])
-    np.add(x[0::2], zin, out=zin)
-    plan.dft(zin, w2[:half], w1[:half])
-    zf = w1  # Z_k, k = 0..half (Z_half = Z_0)
-    zf[half] = zf[0]
-    zc = np.conjugate(zf[::-1], out=w2)  # conj(Z_{half - k})
-    np.multiply(-2j * np.pi / n, np.arange(h1), out=tw)
-    np.exp(tw, out=tw)
-    # spec = (zf + zc) * 0.5 - 0.5j * tw * (zf - zc): rfft(x), the same operations in the
-    # same order (and operand order)
-    spec = np.add(zf, zc, out=w3)
-    spec *= 0.5
-    d = np.subtract(zf, zc, out=zf)
-    np.multiply(np.multiply(0.5j, tw, out=zc), d, out=d)
-    np.subtract(spec, d, out=spec)
-    spec[0], spec[half] = spec[0].real, spec[half].real
-    spec *= g
-    # (even + 1j * odd)[:half], even = (spec + sc) * 0.5, odd = (spec - sc) * (0.5 * conj(tw)),
-    # likewise (element by element: only the first half is read)
-    sc = np.conjugate(spec[:0:-1], out=w1[:half])  # conj(spec[half - k]), k < half
-    even = np.add(spec[:half], sc, out=w2[:half])
-    even *= 0.5
-    odd = np.subtract(spec[:half], sc, out=sc)
-    ctw = np.conjugate(tw[:half], out=tw[:half])
-    np.multiply(0.5, ctw, out=ctw)
-    np.multiply(odd, ctw, out=odd)
-    np.multiply(1j, odd, out=odd)
-    even += odd
-    # the unscaled inverse DFT (``np.fft.ifft(.) * half``): conj(dft(conj(.)))
-    w = plan.dft(np.conjugate(even, out=even), w1[:half], w3[:half])
-    np.conjugate(w, out=w)
-    w *= 1.0 / half
-    y = np.empty(n)
-    y[0::2], y[1::2] = w.real, w.imag
-    return y
-
-
-class _Split:
-    """The DFT of a length ``n = prime · cols`` in two steps (Cooley-Tukey): numpy's transforms
-    of length ``prime`` down each of the ``cols`` columns (Bluestein's inside numpy, on a
-    plan of that short length built once per call), times the twiddles
-    ``exp(-2i·pi·(col·k mod n)/n)`` (their phase reduced exactly before the float), then
-    numpy's transforms of length ``cols`` (small factors: fast)."""
-
-    def __init__(self, n: int, prime: int) -> None:
-        self.prime, self.cols = prime, n // prime
-        col = np.arange(self.cols, dtype=np.int64)[:, None]
-        k = np.arange(prime, dtype=np.int64)[None, :]
-        phase = (2.0 * np.pi / n) * ((col * k) % n)
-        # cos(phase) - 1j * sin(phase), its parts written directly: the real part cos (never
-        # zero), the imaginary 0 - sin (a zero sine gives +0, as the complex subtraction's)
-        self.twiddle = np.empty(phase.shape, dtype=np.complex128)
-        part = np.cos(phase)
-        self.twiddle.real = part
-        np.sin(phase, out=part)
-        self.twiddle.imag = np.subtract(0.0, part, out=part)
-
-    def dft(
-        self, z: np.ndarray, tmp: np.ndarray | None = None, out: np.ndarray | None = None
-    ) -> np.ndarray:
-        """``np.fft.fft(z)`` for ``z`` of this length (``tmp``, ``out``: contiguous complex
-        arrays of it, not ``z``, the first step's and the result's, else fresh)."""
-        shape = (self.cols, self.prime)
-        y = np.fft.fft(
-            z.reshape(self.prime, self.cols).T,
-            axis=-1,
-            out=None if tmp is None else tmp.reshape(shape),
-        )
-        y *= self.twiddle
-        r = np.fft.fft(y, axis=0, out=None if out is None else out.reshape(shape))
-        return np.asarray(r.reshape(-1))
+@functools.lru_cache(maxsize=8)
+def _fast_lengths(bits: int) -> tuple[int, ...]:
+    """The even lengths of :data:`FAST_PRIMES` factors below ``2 ** bits``, ascending."""
+    limit = 1 << bits
+    found = [1]
+    for p in FAST_PRIMES:
+        more = []
+        for v in found:
+            v *= p
+            while v < limit:
+                more.append(v)
+                v *= p
+        found += more
+    return tuple(sorted(v for v in found if v % 2 == 0))
