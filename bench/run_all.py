@@ -32,6 +32,7 @@ SCRIPTS = (
     "render.py --default-render",
     "loudness.py",
     "kernels.py",
+    "band_limit_floor.py",
     "synthesize.py",
     "release.py",
     "report.py",
@@ -48,7 +49,7 @@ ISSUE30 = (
     (
         "1. render x real time per core, vs the int16 floor (code defaults; the bundled run "
         "config's render section)",
-        ("render.py", "render.py --default-render", "kernels.py"),
+        ("render.py", "render.py --default-render", "kernels.py", "band_limit_floor.py"),
     ),
     ("2. honest peers (pydub + pyloudnorm, lhotse)", ("render.py", "render.py --default-render")),
     ("3. fixed cost: CLI import, `duetflow run` on a kept server", ("cli_import.py", "startup.py")),
