@@ -1,28 +1,31 @@
-"""How fast can the bundled render section get? Its low-pass's transforms against the budget.
+"""How fast can the bundled render section get? Its transforms against issue 30's budgets.
 
 One command: ``.venv/bin/python bench/band_limit_floor.py`` (``--rounds N``, ``--windows N``).
 
 Issue 30's goal 1 asks the render for >= 1,500x real time per core and <= 3x the pcm16 floor's
 CPU. The bundled run config's ``render`` section (what ``duetflow demo`` runs) adds a 4 kHz
 band-limit (a 235-tap linear-phase FIR, applied by FFT overlap-add to each of the window's
-tracks) and the room tone's colour to the code defaults' render. This bench sizes the one cost
-no implementation of that section avoids: the low-pass's Fourier transforms.
+tracks) and the room tone's colour to the code defaults' render. This bench sizes what no
+implementation of those two through their Fourier transforms avoids: the transforms.
 
 In one process, on ``bench/render.py``'s corpus (two-channel 45 s windows, 16 kHz), round after
 round, interleaved: ours with the code defaults, ours with the bundled section (its low-pass
 and colour timed by wrappers around them), the pcm16 floor (``bench/render.py``'s: frames read
-as int16, one channel written as FLAC), and pocketfft's ``rfft``/``irfft`` of exactly the blocks
-the low-pass transformed in those windows (16 rows of 4,096 float32 samples at a time), on
-their own. Every figure is process CPU per window, the least over the rounds.
+as int16, one channel written as FLAC), and, on their own, pocketfft's ``rfft``/``irfft`` of
+exactly the blocks the low-pass transformed in those windows (16 rows of 4,096 float32 samples
+at a time) and the colour's transforms of exactly the beds it coloured (two power spectra's
+frames, the zero-phase gain's pair). Every figure is process CPU per window, the least over
+the rounds.
 
 Printed: the budget each goal leaves a window (the window's rendered seconds / 1,500, and 3x
 the floor's CPU), the bundled render as it is, and its **bound**: the bundled render less its
-low-pass and colour plus the transforms alone, i.e. what it would cost if the low-pass were
-nothing but its transforms and the colour were free. Where the bound is over a budget, no
-faster low-pass of this filter through these transforms meets that goal: the rest of the
+low-pass and colour, plus the low-pass's transforms alone (and, second, the colour's too):
+what it would cost if both were nothing but their transforms. Where the bound is over a
+budget, no faster low-pass or colour through these transforms meets that goal: the rest of the
 render would have to get faster too. Last line: ``band_limit_floor: budget 1500x <b> ms,
-3x floor <f> ms; bundled <t> ms; bound <l> ms (low-pass transforms <x> ms, the rest <r> ms);
-code defaults <d> ms; load <1-minute load average>``.
+3x floor <f> ms; bundled <t> ms; bound <l> ms (low-pass transforms <x> ms, the rest <r> ms),
+<a> ms with the colour's transforms (<c> ms); code defaults <d> ms; load <1-minute load
+average>``.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import render as bench_render
 
-from duetflow.audio import bandlimit
+from duetflow.audio import bandlimit, tone_colour
 from duetflow.rendering import roomtone
 
 
@@ -62,6 +65,8 @@ class _Timed:
             self.cpu += time.process_time() - t0
             if self.name == "lowpass":
                 self.sizes.append(np.asarray(args[0]).size)
+            elif args[0] is not None and args[1] is not None:  # a bed coloured
+                self.sizes.append(args[0].samples.size)
 
     def install(self, *modules: Any) -> None:
         """Put the wrapper where the renderer looks the function up."""
@@ -85,6 +90,34 @@ def _transforms(sizes: list[int], sr: int, cutoff_hz: float) -> Callable[[], Non
     def run() -> None:
         for block, rows in groups:
             sp_fft.irfft(sp_fft.rfft(bufs[block, rows], axis=-1), block, axis=-1)
+
+    return run
+
+
+def _colour_transforms(sizes: list[int]) -> Callable[[], None]:
+    """The colour's transforms for beds of ``sizes`` samples, and nothing else: the two power
+    spectra's ``rfft`` (float64 Hann frames of 1,024 and, on long beds, 4,096 samples, half
+    overlap, 256 frames at a time) and the zero-phase gain's float32 ``rfft``/``irfft`` of the
+    bed's fast length (:func:`duetflow.audio.tone_colour.to_envelope`)."""
+    work: list[tuple[str, int, int]] = []
+    for n in sizes:
+        m = tone_colour.fast_length(n)
+        frames = [tone_colour.FRAME]
+        if m >= tone_colour.LONG_FRAME_MIN_FRAMES * tone_colour.LONG_FRAME:
+            frames.append(tone_colour.LONG_FRAME)
+        for frame in frames:
+            count = (m - frame) // (frame // 2) + 1
+            work += [("spectrum", frame, min(256, count - c0)) for c0 in range(0, count, 256)]
+        work.append(("gain", m, 1))
+    bufs = {(k, a, b): np.zeros((b, a)) for k, a, b in set(work) if k == "spectrum"}
+    beds = {a: np.zeros(a, np.float32) for k, a, _ in set(work) if k == "gain"}
+
+    def run() -> None:
+        for kind, a, b in work:
+            if kind == "spectrum":
+                np.fft.rfft(bufs[kind, a, b], axis=1)
+            else:
+                sp_fft.irfft(sp_fft.rfft(beds[a]), n=a)
 
     return run
 
@@ -128,10 +161,12 @@ def main() -> None:
         best: dict[str, float] = {}
         rendered: dict[str, float] = {}
         transforms: Callable[[], None] | None = None
+        colour_transforms: Callable[[], None] | None = None
         for k in range(args.rounds):
             for name, run in paths.items():
                 lowpass.cpu = colour.cpu = 0.0
                 lowpass.sizes.clear()
+                colour.sizes.clear()
                 t0 = time.process_time()
                 seconds = run(ds, root / f"{name}-{k}")
                 cpu = time.process_time() - t0
@@ -145,11 +180,13 @@ def main() -> None:
                     best["bundled rest"] = min(best.get("bundled rest", rest), rest)
                     if transforms is None:
                         transforms = _transforms(list(lowpass.sizes), bench_render.SR, 4000.0)
-            assert transforms is not None
-            t0 = time.process_time()
-            transforms()
-            cpu = time.process_time() - t0
-            best["transforms"] = min(best.get("transforms", cpu), cpu)
+                        colour_transforms = _colour_transforms(list(colour.sizes))
+            assert transforms is not None and colour_transforms is not None
+            for key, fn in (("transforms", transforms), ("colour transforms", colour_transforms)):
+                t0 = time.process_time()
+                fn()
+                cpu = time.process_time() - t0
+                best[key] = min(best.get(key, cpu), cpu)
 
     n = len(ds)
     per = {k: v / n * 1e3 for k, v in best.items()}
@@ -157,6 +194,7 @@ def main() -> None:
     budget_rt = out_s / 1500.0 * 1e3
     budget_floor = 3.0 * per["floor"]
     bound = per["bundled rest"] + per["transforms"]
+    bound_all = bound + per["colour transforms"]
     print(f"windows {n}, rounds {args.rounds}; rendered {out_s:.2f} s a window (bundled)")
     rows = [
         ("pcm16 floor", per["floor"]),
@@ -166,7 +204,9 @@ def main() -> None:
         ("  its room tone colour", per["bundled colour"]),
         ("  the rest", per["bundled rest"]),
         ("low-pass transforms alone", per["transforms"]),
-        ("bound: the rest + transforms", bound),
+        ("colour transforms alone", per["colour transforms"]),
+        ("bound: the rest + low-pass's", bound),
+        ("bound: ... + the colour's", bound_all),
         ("budget: 1,500x real time", budget_rt),
         ("budget: 3x the pcm16 floor", budget_floor),
     ]
@@ -175,7 +215,8 @@ def main() -> None:
     print(
         f"band_limit_floor: budget 1500x {budget_rt:.2f} ms, 3x floor {budget_floor:.2f} ms; "
         f"bundled {per['bundled']:.2f} ms; bound {bound:.2f} ms (low-pass transforms "
-        f"{per['transforms']:.2f} ms, the rest {per['bundled rest']:.2f} ms); code defaults "
+        f"{per['transforms']:.2f} ms, the rest {per['bundled rest']:.2f} ms), {bound_all:.2f} ms "
+        f"with the colour's transforms ({per['colour transforms']:.2f} ms); code defaults "
         f"{per['defaults']:.2f} ms; load {os.getloadavg()[0]:.1f}"
     )
 
