@@ -27,8 +27,10 @@ part of a run. Timed, interleaved ``--repeat`` times:
 * **plain, before** and **kept server, before** (with ``--baseline SRC``): the plain pipeline
   and the kept-server run by another source tree (``PYTHONPATH=SRC``, e.g. an archive of main's
   ``src``), in the same interleaving, in a work directory of their own (another tree's code
-  hashes make other stage keys: a shared one would be recomputed at every switch of tree);
-  the kept-server run before is paired with the plain run before.
+  hashes make other stage keys: a shared one would be recomputed at every switch of tree),
+  against a kept server and run host of their own, started by that tree (a run host serves
+  only clients of its own interpreter and ``sys.path``); the kept-server run before is paired
+  with the plain run before.
 
 ``--modes`` picks some of them (``plain`` always runs); the two temporary-API modes, ~10-25 s a
 run, run in the first ``--temp-repeat`` rounds only. Wall time by the clock around the command;
@@ -152,6 +154,7 @@ def main() -> None:
         if "given server" in args.modes:
             given_url = local_server.start(root / "server-home", settings=quiet).url
         kept_home = root / "kept-home"
+        kept_before = root / "kept-home-before"
         local_server.start(kept_home, settings=quiet)  # what `duetflow server start` does
         HOSTS.append(run_host.start(kept_home))  # ... with its run host
         try:
@@ -171,8 +174,22 @@ def main() -> None:
                 "given server": (run, lambda k: {**base, "PREFECT_API_URL": given_url}),
             }
             if args.baseline:
-                before = {**base, "DUETFLOW_PREFECT_HOME": str(kept_home)}
-                before["PYTHONPATH"] = str(args.baseline.resolve())
+                # the baseline's own kept server and run host: a host serves only clients of
+                # its own interpreter and sys.path, so the host above would decline the
+                # baseline's runs (they would then run in process, and read ~1 s slower)
+                baseline = str(args.baseline.resolve())
+                local_server.start(kept_before, settings=quiet)
+                had = os.environ.get("PYTHONPATH")
+                os.environ["PYTHONPATH"] = baseline  # the host takes this process's environment
+                try:
+                    HOSTS.append(run_host.start(kept_before))
+                finally:
+                    if had is None:
+                        del os.environ["PYTHONPATH"]
+                    else:
+                        os.environ["PYTHONPATH"] = had
+                before = {**base, "DUETFLOW_PREFECT_HOME": str(kept_before)}
+                before["PYTHONPATH"] = baseline
                 cfg_before = config("before")
                 run_before = [*run[:3], str(cfg_before), *run[4:]]
                 _timed(run_before, before)  # fills the baseline's own work directory
@@ -214,6 +231,9 @@ def main() -> None:
             local_server.stop(root / "server-home")
             run_host.stop(kept_home)
             local_server.stop(kept_home)
+            if args.baseline:
+                run_host.stop(kept_before)
+                local_server.stop(kept_before)
     plain_w = best["plain"][0]
     print(
         f"{args.repeat} rounds (load average {min(loads):.1f}-{max(loads):.1f} on "
