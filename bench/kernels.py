@@ -126,6 +126,21 @@ def _interleaved(fns: tuple[Callable[[], object], ...], reps: int) -> list[float
     return cpu
 
 
+def _compared(
+    r: dict[tuple[str, int], float],
+    key: str,
+    fns: tuple[Callable[[], object], Callable[[], object]],
+    reps: int,
+    line: Callable[[list[float], float], str],
+) -> None:
+    """Time the path before and the path now interleaved (:func:`_interleaved`), print
+    ``line(ms per call of each, before / now)`` and keep the ratio in ``r[key, 0]``."""
+    cpu = _interleaved(fns, reps)
+    ratio = cpu[0] / cpu[1]
+    print(line([c / reps * 1e3 for c in cpu], ratio))
+    r[key, 0] = ratio
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--repeat", type=int, default=20, help="45 s calls per path (1 s: 20x)")
@@ -225,12 +240,13 @@ def main() -> None:
     deviation = max(
         float(np.max(np.abs(w - g) / w)) for w, g in zip(_before(), _fused(), strict=True)
     )
-    cpu = _interleaved((_before, _fused), args.repeat)
-    per = [c / args.repeat * 1e3 for c in cpu]
-    print(
-        f"hop powers (35 s) before {per[0]:.3f} ms, fused {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x"
+    _compared(
+        r,
+        "hop powers",
+        (_before, _fused),
+        args.repeat,
+        lambda per, x: f"hop powers (35 s) before {per[0]:.3f} ms, fused {per[1]:.3f} ms, {x:.2f}x",
     )
-    r["hop powers", 0] = cpu[0] / cpu[1]
     _mixdown_round(rng, args.repeat)
     # issue 30, fifth round: the low-pass's float32 transforms on power-of-two blocks, against
     # the path it replaced
@@ -238,16 +254,16 @@ def main() -> None:
     taps = _taps(SR, 4000.0)
     want, got = _lowpass_scipy_blocks(track, taps), lowpass(track, SR, 4000.0)
     off = {"lowpass": float(np.max(np.abs(got - want)) / np.max(np.abs(want)))}
-    cpu = _interleaved(
+    _compared(
+        r,
+        "lowpass",
         (lambda: _lowpass_scipy_blocks(track, taps), lambda: lowpass(track, SR, 4000.0)),
         args.repeat,
+        lambda per, x: (
+            f"{'lowpass':<16} before {per[0]:.3f} ms, now {per[1]:.3f} ms, {x:.2f}x, "
+            f"off {off['lowpass']:.1e} of the peak"
+        ),
     )
-    per = [c / args.repeat * 1e3 for c in cpu]
-    print(
-        f"{'lowpass':<16} before {per[0]:.3f} ms, now {per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x, "
-        f"off {off['lowpass']:.1e} of the peak"
-    )
-    r["lowpass", 0] = cpu[0] / cpu[1]
     # issue 30, seventeenth round: a bed's colour on its fast length (70,480 = 2^4·5·881 ->
     # 70,400 = 2^8·5^2·11) against numpy's transforms of the whole bed; not the same samples:
     # the shaped beds' tilts (the cue audit's instrument) are compared
@@ -267,13 +283,16 @@ def main() -> None:
 
     tilts = [tone_colour.tilt_db_oct(b(), SR, 3750.0) for b in (whole_bed, fast_bed)]
     off["bed colour"] = abs(tilts[1] - tilts[0])
-    cpu = _interleaved((whole_bed, fast_bed), args.repeat)
-    per = [c / args.repeat * 1e3 for c in cpu]
-    print(
-        f"{'bed colour':<16} whole {per[0]:.3f} ms, fast length ({bed.size - fast} samples cut) "
-        f"{per[1]:.3f} ms, {cpu[0] / cpu[1]:.2f}x, tilts {tilts[0]:.3f} / {tilts[1]:.3f} dB/oct"
+    _compared(
+        r,
+        "bed colour",
+        (whole_bed, fast_bed),
+        args.repeat,
+        lambda per, x: (
+            f"{'bed colour':<16} whole {per[0]:.3f} ms, fast length ({bed.size - fast} samples "
+            f"cut) {per[1]:.3f} ms, {x:.2f}x, tilts {tilts[0]:.3f} / {tilts[1]:.3f} dB/oct"
+        ),
     )
-    r["bed colour", 0] = cpu[0] / cpu[1]
     # issue 30, thirteenth round: two speakers' K-weighted hop energies in chains side by side
     # (bs1770.k_weighted_energies) against each one unbroken recursion (the compiled sosfilt)
     # and its hops' sums; not the same bits: the largest difference of a hop's energy, relative
@@ -296,13 +315,16 @@ def main() -> None:
 
     want, got = unbroken(), chained()
     k_off = max(float(np.max(np.abs(g - w)) / np.max(w)) for g, w in zip(got, want, strict=True))
-    cpu = _interleaved((unbroken, chained), args.repeat)
-    per = [c / args.repeat * 1e3 for c in cpu]
-    print(
-        f"k-weighting, two speakers (18 s, 14 s): unbroken {per[0]:.3f} ms, chains {per[1]:.3f} "
-        f"ms, {cpu[0] / cpu[1]:.2f}x, off {k_off:.1e} of the loudest hop"
+    _compared(
+        r,
+        "k-weighting chains",
+        (unbroken, chained),
+        args.repeat,
+        lambda per, x: (
+            f"k-weighting, two speakers (18 s, 14 s): unbroken {per[0]:.3f} ms, chains "
+            f"{per[1]:.3f} ms, {x:.2f}x, off {k_off:.1e} of the loudest hop"
+        ),
     )
-    r["k-weighting chains", 0] = cpu[0] / cpu[1]
     print(
         f"kernels: highpass {r['highpass', 45]:.2f}x (45 s) {r['highpass', 1]:.2f}x (1 s); "
         f"highpass on silence {silence:.1f}x; "
