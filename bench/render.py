@@ -41,7 +41,10 @@ like the imports); the 1x run of ours stays cold and shows that one-off cost. Ea
 in a fresh child process
 (with the native thread defaults of the ``duetflow`` command, :mod:`duetflow.native_threads`:
 one OpenMP/BLAS thread unless the environment sets another count), timed by its own
-CPU clock (``time.process_time``), so the figures are per core. Peak RSS is the child's
+CPU clock (``time.process_time``), so the figures are per core; the files a path wrote are
+removed as it takes its next window, that CPU set aside (``_Timed``: on this virtual machine
+writing into fresh pages costs a host fault per page, which would be timed instead of the
+code), and the table shows how much of each path's CPU was the kernel's. Peak RSS is the child's
 ``ru_maxrss`` (the largest over the 10x runs of ours).
 
 A second reading of the same runs, **per-window best**: each child also reads its CPU clock as
@@ -358,15 +361,16 @@ def child(args: argparse.Namespace) -> None:
     if prof:  # a sampling pass first (CPU-time signal every 0.5 ms), then cProfile's
         fn(ds, Path(tempfile.mkdtemp(dir=root)))
         sampled = _sampled(lambda: fn(ds, Path(tempfile.mkdtemp(dir=root))))
-    timed = _Timed(ds)
-    t0 = time.process_time()
+    timed = _Timed(ds, out)
+    t0, s0 = time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_stime
     if prof:
         prof.enable()
     audio = fn(timed, out)  # type: ignore[arg-type]  # iterated once, as a list would be
     if prof:
         prof.disable()
-    cpu = time.process_time() - t0
-    steps = timed.steps(t0, time.process_time())
+    t1, s1 = time.process_time(), resource.getrusage(resource.RUSAGE_SELF).ru_stime
+    cpu = t1 - t0 - timed.excluded
+    steps = timed.steps(t0, t1)
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     report = ""
     if prof:
@@ -386,6 +390,7 @@ def child(args: argparse.Namespace) -> None:
                 "profile": report,
                 "warm_cpu_s": warm_cpu,
                 "steps_cpu_s": steps,
+                "sys_s": s1 - s0,  # the kernel's part (clearings included: an upper bound)
             }
         )
     )
@@ -393,23 +398,51 @@ def child(args: argparse.Namespace) -> None:
 
 class _Timed:
     """The dialogues of a run, handed out one at a time, the CPU clock read as each is taken:
-    what the path spent between two takes is that window's (its loop's own step included)."""
+    what the path spent between two takes is that window's (its loop's own step included).
 
-    def __init__(self, ds: list[Dialogue]) -> None:
-        self.ds = ds
-        self.marks: list[float] = []
+    At each take, before the clock's reading that starts the next window and after the one
+    that ends the last, the files the path wrote under ``out`` are removed (:func:`_clear`), and
+    that CPU is set aside (:attr:`excluded`): the run's page cache does not grow. On this
+    machine (a nested virtual machine that reports free memory to its host, in 8 MB blocks) a
+    page the kernel takes from memory the host has reclaimed costs a fault in the host: writing
+    a window's ~0.7 MB of FLAC into fresh pages read 8-12 ms of system CPU a window, for ours
+    and the floor alike, against ~1 ms into pages freed a moment before (docs/performance.md,
+    *Round eighteen*); how much memory was reclaimed moves with the machine's hour, and the
+    bench would time it, not the code."""
+
+    def __init__(self, ds: list[Dialogue], out: Path | None = None) -> None:
+        self.ds, self.out = ds, out
+        self.marks: list[tuple[float, float]] = []  # the clock before and after each clearing
 
     def __iter__(self) -> Any:
         for d in self.ds:
-            self.marks.append(time.process_time())
+            self._mark()
             yield d
-        self.marks.append(time.process_time())
+        self._mark()
+
+    def _mark(self) -> None:
+        t = time.process_time()
+        if self.out is not None:
+            _clear(self.out)
+        self.marks.append((t, time.process_time()))
+
+    @property
+    def excluded(self) -> float:
+        """CPU seconds spent removing the written files: not the path's."""
+        return sum(b - a for a, b in self.marks)
 
     def steps(self, start: float, end: float) -> list[float]:
         """CPU seconds: the set-up before the first window, each window, what followed the
-        last (``start`` and ``end``: the clock around the whole call)."""
-        marks = [start, *self.marks, end]
-        return [b - a for a, b in itertools.pairwise(marks)]
+        last (``start`` and ``end``: the clock around the whole call), clearings left out."""
+        marks = [(start, start), *self.marks, (end, end)]
+        return [b[0] - a[1] for a, b in itertools.pairwise(marks)]
+
+
+def _clear(out: Path) -> None:
+    """Remove the files under ``out`` (its folders stay)."""
+    for folder, _, files in os.walk(out):
+        for name in files:
+            os.unlink(os.path.join(folder, name))
 
 
 def per_window_best(runs: list[Any]) -> float:
@@ -542,8 +575,10 @@ def main() -> None:
         f"over {args.recordings} recordings; render section: "
         f"{'bundled default run config' if args.default_render else 'code defaults'}"
     )
-    head = ("path", "audio h", "cpu s", "x realtime/core", "audio h/cpu s", "rss MB")
-    print(f"{head[0]:<10}{head[1]:>10}{head[2]:>9}{head[3]:>17}{head[4]:>15}{head[5]:>9}")
+    head = ("path", "audio h", "cpu s", "of it sys", "x realtime/core", "audio h/cpu s", "rss MB")
+    print(
+        f"{head[0]:<10}{head[1]:>10}{head[2]:>9}{head[3]:>11}{head[4]:>17}{head[5]:>15}{head[6]:>9}"
+    )
     rows = [
         ("ours 1x", ours),  # cold: the process's first window in it
         ("ours 10x", ours10),
@@ -556,7 +591,8 @@ def main() -> None:
         rows.insert(2, ("before 10x", before))
     for name, r in rows:
         print(
-            f"{name:<10}{r['audio_s'] / 3600:>10.3f}{r['cpu_s']:>9.2f}{rtf(r):>17.0f}"
+            f"{name:<10}{r['audio_s'] / 3600:>10.3f}{r['cpu_s']:>9.2f}{r.get('sys_s', 0):>11.2f}"
+            f"{rtf(r):>17.0f}"
             f"{r['audio_s'] / 3600 / r['cpu_s']:>15.4f}{r['rss_mb']:>9.0f}"
         )
     print(f"peak RSS: {ours['rss_mb']:.0f} MB at 1x, {ours10['rss_mb']:.0f} MB at 10x")
