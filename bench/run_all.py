@@ -33,6 +33,7 @@ SCRIPTS = (
     "loudness.py",
     "kernels.py",
     "band_limit_floor.py",
+    "fresh_pages.py",
     "synthesize.py",
     "release.py",
     "report.py",
@@ -49,7 +50,13 @@ ISSUE30 = (
     (
         "1. render x real time per core, vs the int16 floor (code defaults; the bundled run "
         "config's render section)",
-        ("render.py", "render.py --default-render", "kernels.py", "band_limit_floor.py"),
+        (
+            "render.py",
+            "render.py --default-render",
+            "kernels.py",
+            "band_limit_floor.py",
+            "fresh_pages.py",
+        ),
     ),
     ("2. honest peers (pydub + pyloudnorm, lhotse)", ("render.py", "render.py --default-render")),
     ("3. fixed cost: CLI import, `duetflow run` on a kept server", ("cli_import.py", "startup.py")),
